@@ -1,0 +1,17 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { ConfigModule } from './config/config.module.js';
+import type { Environment } from './config/environment.js';
+import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
+import { QueueModule } from './queue/queue.module.js';
+
+@Module({})
+export class AppModule {
+  /** The whole service; `overrides` replace environment variables (tests). */
+  static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [ConfigModule.forRoot(overrides), DatabaseModule, QueueModule, HealthModule],
+    };
+  }
+}

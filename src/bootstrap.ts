@@ -1,0 +1,71 @@
+import { INestApplication, ValidationError, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import { AppModule } from './app.module.js';
+import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
+import { ValidationFailedError } from './common/errors.js';
+import { AppConfig } from './config/app-config.js';
+import type { Environment, LogLevelName } from './config/environment.js';
+import { LOG_LEVELS } from './config/environment.js';
+
+function firstMessages(errors: ValidationError[], parent = ''): string[] {
+  const out: string[] = [];
+  for (const error of errors) {
+    const path = parent ? `${parent}.${error.property}` : error.property;
+    for (const message of Object.values(error.constraints ?? {})) {
+      out.push(parent ? message.replace(error.property, path) : message);
+    }
+    out.push(...firstMessages(error.children ?? [], path));
+  }
+  return out;
+}
+
+/** Applies what every pushpop app needs: body limits, validation, the error filter. */
+export function configureApp(app: NestExpressApplication): void {
+  const env = app.get(AppConfig).env;
+  app.useBodyParser('json', { limit: env.MAX_BODY_BYTES });
+  app.useGlobalPipes(
+    new ValidationPipe({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      transformOptions: { enableImplicitConversion: false },
+      exceptionFactory: (errors) => new ValidationFailedError(firstMessages(errors).join('; ') || 'request is invalid'),
+    }),
+  );
+  app.useGlobalFilters(new AllExceptionsFilter());
+  app.enableShutdownHooks();
+  app.disable('x-powered-by');
+}
+
+export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
+  const config = new DocumentBuilder()
+    .setTitle('pushpop')
+    .setDescription('Priority queues where every queue id is a virtual actor, stored in fixed-size segments on PostgreSQL.')
+    .setVersion('0.1.0')
+    .build();
+  return SwaggerModule.createDocument(app, config, {
+    operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,
+  });
+}
+
+function logLevels(level: LogLevelName): LogLevelName[] {
+  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
+}
+
+/** Creates the configured app (not yet listening). */
+export async function createApp(overrides: Partial<Record<keyof Environment, string>> = {}, withDocs = true): Promise<NestExpressApplication> {
+  const module = AppModule.forRoot(overrides);
+  const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
+  const app = await NestFactory.create<NestExpressApplication>(module, {
+    bodyParser: false,
+    logger: LOG_LEVELS.includes(level) ? logLevels(level) : undefined,
+  });
+  configureApp(app);
+  if (withDocs) {
+    const document = buildOpenApiDocument(app);
+    SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
+  }
+  return app;
+}

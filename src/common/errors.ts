@@ -1,0 +1,71 @@
+/**
+ * Domain errors: services throw these, one global filter turns them into the contract's error
+ * body (`statusCode`, `error_code`, `message`, plus `extra` fields). `error_code` values are
+ * stable: clients branch on them.
+ */
+export class PushpopError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errorCode: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class ValidationFailedError extends PushpopError {
+  constructor(message: string) {
+    super(400, 'VALIDATION_FAILED', message);
+  }
+}
+
+export class InvalidQueueIdError extends PushpopError {
+  constructor() {
+    super(400, 'INVALID_QUEUE_ID', 'queue id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -');
+  }
+}
+
+export class ItemTooLargeError extends PushpopError {
+  constructor(size: number, limit: number) {
+    super(413, 'ITEM_TOO_LARGE', `item is ${size} bytes of JSON, more than the limit of ${limit}`);
+  }
+}
+
+export class ItemTooDeepError extends PushpopError {
+  constructor(limit: number) {
+    super(400, 'ITEM_TOO_DEEP', `item nests deeper than ${limit} levels`);
+  }
+}
+
+export class QueueNotFoundError extends PushpopError {
+  constructor(queueId: string) {
+    super(404, 'QUEUE_NOT_FOUND', `Queue ${queueId} not found`);
+  }
+}
+
+export class StateKeyNotFoundError extends PushpopError {
+  constructor(key: string) {
+    super(404, 'STATE_KEY_NOT_FOUND', `Nothing is stored under state key ${key}`);
+  }
+}
+
+export class QueueBusyError extends PushpopError {
+  constructor(queueId: string) {
+    super(429, 'QUEUE_BUSY', `Too many operations are waiting on queue ${queueId}; retry shortly`, {}, { 'Retry-After': '1' });
+  }
+}
+
+export class StoreUnavailableError extends PushpopError {
+  constructor() {
+    super(503, 'STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', {}, { 'Retry-After': '2' });
+  }
+}
+
+export class NotImplementedError extends PushpopError {
+  constructor(message: string) {
+    super(501, 'NOT_IMPLEMENTED', message);
+  }
+}

@@ -1,0 +1,13 @@
+import { Environment } from './environment.js';
+
+/**
+ * The validated configuration, injected wherever settings are read. A class (not a string
+ * token) so that consumers get types without casts.
+ */
+export class AppConfig {
+  constructor(readonly env: Environment) {}
+
+  get queueDefaults(): { segmentSize: number; bufferSegments: number } {
+    return { segmentSize: this.env.SEGMENT_SIZE, bufferSegments: this.env.BUFFER_SEGMENTS };
+  }
+}

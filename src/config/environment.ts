@@ -1,0 +1,96 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Max, Min, validateSync } from 'class-validator';
+
+const toInt = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string' || value.trim() === '') return value;
+  return /^-?\d+$/.test(value.trim()) ? Number(value) : value;
+};
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/**
+ * The service's environment, parsed and validated once at boot. Every variable has a default
+ * that makes a zero-config run work (embedded database under `./.data`, port 8000 on loopback).
+ */
+export class Environment {
+  /** HTTP port. */
+  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  PORT = 8000;
+
+  /** Address the HTTP server binds to. */
+  @IsString()
+  HOST = '127.0.0.1';
+
+  /** PostgreSQL connection string; unset means the embedded PGlite database under DATA_DIR. */
+  @IsOptional() @IsString()
+  DATABASE_URL?: string;
+
+  /** Where the embedded database keeps its files. */
+  @IsString()
+  DATA_DIR = './.data';
+
+  /** Items per segment, stored with each queue when it is created. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  SEGMENT_SIZE = 100;
+
+  /** Full segments kept next to the head before the offloaded range starts (minimum 1). */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  BUFFER_SEGMENTS = 1;
+
+  /** Highest priority number accepted (0 is popped first). */
+  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
+  MAX_PRIORITY = 255;
+
+  /** Largest serialized item in bytes. */
+  @Transform(toInt) @IsInt() @Min(2) @Max(64 * 1024 * 1024)
+  MAX_ITEM_BYTES = 262_144;
+
+  /** Largest request body in bytes. */
+  @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
+  MAX_BODY_BYTES = 1_048_576;
+
+  /** An actor idle this long is dropped from memory; its state stays in the database. */
+  @Transform(toInt) @IsInt() @Min(100)
+  ACTOR_IDLE_TIMEOUT_MS = 60_000;
+
+  /** Operations allowed to wait for one queue's turn; past it callers get 429 QUEUE_BUSY. */
+  @Transform(toInt) @IsInt() @Min(1)
+  MAX_PENDING_PER_QUEUE = 1000;
+
+  /** How often expired acknowledgement locks are swept. */
+  @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  LOCK_SWEEP_INTERVAL_MS = 1000;
+
+  /** Database connection pool size. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(200)
+  DB_POOL_SIZE = 10;
+
+  @IsIn(LOG_LEVELS)
+  LOG_LEVEL: LogLevelName = 'log';
+}
+
+export class EnvironmentError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid environment:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'EnvironmentError';
+  }
+}
+
+/** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
+export function parseEnvironment(env: Record<string, string | undefined>): Environment {
+  const known = Object.keys(new Environment()).concat('DATABASE_URL');
+  const input: Record<string, string> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = plainToInstance(Environment, input, { exposeDefaultValues: true });
+  const errors = validateSync(parsed, { whitelist: false, forbidUnknownValues: false });
+  if (errors.length > 0) {
+    throw new EnvironmentError(
+      errors.map((e) => `${e.property}=${JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join(', ')}`),
+    );
+  }
+  return parsed;
+}

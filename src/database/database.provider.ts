@@ -1,0 +1,61 @@
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config.js';
+import { buildDataSourceOptions } from './database.options.js';
+import { EmbeddedDatabase } from './embedded-database.js';
+
+/** Any number; it only has to be the same for every pushpop process sharing a database. */
+const MIGRATION_LOCK_ID = 7_011_905_114;
+
+/**
+ * Owns the connection pool: starts the embedded database when no DATABASE_URL is given, runs
+ * the committed migrations under a PostgreSQL advisory lock (so several processes booting at
+ * once migrate exactly once), and closes everything in the right order on shutdown.
+ */
+@Injectable()
+export class DatabaseProvider implements OnApplicationShutdown {
+  private static readonly logger = new Logger('Database');
+  private embedded?: EmbeddedDatabase;
+  dataSource!: DataSource;
+
+  constructor(private readonly config: AppConfig) {}
+
+  async connect(): Promise<DataSource> {
+    const env = this.config.env;
+    let url = env.DATABASE_URL;
+    if (!url) {
+      this.embedded = await EmbeddedDatabase.start(env.DATA_DIR, env.DB_POOL_SIZE + 4);
+      url = this.embedded.url;
+    }
+    this.dataSource = new DataSource(buildDataSourceOptions(url, env.DB_POOL_SIZE));
+    try {
+      await this.dataSource.initialize();
+      await this.migrate();
+    } catch (error) {
+      await this.onApplicationShutdown();
+      throw error;
+    }
+    return this.dataSource;
+  }
+
+  private async migrate(): Promise<void> {
+    const runner = this.dataSource.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+      const applied = await this.dataSource.runMigrations({ transaction: 'all' });
+      for (const m of applied) DatabaseProvider.logger.log(`Applied migration ${m.name}`);
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+      await runner.release();
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.dataSource?.isInitialized) await this.dataSource.destroy();
+    if (this.embedded) {
+      await this.embedded.stop();
+      this.embedded = undefined;
+    }
+  }
+}

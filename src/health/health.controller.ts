@@ -1,0 +1,43 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiTags } from '@nestjs/swagger';
+import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { DataSource } from 'typeorm';
+import { SegmentRepository } from '../segment-storage/segment.repository.js';
+
+/** Liveness answer. */
+export class LivenessDto {
+  /** @example "healthy" */
+  status: string;
+  /** Seconds since the process started. */
+  uptime_seconds: number;
+}
+
+@ApiTags('operations')
+@Controller('health')
+export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly indicator: HealthIndicatorService,
+    private readonly dataSource: DataSource,
+    private readonly segments: SegmentRepository,
+  ) {}
+
+  /** 200 while the process runs. */
+  @Get()
+  live(): LivenessDto {
+    return { status: 'healthy', uptime_seconds: Math.round(process.uptime()) };
+  }
+
+  /** 200 when the database answers within 3 s, else 503. */
+  @Get('ready')
+  @HealthCheck()
+  ready(): Promise<HealthCheckResult> {
+    return this.health.check([
+      () =>
+        this.indicator
+          .check('database')
+          .attempt(() => this.segments.ping(this.dataSource.manager))
+          .withTimeout(3000),
+    ]);
+  }
+}

@@ -1,0 +1,27 @@
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+
+export class ListQueuesQueryDto {
+  /** Only queues whose id starts with this. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  prefix?: string = '';
+
+  /**
+   * Page size, 1 to 1000.
+   * @example 100
+   */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  limit?: number = 100;
+
+  /** `next_cursor` of the previous page. */
+  @IsOptional()
+  @IsString()
+  @MaxLength(400)
+  cursor?: string;
+}

@@ -1,0 +1,50 @@
+import { Transform, Type } from 'class-transformer';
+import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
+
+const toBoolean = ({ value }: { value: unknown }): unknown => {
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  return value;
+};
+
+export class PopQueryDto {
+  /**
+   * How many items at most, 1 to 100. Spills over into the next priority.
+   * @example 1
+   */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(100)
+  depth?: number = 1;
+
+  /** Hold the popped items under an acknowledgement lock (`true`/`false`/`1`/`0`). */
+  @IsOptional()
+  @Transform(toBoolean)
+  @IsBoolean()
+  require_ack?: boolean = false;
+
+  /**
+   * Lock time to live in seconds, 1 to 300 (with `require_ack`).
+   * @example 30
+   */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(300)
+  ttl_seconds?: number = 30;
+
+  /**
+   * Long poll: on an empty queue wait up to this many seconds (0 to 20) for an item; the answer
+   * comes as soon as one arrives.
+   * @example 0
+   */
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(0)
+  @Max(20)
+  wait_seconds?: number = 0;
+}

@@ -1,0 +1,85 @@
+/** Answer to a push. */
+export class PushResponseDto {
+  success: boolean;
+  /** @example "Item pushed to queue orders at priority 0" */
+  message: string;
+}
+
+/** Answer to a batch push. */
+export class PushBatchResponseDto {
+  success: boolean;
+  /** Items pushed. */
+  count: number;
+  message: string;
+}
+
+/** Answer to a pop. */
+export class PopResponseDto {
+  /** The popped items, in order. */
+  items: Record<string, unknown>[];
+  /** Number of items returned. */
+  count: number;
+  /** With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
+  locked?: boolean;
+  /** With `require_ack` and items: the lock to acknowledge, extend or release. */
+  lock_id?: string;
+  /** With `require_ack` and items: when the lock expires, unix seconds. */
+  lock_expires_at?: number;
+}
+
+/** One priority of a queue. */
+export class PriorityInfoDto {
+  count: number;
+  head_segment: number;
+  tail_segment: number;
+  /** First offloaded segment, or null when nothing of this priority is offloaded. */
+  head_offloaded_segment: number | null;
+  /** Last offloaded segment, or null. */
+  tail_offloaded_segment: number | null;
+}
+
+/** Segment settings stored with a queue when it was created. */
+export class QueueConfigDto {
+  segment_size: number;
+  buffer_segments: number;
+}
+
+/** The acknowledgement lock of a queue (never its id). */
+export class LockInfoDto {
+  /** Unix seconds. */
+  expires_at: number;
+  /** Unix seconds. */
+  created_at: number;
+  /** Items held by the lock. */
+  item_count: number;
+}
+
+/** A queue's state. */
+export class QueueInfoDto {
+  queue_id: string;
+  /** Items waiting (items held by a lock are counted in `lock.item_count`). */
+  count: number;
+  /** Keyed by priority. */
+  priorities: Record<string, PriorityInfoDto>;
+  config: QueueConfigDto;
+  lock: LockInfoDto | null;
+}
+
+export class QueueSummaryDto {
+  queue_id: string;
+  count: number;
+  locked: boolean;
+}
+
+/** A page of queues. */
+export class QueueListDto {
+  queues: QueueSummaryDto[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next_cursor: string | null;
+}
+
+export class DeleteQueueResponseDto {
+  success: boolean;
+  /** Items deleted, including any held by a lock. */
+  items_deleted: number;
+}

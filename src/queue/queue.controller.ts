@@ -1,0 +1,99 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
+import { PopQueryDto } from './dto/pop-query.dto.js';
+import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
+import { ListQueuesQueryDto } from './dto/list-queues-query.dto.js';
+import {
+  DeleteQueueResponseDto,
+  PopResponseDto,
+  PushBatchResponseDto,
+  PushResponseDto,
+  QueueInfoDto,
+  QueueListDto,
+} from './dto/queue-responses.dto.js';
+import { QueueIdPipe } from './queue-id.pipe.js';
+import { QueueService } from './queue.service.js';
+
+const QUEUE_ID_PARAM = {
+  name: 'queue_id',
+  description: 'Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -',
+  example: 'orders',
+};
+
+/** The HTTP contract of the queues; validation only, the service does the work. */
+@ApiTags('queues')
+@Controller()
+export class QueueController {
+  constructor(private readonly queues: QueueService) {}
+
+  /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
+  @Post('queue/:queue_id/push')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
+    const { priority } = await this.queues.push(queueId, body.item, body.priority);
+    return { success: true, message: `Item pushed to queue ${queueId} at priority ${priority}` };
+  }
+
+  /** Pushes 1-1000 items, all or nothing, in the given order. */
+  @Post('queue/:queue_id/push/batch')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
+    const count = await this.queues.pushBatch(queueId, body.items);
+    return { success: true, count, message: `${count} item(s) pushed to queue ${queueId}` };
+  }
+
+  /**
+   * Pops up to `depth` items: lowest priority number first, FIFO within a priority. An empty
+   * queue answers 200 with no items. With `require_ack` the items are held by a lock until
+   * acknowledged, released or expired.
+   */
+  @Post('queue/:queue_id/pop')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto): Promise<PopResponseDto> {
+    return this.queues.pop(queueId, {
+      depth: query.depth ?? 1,
+      requireAck: query.require_ack ?? false,
+      ttlSeconds: query.ttl_seconds ?? 30,
+      waitSeconds: query.wait_seconds ?? 0,
+    });
+  }
+
+  /** A queue's counts, segment pointers per priority, settings and lock. */
+  @Get('queue/:queue_id')
+  @ApiParam(QUEUE_ID_PARAM)
+  async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
+    return this.queues.getQueue(queueId);
+  }
+
+  /**
+   * Raw state under seed 003's key names: `metadata`, `queue_<p>_seg_<n>` (a segment in the
+   * actor's state) or `offloaded_queue_<p>_seg_<n>_<queue_id>` (a segment in the offload store).
+   */
+  @Get('queue/:queue_id/state/:key')
+  @ApiParam(QUEUE_ID_PARAM)
+  @ApiParam({ name: 'key', example: 'metadata' })
+  @ApiOkResponse({
+    description: 'The metadata document, or a segment as a JSON array of items',
+    schema: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] },
+  })
+  async getState(@Param('queue_id', QueueIdPipe) queueId: string, @Param('key') key: string): Promise<unknown> {
+    return this.queues.getState(queueId, key);
+  }
+
+  /** Lists queues in id order, optionally by id prefix, a page at a time. */
+  @Get('queues')
+  async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
+    return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
+  }
+
+  /** Deletes a queue with all its segments, offloaded segments and lock. */
+  @Delete('queue/:queue_id')
+  @ApiParam(QUEUE_ID_PARAM)
+  async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {
+    const itemsDeleted = await this.queues.deleteQueue(queueId);
+    return { success: true, items_deleted: itemsDeleted };
+  }
+}

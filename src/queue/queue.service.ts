@@ -1,0 +1,182 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config.js';
+import { NotImplementedError, QueueNotFoundError, StateKeyNotFoundError, ValidationFailedError } from '../common/errors.js';
+import { SegmentRepository } from '../segment-storage/segment.repository.js';
+import { ActorRegistry } from './actor-registry.js';
+import { encodeItem } from './item-codec.js';
+import { QueueEvents } from './queue-events.js';
+import type { QueueActor } from './queue-actor.js';
+
+export interface PopOptions {
+  depth: number;
+  requireAck: boolean;
+  ttlSeconds: number;
+  waitSeconds: number;
+}
+
+export interface PopResult {
+  items: Record<string, unknown>[];
+  count: number;
+  locked?: boolean;
+  lock_id?: string;
+  lock_expires_at?: number;
+}
+
+export interface PriorityInfo {
+  count: number;
+  head_segment: number;
+  tail_segment: number;
+  head_offloaded_segment: number | null;
+  tail_offloaded_segment: number | null;
+}
+
+export interface QueueInfo {
+  queue_id: string;
+  count: number;
+  priorities: Record<string, PriorityInfo>;
+  config: { segment_size: number; buffer_segments: number };
+  lock: { expires_at: number; created_at: number; item_count: number } | null;
+}
+
+/** How often a long-polling pop re-checks the store for items pushed by another process. */
+const LONG_POLL_RECHECK_MS = 500;
+
+const SEGMENT_KEY = /^queue_(\d{1,9})_seg_(\d{1,15})$/;
+
+/**
+ * The queue operations of the HTTP contract, each run as one turn of the queue's actor.
+ */
+@Injectable()
+export class QueueService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly actors: ActorRegistry,
+    private readonly events: QueueEvents,
+    private readonly dataSource: DataSource,
+    private readonly segments: SegmentRepository,
+  ) {}
+
+  private checkPriority(priority: number | undefined, field = 'priority'): number {
+    const p = priority ?? 0;
+    if (p > this.config.env.MAX_PRIORITY) throw new ValidationFailedError(`${field} must not be greater than ${this.config.env.MAX_PRIORITY}`);
+    return p;
+  }
+
+  async push(queueId: string, item: unknown, priority: number | undefined): Promise<{ priority: number }> {
+    const p = this.checkPriority(priority);
+    const json = encodeItem(item, this.config.env.MAX_ITEM_BYTES);
+    await this.actors.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, [{ priority: p, json }]));
+    this.events.notify(queueId);
+    return { priority: p };
+  }
+
+  async pushBatch(queueId: string, entries: { item: unknown; priority?: number }[]): Promise<number> {
+    const items = entries.map((entry, i) => ({
+      priority: this.checkPriority(entry.priority, `items.${i}.priority`),
+      json: encodeItem(entry.item, this.config.env.MAX_ITEM_BYTES, `items.${i}.item`),
+    }));
+    await this.actors.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, items));
+    this.events.notify(queueId);
+    return items.length;
+  }
+
+  async pop(queueId: string, options: PopOptions): Promise<PopResult> {
+    if (options.requireAck) throw new NotImplementedError('require_ack is not available yet');
+    const deadline = Date.now() + options.waitSeconds * 1000;
+    for (;;) {
+      const jsons = await this.actors.turn(queueId, 'existing', async ({ actor, ...ctx }) => (actor ? actor.pop(ctx, options.depth) : []));
+      const remaining = deadline - Date.now();
+      if (jsons.length > 0 || remaining <= 0) {
+        const items = jsons.map((i) => JSON.parse(i.json) as Record<string, unknown>);
+        return { items, count: items.length };
+      }
+      await this.events.wait(queueId, Math.min(remaining, LONG_POLL_RECHECK_MS));
+    }
+  }
+
+  async getQueue(queueId: string): Promise<QueueInfo> {
+    return this.actors.turn(queueId, 'existing', async ({ actor }) => {
+      if (!actor) throw new QueueNotFoundError(queueId);
+      const priorities: Record<string, PriorityInfo> = {};
+      for (const p of actor.priorityList()) {
+        const m = actor.meta(p)!;
+        priorities[String(p)] = {
+          count: m.count,
+          head_segment: m.head_segment,
+          tail_segment: m.tail_segment,
+          head_offloaded_segment: m.head_offloaded_segment,
+          tail_offloaded_segment: m.tail_offloaded_segment,
+        };
+      }
+      return {
+        queue_id: queueId,
+        count: actor.count,
+        priorities,
+        config: { segment_size: actor.segmentSize, buffer_segments: actor.bufferSegments },
+        lock: null,
+      };
+    });
+  }
+
+  /** The raw state under seed 003's key names (see the contract's state endpoint). */
+  async getState(queueId: string, key: string): Promise<unknown> {
+    return this.actors.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
+      if (!actor) throw new StateKeyNotFoundError(key);
+      if (key === 'metadata') return this.metadataDocument(actor);
+      const match = SEGMENT_KEY.exec(key);
+      if (match) {
+        const priority = Number(match[1]);
+        const segment = Number(match[2]);
+        const meta = actor.meta(priority);
+        const inState =
+          meta !== undefined &&
+          segment >= meta.head_segment &&
+          segment <= meta.tail_segment &&
+          !(meta.head_offloaded_segment !== null && segment >= meta.head_offloaded_segment && segment <= meta.tail_offloaded_segment!);
+        if (inState) {
+          const jsons = actor.cachedSegmentItems(priority, segment) ?? (await segments.loadSegment(tx, queueId, priority, segment)).map((e) => e.json);
+          if (jsons.length > 0) return jsons.map((j) => JSON.parse(j) as unknown);
+        }
+      }
+      throw new StateKeyNotFoundError(key);
+    });
+  }
+
+  private metadataDocument(actor: QueueActor): unknown {
+    const queues: Record<string, { metadata: Record<string, number> }> = {};
+    for (const p of actor.priorityList()) {
+      const m = actor.meta(p)!;
+      const metadata: Record<string, number> = { count: m.count, head_segment: m.head_segment, tail_segment: m.tail_segment };
+      if (m.head_offloaded_segment !== null && m.tail_offloaded_segment !== null) {
+        metadata.head_offloaded_segment = m.head_offloaded_segment;
+        metadata.tail_offloaded_segment = m.tail_offloaded_segment;
+      }
+      queues[`queue_${p}`] = { metadata };
+    }
+    return { config: { segment_size: actor.segmentSize, buffer_segments: actor.bufferSegments }, queues };
+  }
+
+  async listQueues(prefix: string, limit: number, cursor: string | undefined): Promise<{ queues: { queue_id: string; count: number; locked: boolean }[]; next_cursor: string | null }> {
+    let after: string | undefined;
+    if (cursor !== undefined && cursor !== '') {
+      after = Buffer.from(cursor, 'base64url').toString('utf8');
+      if (!/^[A-Za-z0-9._:@-]{1,200}$/.test(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
+    }
+    const rows = await this.segments.listQueues(this.dataSource.manager, prefix, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const next = rows.length > limit ? Buffer.from(page.at(-1)!.queueId, 'utf8').toString('base64url') : null;
+    return { queues: page.map((r) => ({ queue_id: r.queueId, count: r.count, locked: false })), next_cursor: next };
+  }
+
+  async deleteQueue(queueId: string): Promise<number> {
+    return this.actors.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
+      if (!actor) throw new QueueNotFoundError(queueId);
+      const deleted = actor.count;
+      await segments.deleteQueue(tx, queueId);
+      actor.dirty = false;
+      this.actors.deactivate(queueId);
+      return deleted;
+    });
+  }
+}

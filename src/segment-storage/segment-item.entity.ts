@@ -1,0 +1,31 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/**
+ * One item of one segment. A segment is the set of rows sharing (queue_id, priority, segment):
+ * at most `segment_size` items pushed into it (more only while returned items of an expired
+ * lock sit at the head), clustered under one primary-key range, so loading a segment is one
+ * index range scan and a push is one row insert whatever the depth of the queue.
+ * `position` orders items within a segment; items returned to the front get positions below
+ * the current head.
+ */
+@Entity('segment_items')
+export class SegmentItemEntity {
+  @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
+  queueId: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  priority: number;
+
+  @PrimaryColumn({ type: 'bigint' })
+  segment: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  position: number;
+
+  /**
+   * The item as JSON text. Not jsonb: jsonb rejects `\u0000` in strings and reorders keys,
+   * and an item must come back exactly as it was pushed.
+   */
+  @Column({ type: 'text' })
+  item: string;
+}

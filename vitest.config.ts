@@ -1,0 +1,37 @@
+import { fileURLToPath } from 'node:url';
+import swc from 'unplugin-swc';
+import { defineConfig } from 'vitest/config';
+
+// SWC compiles the NestJS decorators with their metadata (esbuild/oxc do not emit it).
+const swcPlugin = swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2022' } });
+
+// Tests run the library from its source, so no build step is needed before `npm test`.
+const alias = { '@pushpop/keyed-mutex': fileURLToPath(new URL('./libs/keyed-mutex/src/index.ts', import.meta.url)) };
+
+export default defineConfig({
+  plugins: [swcPlugin],
+  resolve: { alias },
+  test: {
+    projects: [
+      {
+        plugins: [swcPlugin],
+        resolve: { alias },
+        test: { name: 'unit', sequence: { groupOrder: 0 }, include: ['src/**/*.spec.ts', 'libs/*/src/**/*.spec.ts'] },
+      },
+      {
+        plugins: [swcPlugin],
+        resolve: { alias },
+        test: {
+          name: 'e2e',
+          sequence: { groupOrder: 1 },
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          // Each file starts its own service and database; two cores run two at a time.
+          maxWorkers: 2,
+          fileParallelism: true,
+        },
+      },
+    ],
+  },
+});
