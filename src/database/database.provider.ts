@@ -17,6 +17,8 @@ export class DatabaseProvider implements OnApplicationShutdown {
   private static readonly logger = new Logger('Database');
   private embedded?: EmbeddedDatabase;
   dataSource!: DataSource;
+  /** The connection string in use (the embedded database's loopback address when embedded). */
+  url = '';
 
   constructor(private readonly config: AppConfig) {}
 
@@ -27,6 +29,7 @@ export class DatabaseProvider implements OnApplicationShutdown {
       this.embedded = await EmbeddedDatabase.start(env.DATA_DIR, env.DB_POOL_SIZE + 4);
       url = this.embedded.url;
     }
+    this.url = url;
     this.dataSource = new DataSource(buildDataSourceOptions(url, env.DB_POOL_SIZE));
     try {
       await this.dataSource.initialize();
