@@ -51,7 +51,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const body = exception.getResponse();
-      const message = typeof body === 'object' && body !== null && 'message' in body ? String((body as { message: unknown }).message) : exception.message;
+      const message = typeof body === 'object' && body !== null && 'message' in body ? String((body).message) : exception.message;
       if (status === 503) return new PushpopError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', typeof body === 'object' && body !== null ? { details: body } : {});
       return new PushpopError(status, STATUS_CODES[status] ?? (status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST'), message);
     }

@@ -103,7 +103,7 @@ export class QueueActor {
     const out: number[] = [];
     for (const key of this.cache.keys()) {
       const [p, s] = key.split(':').map(Number);
-      if (p === priority) out.push(s!);
+      if (p === priority) out.push(s);
     }
     return out.sort((a, b) => a - b);
   }
@@ -171,14 +171,14 @@ export class QueueActor {
         const seg = await this.segment(ctx, priority, head);
         const available = seg.entries.length - seg.offset;
         const take = Math.min(depth - out.length, available);
-        for (let i = 0; i < take; i++) out.push({ priority, json: seg.entries[seg.offset + i]!.json });
+        for (let i = 0; i < take; i++) out.push({ priority, json: seg.entries[seg.offset + i].json });
         seg.offset += take;
         this.cachedItems -= take;
         meta.count -= take;
         this.dirty = true;
         if (seg.offset < seg.entries.length) {
-          meta.head_position = seg.entries[seg.offset]!.position;
-          await ctx.segments.deleteThrough(ctx.tx, this.queueId, priority, head, seg.entries[seg.offset - 1]!.position);
+          meta.head_position = seg.entries[seg.offset].position;
+          await ctx.segments.deleteThrough(ctx.tx, this.queueId, priority, head, seg.entries[seg.offset - 1].position);
           // Keep memory proportional to what is still queued in this segment.
           if (seg.offset > 64 && seg.offset * 2 > seg.entries.length) {
             seg.entries = seg.entries.slice(seg.offset);
