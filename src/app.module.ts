@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { CommonModule } from './common/common.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Environment } from './config/environment.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -11,7 +12,7 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), DatabaseModule, QueueModule, HealthModule],
+      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, HealthModule],
     };
   }
 }

@@ -1,6 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { PriorityMetadata, QueueRow, SegmentEntry, SegmentInsert } from '../segment-storage/queue-metadata.js';
 import type { SegmentRepository } from '../segment-storage/segment.repository.js';
+import type { LockState } from '../lock/lock-state.js';
 
 /** An item with the priority it was popped from (what an acknowledgement lock keeps). */
 export interface PoppedItem {
@@ -50,6 +51,8 @@ export class QueueActor {
   private sortedPriorities: number[] | undefined;
   private readonly cache = new Map<string, CachedSegment>();
   private cachedItems = 0;
+  /** The acknowledgement lock: undefined until loaded in a turn, null when there is none. */
+  lock: LockState | null | undefined = undefined;
   /** Set when metadata changed in this turn and must be saved before commit. */
   dirty = false;
   lastUsed = Date.now();

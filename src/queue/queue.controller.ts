@@ -4,13 +4,17 @@ import { PopQueryDto } from './dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
 import { ListQueuesQueryDto } from './dto/list-queues-query.dto.js';
 import {
+  AcknowledgeResponseDto,
   DeleteQueueResponseDto,
+  ExtendLockResponseDto,
+  ReleaseResponseDto,
   PopResponseDto,
   PushBatchResponseDto,
   PushResponseDto,
   QueueInfoDto,
   QueueListDto,
 } from './dto/queue-responses.dto.js';
+import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
 
@@ -59,6 +63,37 @@ export class QueueController {
       ttlSeconds: query.ttl_seconds ?? 30,
       waitSeconds: query.wait_seconds ?? 0,
     });
+  }
+
+  /**
+   * Acknowledges a lock: its items are gone for good. Checked in this order: lock_id given
+   * (400 LOCK_ID_REQUIRED), a lock exists (404 LOCK_NOT_FOUND), not expired (410
+   * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
+   */
+  @Post('queue/:queue_id/acknowledge')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
+    const count = await this.queues.acknowledge(queueId, body.lock_id);
+    return { success: true, message: `Successfully acknowledged ${count} item(s)`, items_acknowledged: count };
+  }
+
+  /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
+  @Post('queue/:queue_id/extend-lock')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
+    const expiresAt = await this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
+    return { success: true, lock_id: body.lock_id!, lock_expires_at: expiresAt };
+  }
+
+  /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
+  @Post('queue/:queue_id/release')
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
+    const returned = await this.queues.release(queueId, body.lock_id);
+    return { success: true, items_returned: returned };
   }
 
   /** A queue's counts, segment pointers per priority, settings and lock. */

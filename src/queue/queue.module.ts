@@ -1,14 +1,14 @@
 import { Module } from '@nestjs/common';
-import { SegmentStorageModule } from '../segment-storage/segment-storage.module.js';
-import { ActorRegistry } from './actor-registry.js';
+import { LockModule } from '../lock/lock.module.js';
+import { ActorModule } from './actor.module.js';
 import { QueueEvents } from './queue-events.js';
 import { QueueController } from './queue.controller.js';
 import { QueueService } from './queue.service.js';
 
 @Module({
-  imports: [SegmentStorageModule],
+  imports: [ActorModule, LockModule],
   controllers: [QueueController],
-  providers: [ActorRegistry, QueueEvents, QueueService],
-  exports: [ActorRegistry, QueueService],
+  providers: [QueueEvents, QueueService],
+  exports: [QueueService],
 })
 export class QueueModule {}

@@ -1,12 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { NotImplementedError, QueueNotFoundError, StateKeyNotFoundError, ValidationFailedError } from '../common/errors.js';
-import { SegmentRepository } from '../segment-storage/segment.repository.js';
+import { PushpopError, QueueNotFoundError, StateKeyNotFoundError, ValidationFailedError } from '../common/errors.js';
+import { LockService } from '../lock/lock.service.js';
+import { Clock } from '../common/clock.js';
 import { ActorRegistry } from './actor-registry.js';
+import { SegmentRepository } from '../segment-storage/segment.repository.js';
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './queue-events.js';
-import type { QueueActor } from './queue-actor.js';
+import type { QueueActor, SegmentMover } from './queue-actor.js';
+import type { Turn, TurnMode } from './actor-registry.js';
 
 export interface PopOptions {
   depth: number;
@@ -52,10 +55,20 @@ export class QueueService {
   constructor(
     private readonly config: AppConfig,
     private readonly actors: ActorRegistry,
+    private readonly locks: LockService,
+    private readonly clock: Clock,
     private readonly events: QueueEvents,
     private readonly dataSource: DataSource,
     private readonly segments: SegmentRepository,
   ) {}
+
+  /** Moves segments to and from the offload store; set by the offload module. */
+  mover?: SegmentMover;
+
+  /** One turn of the queue's actor, its lock loaded and expired if due. */
+  private turn<T>(queueId: string, mode: TurnMode, fn: (turn: Turn) => Promise<T>): Promise<T> {
+    return this.locks.turn(queueId, mode, fn, this.mover);
+  }
 
   private checkPriority(priority: number | undefined, field = 'priority'): number {
     const p = priority ?? 0;
@@ -66,7 +79,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined): Promise<{ priority: number }> {
     const p = this.checkPriority(priority);
     const json = encodeItem(item, this.config.env.MAX_ITEM_BYTES);
-    await this.actors.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, [{ priority: p, json }]));
+    await this.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, [{ priority: p, json }], this.mover));
     this.events.notify(queueId);
     return { priority: p };
   }
@@ -76,28 +89,76 @@ export class QueueService {
       priority: this.checkPriority(entry.priority, `items.${i}.priority`),
       json: encodeItem(entry.item, this.config.env.MAX_ITEM_BYTES, `items.${i}.item`),
     }));
-    await this.actors.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, items));
+    await this.turn(queueId, 'create', async ({ actor, ...ctx }) => actor!.push(ctx, items, this.mover));
     this.events.notify(queueId);
     return items.length;
   }
 
+  /**
+   * Pops, optionally under a new lock. While an unexpired lock exists every pop answers 423.
+   * A long poll waits outside the turn and tries again when a push arrives.
+   */
   async pop(queueId: string, options: PopOptions): Promise<PopResult> {
-    if (options.requireAck) throw new NotImplementedError('require_ack is not available yet');
     const deadline = Date.now() + options.waitSeconds * 1000;
     for (;;) {
-      const jsons = await this.actors.turn(queueId, 'existing', async ({ actor, ...ctx }) => (actor ? actor.pop(ctx, options.depth) : []));
+      const outcome = await this.turn(queueId, 'existing', async ({ actor, ...ctx }): Promise<PopResult | PushpopError> => {
+        if (!actor) return options.requireAck ? { items: [], count: 0, locked: false } : { items: [], count: 0 };
+        const locked = this.locks.lockedError(actor);
+        if (locked) return locked;
+        const popped = await actor.pop(ctx, options.depth, this.mover);
+        const items = popped.map((i) => JSON.parse(i.json) as Record<string, unknown>);
+        if (!options.requireAck) return { items, count: items.length };
+        if (popped.length === 0) return { items, count: 0, locked: false };
+        const lock = await this.locks.create(actor, ctx, popped, options.ttlSeconds);
+        return { items, count: items.length, locked: true, lock_id: lock.lockId, lock_expires_at: lock.expiresAt / 1000 };
+      });
+      if (outcome instanceof PushpopError) throw outcome;
       const remaining = deadline - Date.now();
-      if (jsons.length > 0 || remaining <= 0) {
-        const items = jsons.map((i) => JSON.parse(i.json) as Record<string, unknown>);
-        return { items, count: items.length };
-      }
+      if (outcome.count > 0 || remaining <= 0) return outcome;
       await this.events.wait(queueId, Math.min(remaining, LONG_POLL_RECHECK_MS));
     }
   }
 
+  /** Removes the lock's items for good. */
+  async acknowledge(queueId: string, lockId: unknown): Promise<number> {
+    return this.lockOperation(queueId, lockId, (actor, ctx) => this.locks.acknowledge(actor, ctx));
+  }
+
+  /** Sets the lock's expiry to now + ttl; returns the new expiry in unix seconds. */
+  async extendLock(queueId: string, lockId: unknown, ttlSeconds: number): Promise<number> {
+    return this.lockOperation(queueId, lockId, async (actor, ctx, lock) => (await this.locks.extend(actor, ctx, lock, ttlSeconds)).expiresAt / 1000);
+  }
+
+  /** Gives the lock's items back to the front of their priorities now. */
+  async release(queueId: string, lockId: unknown): Promise<number> {
+    const returned = await this.lockOperation(queueId, lockId, (actor, ctx, lock) => this.locks.release(actor, ctx, lock, this.mover));
+    if (returned > 0) this.events.notify(queueId);
+    return returned;
+  }
+
+  /**
+   * Runs a lock operation after the contract's checks. A failed check is thrown only after the
+   * turn commits, so an expiry applied at the start of the turn is kept.
+   */
+  private async lockOperation<T>(
+    queueId: string,
+    lockId: unknown,
+    fn: (actor: QueueActor, ctx: Turn, lock: NonNullable<QueueActor['lock']>) => Promise<T>,
+  ): Promise<T> {
+    if (typeof lockId !== 'string' || lockId === '') throw this.locks.check(undefined, lockId) as PushpopError;
+    const outcome = await this.turn(queueId, 'existing', async (turn): Promise<{ value: T } | PushpopError> => {
+      const checked = this.locks.check(turn.actor, lockId);
+      if (checked instanceof PushpopError) return checked;
+      return { value: await fn(checked.actor, turn, checked.lock) };
+    });
+    if (outcome instanceof PushpopError) throw outcome;
+    return outcome.value;
+  }
+
   async getQueue(queueId: string): Promise<QueueInfo> {
-    return this.actors.turn(queueId, 'existing', async ({ actor }) => {
+    return this.turn(queueId, 'existing', async ({ actor }) => {
       if (!actor) throw new QueueNotFoundError(queueId);
+      const lock = actor.lock?.state === 'active' ? actor.lock : undefined;
       const priorities: Record<string, PriorityInfo> = {};
       for (const p of actor.priorityList()) {
         const m = actor.meta(p)!;
@@ -114,14 +175,14 @@ export class QueueService {
         count: actor.count,
         priorities,
         config: { segment_size: actor.segmentSize, buffer_segments: actor.bufferSegments },
-        lock: null,
+        lock: lock ? { expires_at: lock.expiresAt / 1000, created_at: lock.createdAt / 1000, item_count: lock.items.length } : null,
       };
     });
   }
 
   /** The raw state under seed 003's key names (see the contract's state endpoint). */
   async getState(queueId: string, key: string): Promise<unknown> {
-    return this.actors.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
+    return this.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
       if (!actor) throw new StateKeyNotFoundError(key);
       if (key === 'metadata') return this.metadataDocument(actor);
       const match = SEGMENT_KEY.exec(key);
@@ -166,13 +227,18 @@ export class QueueService {
     const rows = await this.segments.listQueues(this.dataSource.manager, prefix, after, limit + 1);
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? Buffer.from(page.at(-1)!.queueId, 'utf8').toString('base64url') : null;
-    return { queues: page.map((r) => ({ queue_id: r.queueId, count: r.count, locked: false })), next_cursor: next };
+    const now = this.clock.now();
+    return {
+      queues: page.map((r) => ({ queue_id: r.queueId, count: r.count, locked: r.lockExpiresAt !== null && r.lockExpiresAt > now })),
+      next_cursor: next,
+    };
   }
 
   async deleteQueue(queueId: string): Promise<number> {
-    return this.actors.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
+    return this.turn(queueId, 'existing', async (turn) => {
+      const { actor, tx, segments } = turn;
       if (!actor) throw new QueueNotFoundError(queueId);
-      const deleted = actor.count;
+      const deleted = actor.count + (await this.locks.discard(actor, turn));
       await segments.deleteQueue(tx, queueId);
       actor.dirty = false;
       this.actors.deactivate(queueId);

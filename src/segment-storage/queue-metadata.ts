@@ -49,4 +49,6 @@ export interface SegmentInsert {
 export interface QueueListRow {
   queueId: string;
   count: number;
+  /** Expiry (epoch ms) of the queue's active acknowledgement lock, or null. */
+  lockExpiresAt: number | null;
 }

@@ -128,11 +128,14 @@ export class SegmentRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows: { queue_id: string; item_count: string }[] = await tx.query(
-      `SELECT queue_id, item_count FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}`,
+    const rows: { queue_id: string; item_count: string; lock_expires_at: Date | null }[] = await tx.query(
+      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at
+         FROM (SELECT queue_id, item_count FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
+         LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
+        ORDER BY q.queue_id`,
       params,
     );
-    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count) }));
+    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null }));
   }
 
   async ping(tx: EntityManager): Promise<void> {

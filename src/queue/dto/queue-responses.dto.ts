@@ -83,3 +83,33 @@ export class DeleteQueueResponseDto {
   /** Items deleted, including any held by a lock. */
   items_deleted: number;
 }
+
+export class AcknowledgeResponseDto {
+  success: boolean;
+  /** @example "Successfully acknowledged 2 item(s)" */
+  message: string;
+  /** Items removed for good. */
+  items_acknowledged: number;
+}
+
+export class ExtendLockResponseDto {
+  success: boolean;
+  lock_id: string;
+  /** New expiry, unix seconds. */
+  lock_expires_at: number;
+}
+
+export class ReleaseResponseDto {
+  success: boolean;
+  /** Items given back to the front of their priorities. */
+  items_returned: number;
+}
+
+/** The body of a lock endpoint's error: the error body plus `success: false`. */
+export class LockErrorResponseDto {
+  success: boolean;
+  statusCode: number;
+  /** One of LOCK_ID_REQUIRED, LOCK_NOT_FOUND, LOCK_EXPIRED, INVALID_LOCK_ID, VALIDATION_FAILED, INVALID_QUEUE_ID. */
+  error_code: string;
+  message: string;
+}

@@ -1,0 +1,68 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
+import { LockRepository } from './lock.repository.js';
+import { LockService } from './lock.service.js';
+import type { SegmentMover } from '../queue/queue-actor.js';
+
+/** Most queues expired in one sweep; the rest wait for the next tick (which comes at once). */
+const SWEEP_BATCH = 200;
+
+/**
+ * Returns the items of expired locks even when nobody calls their queue: every
+ * LOCK_SWEEP_INTERVAL_MS it asks the partial index on `queue_locks.expires_at` for due locks
+ * (cost proportional to the due locks, never to the number of queues) and runs one ordinary
+ * turn on each, which expires the lock. Safe with several processes: turns on a queue are
+ * serialised by its row lock, and a process that comes second finds the lock already expired.
+ */
+@Injectable()
+export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('LockSweeper');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+  /** Set by the offload module so returned items respect the offload invariant. */
+  mover?: SegmentMover;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly dataSource: DataSource,
+    private readonly locks: LockRepository,
+    private readonly lockService: LockService,
+    private readonly clock: Clock,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    this.schedule(this.config.env.LOCK_SWEEP_INTERVAL_MS);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.sweep()
+        .then((n) => this.schedule(n >= SWEEP_BATCH ? 0 : this.config.env.LOCK_SWEEP_INTERVAL_MS))
+        .catch((error: unknown) => {
+          this.logger.warn(`Lock sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+          this.schedule(this.config.env.LOCK_SWEEP_INTERVAL_MS);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One sweep; returns how many due locks it found. */
+  async sweep(): Promise<number> {
+    const due = await this.locks.findDue(this.dataSource.manager, this.clock.now(), SWEEP_BATCH);
+    for (const queueId of due) {
+      if (this.stopped) break;
+      await this.lockService.turn(queueId, 'existing', async () => undefined, this.mover);
+    }
+    return due.length;
+  }
+}

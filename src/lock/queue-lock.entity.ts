@@ -1,0 +1,34 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/**
+ * The acknowledgement lock of a queue (at most one). `active`: holds popped items with their
+ * original priorities until acknowledged, released or expired. `expired`: its items have gone
+ * back to the queue; the row stays only so the old lock id answers 410 until a new lock
+ * replaces it.
+ */
+@Entity('queue_locks')
+@Index('IDX_queue_locks_due', ['expiresAt'], { where: `"state" = 'active'` })
+export class QueueLockEntity {
+  @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
+  queueId: string;
+
+  @Column({ name: 'lock_id', type: 'varchar', length: 64 })
+  lockId: string;
+
+  @Column({ type: 'varchar', length: 16 })
+  state: 'active' | 'expired';
+
+  /** Original priority of each held item, parallel to `items`. */
+  @Column({ type: 'integer', array: true })
+  priorities: number[];
+
+  /** The held items' JSON text, in pop order. */
+  @Column({ type: 'text', array: true })
+  items: string[];
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'expires_at', type: 'timestamptz' })
+  expiresAt: Date;
+}

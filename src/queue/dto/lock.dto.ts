@@ -1,0 +1,23 @@
+import { Allow, IsInt, IsOptional, Max, Min } from 'class-validator';
+
+export class LockRequestDto {
+  /**
+   * The `lock_id` returned by `pop?require_ack=true`. Missing, empty or not a string answers
+   * 400 `LOCK_ID_REQUIRED`.
+   * @example "Xb3kQ9_zA1c"
+   */
+  @Allow()
+  lock_id?: string;
+}
+
+export class ExtendLockRequestDto extends LockRequestDto {
+  /**
+   * New time to live from now, 1 to 300 seconds.
+   * @example 30
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(300)
+  ttl_seconds?: number = 30;
+}
