@@ -15,7 +15,7 @@ export class LockRepository {
     return {
       lockId: row.lock_id,
       state: row.state,
-      items: row.items.map((json, i) => ({ json, priority: row.priorities[i]! })),
+      items: row.items.map((json, i) => ({ json, priority: row.priorities[i] })),
       createdAt: row.created_at.getTime(),
       expiresAt: row.expires_at.getTime(),
     };
