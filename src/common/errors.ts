@@ -69,3 +69,10 @@ export class NotImplementedError extends PushpopError {
     super(501, 'NOT_IMPLEMENTED', message);
   }
 }
+
+/** A segment needed now could not be loaded back from the offload store; nothing was changed. */
+export class SegmentUnavailableError extends PushpopError {
+  constructor(queueId: string, priority: number, segment: number) {
+    super(503, 'STORE_UNAVAILABLE', `Segment ${segment} of priority ${priority} of queue ${queueId} is in the offload store, which is unavailable; retry shortly`, {}, { 'Retry-After': '2' });
+  }
+}

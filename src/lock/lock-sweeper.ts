@@ -4,7 +4,7 @@ import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import { LockRepository } from './lock.repository.js';
 import { LockService } from './lock.service.js';
-import type { SegmentMover } from '../queue/queue-actor.js';
+import { SegmentMover } from '../queue/queue-actor.js';
 
 /** Most queues expired in one sweep; the rest wait for the next tick (which comes at once). */
 const SWEEP_BATCH = 200;
@@ -22,8 +22,6 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
-  /** Set by the offload module so returned items respect the offload invariant. */
-  mover?: SegmentMover;
 
   constructor(
     private readonly config: AppConfig,
@@ -31,6 +29,7 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly locks: LockRepository,
     private readonly lockService: LockService,
     private readonly clock: Clock,
+    private readonly mover: SegmentMover,
   ) {}
 
   onApplicationBootstrap(): void {

@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
+import { OffloadModule } from '../offload/offload.module.js';
 import { ActorModule } from '../queue/actor.module.js';
 import { LockRepository } from './lock.repository.js';
 import { LockService } from './lock.service.js';
 import { LockSweeper } from './lock-sweeper.js';
 
 @Module({
-  imports: [ActorModule],
+  imports: [ActorModule, OffloadModule],
   providers: [LockRepository, LockService, LockSweeper],
   exports: [LockService, LockSweeper],
 })

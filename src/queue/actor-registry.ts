@@ -66,16 +66,21 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
 
   private async runTurn<T>(queueId: string, mode: TurnMode, fn: (turn: Turn) => Promise<T>): Promise<T> {
     let actor: QueueActor | undefined;
+    const afterCommit: (() => Promise<void>)[] = [];
     try {
       const result = await this.dataSource.transaction(async (tx) => {
         actor = await this.activate(tx, queueId, mode);
-        const value = await fn({ actor, tx, segments: this.segments });
+        const value = await fn({ actor, tx, segments: this.segments, afterCommit: (task) => afterCommit.push(task) });
         if (actor?.dirty) actor.version = await this.segments.saveQueue(tx, queueId, actor.count, actor.metadataRecord());
         return value;
       });
       if (actor) {
         actor.committed(actor.version);
         actor.lastUsed = Date.now();
+      }
+      // Still inside the queue's turn: nothing else of this queue runs until these are done.
+      for (const task of afterCommit) {
+        await task().catch((error: unknown) => this.logger.warn(`After-commit task of queue ${queueId} failed: ${error instanceof Error ? error.message : String(error)}`));
       }
       return result;
     } catch (error) {

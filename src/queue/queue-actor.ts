@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import type { PriorityMetadata, QueueRow, SegmentEntry, SegmentInsert } from '../segment-storage/queue-metadata.js';
 import type { SegmentRepository } from '../segment-storage/segment.repository.js';
 import type { LockState } from '../lock/lock-state.js';
+import { SegmentUnavailableError } from '../common/errors.js';
 
 /** An item with the priority it was popped from (what an acknowledgement lock keeps). */
 export interface PoppedItem {
@@ -19,17 +20,24 @@ interface CachedSegment {
 export interface TurnContext {
   readonly tx: EntityManager;
   readonly segments: SegmentRepository;
+  /** Queues work to run after the turn's transaction commits, still inside the turn. */
+  readonly afterCommit: (task: () => Promise<void>) => void;
 }
 
 /**
- * Hooks that move segments between the actor's state and the offload store. The queue code
- * calls them at the points seed 003 names; the offload module supplies the implementation.
+ * Moves segments between the actor's state and the offload store. The queue code calls it at
+ * the points seed 003 names; the offload module provides the implementation (an abstract class
+ * so it can be the DI token).
  */
-export interface SegmentMover {
+export abstract class SegmentMover {
   /** After a push: move eligible full middle segments out. Never throws. */
-  afterPush(actor: QueueActor, ctx: TurnContext, priority: number): Promise<void>;
-  /** Before items are taken from or returned to the head: bring segments near the head back. */
-  beforeHeadAccess(actor: QueueActor, ctx: TurnContext, priority: number): Promise<void>;
+  abstract afterPush(actor: QueueActor, ctx: TurnContext, priority: number): Promise<void>;
+  /** Before items are taken from or returned to the head: bring segments near the head back. Never throws. */
+  abstract beforeHeadAccess(actor: QueueActor, ctx: TurnContext, priority: number): Promise<void>;
+  /** Deletes every offloaded segment of the actor (the queue is being deleted). */
+  abstract deleteAll(actor: QueueActor, ctx: TurnContext): Promise<void>;
+  /** An offloaded segment's items for inspection; undefined unless the metadata says it is offloaded. */
+  abstract inspect(actor: QueueActor, ctx: TurnContext, priority: number, segment: number): Promise<string[] | undefined>;
 }
 
 const segmentKey = (priority: number, segment: number): string => `${priority}:${segment}`;
@@ -171,6 +179,11 @@ export class QueueActor {
         if (!meta) break;
         if (mover) await mover.beforeHeadAccess(this, ctx, priority);
         const head = meta.head_segment;
+        if (meta.head_offloaded_segment !== null && meta.head_offloaded_segment <= head) {
+          // The head itself could not be loaded back: popping past it would reorder items.
+          if (out.length === 0) throw new SegmentUnavailableError(this.queueId, priority, head);
+          return out;
+        }
         const seg = await this.segment(ctx, priority, head);
         const available = seg.entries.length - seg.offset;
         const take = Math.min(depth - out.length, available);
@@ -195,6 +208,8 @@ export class QueueActor {
           meta.head_segment = head + 1;
           meta.head_position = 0;
           this.evictOutsideWindow(priority);
+          // Keep the invariant at rest: segments that came into the buffer are back before we answer.
+          if (mover) await mover.beforeHeadAccess(this, ctx, priority);
         } else {
           // Last item of this priority: its metadata entry goes (seed 003, pop flow step 4).
           this.priorities.delete(priority);
@@ -276,6 +291,17 @@ export class QueueActor {
     if (!seg) return;
     this.cachedItems -= seg.entries.length - seg.offset;
     this.cache.delete(key);
+  }
+
+  /** A segment's items (JSON text, in order) from memory or the database, without caching it. */
+  async segmentItems(ctx: TurnContext, priority: number, segment: number): Promise<string[]> {
+    return this.cachedSegmentItems(priority, segment) ?? (await ctx.segments.loadSegment(ctx.tx, this.queueId, priority, segment)).map((e) => e.json);
+  }
+
+  /** Takes a segment loaded back from the offload store into memory, if it lies in the window. */
+  adoptSegment(priority: number, segment: number, entries: SegmentEntry[]): void {
+    const meta = this.priorities.get(priority);
+    if (meta && segment >= meta.head_segment && segment <= meta.head_segment + this.bufferSegments) this.cacheSegment(priority, segment, entries);
   }
 
   /** The segment, from memory or loaded from the database (and then kept while in the window). */

@@ -8,7 +8,7 @@ import { ActorRegistry } from './actor-registry.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './queue-events.js';
-import type { QueueActor, SegmentMover } from './queue-actor.js';
+import { QueueActor, SegmentMover } from './queue-actor.js';
 import type { Turn, TurnMode } from './actor-registry.js';
 
 export interface PopOptions {
@@ -46,6 +46,7 @@ export interface QueueInfo {
 const LONG_POLL_RECHECK_MS = 500;
 
 const SEGMENT_KEY = /^queue_(\d{1,9})_seg_(\d{1,15})$/;
+const OFFLOADED_KEY = /^offloaded_queue_(\d{1,9})_seg_(\d{1,15})_(.+)$/;
 
 /**
  * The queue operations of the HTTP contract, each run as one turn of the queue's actor.
@@ -57,13 +58,11 @@ export class QueueService {
     private readonly actors: ActorRegistry,
     private readonly locks: LockService,
     private readonly clock: Clock,
+    private readonly mover: SegmentMover,
     private readonly events: QueueEvents,
     private readonly dataSource: DataSource,
     private readonly segments: SegmentRepository,
   ) {}
-
-  /** Moves segments to and from the offload store; set by the offload module. */
-  mover?: SegmentMover;
 
   /** One turn of the queue's actor, its lock loaded and expired if due. */
   private turn<T>(queueId: string, mode: TurnMode, fn: (turn: Turn) => Promise<T>): Promise<T> {
@@ -182,9 +181,16 @@ export class QueueService {
 
   /** The raw state under seed 003's key names (see the contract's state endpoint). */
   async getState(queueId: string, key: string): Promise<unknown> {
-    return this.turn(queueId, 'existing', async ({ actor, tx, segments }) => {
+    return this.turn(queueId, 'existing', async (turn) => {
+      const { actor } = turn;
       if (!actor) throw new StateKeyNotFoundError(key);
       if (key === 'metadata') return this.metadataDocument(actor);
+      const offloaded = OFFLOADED_KEY.exec(key);
+      if (offloaded && offloaded[3] === queueId) {
+        const jsons = await this.mover.inspect(actor, turn, Number(offloaded[1]), Number(offloaded[2]));
+        if (jsons) return jsons.map((j) => JSON.parse(j) as unknown);
+        throw new StateKeyNotFoundError(key);
+      }
       const match = SEGMENT_KEY.exec(key);
       if (match) {
         const priority = Number(match[1]);
@@ -196,7 +202,7 @@ export class QueueService {
           segment <= meta.tail_segment &&
           !(meta.head_offloaded_segment !== null && segment >= meta.head_offloaded_segment && segment <= meta.tail_offloaded_segment!);
         if (inState) {
-          const jsons = actor.cachedSegmentItems(priority, segment) ?? (await segments.loadSegment(tx, queueId, priority, segment)).map((e) => e.json);
+          const jsons = await actor.segmentItems(turn, priority, segment);
           if (jsons.length > 0) return jsons.map((j) => JSON.parse(j) as unknown);
         }
       }
@@ -239,6 +245,7 @@ export class QueueService {
       const { actor, tx, segments } = turn;
       if (!actor) throw new QueueNotFoundError(queueId);
       const deleted = actor.count + (await this.locks.discard(actor, turn));
+      await this.mover.deleteAll(actor, turn);
       await segments.deleteQueue(tx, queueId);
       actor.dirty = false;
       this.actors.deactivate(queueId);

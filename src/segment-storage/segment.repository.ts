@@ -138,6 +138,22 @@ export class SegmentRepository {
     return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null }));
   }
 
+  /**
+   * Runs `fn` under a savepoint: if it fails, only its own statements are undone and the
+   * transaction stays usable (PostgreSQL aborts a whole transaction on any error otherwise).
+   */
+  async withSavepoint<T>(tx: EntityManager, fn: () => Promise<T>): Promise<T> {
+    await tx.query('SAVEPOINT pushpop_step');
+    try {
+      const value = await fn();
+      await tx.query('RELEASE SAVEPOINT pushpop_step');
+      return value;
+    } catch (error) {
+      await tx.query('ROLLBACK TO SAVEPOINT pushpop_step');
+      throw error;
+    }
+  }
+
   async ping(tx: EntityManager): Promise<void> {
     await tx.query('SELECT 1');
   }

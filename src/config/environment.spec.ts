@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { Environment, EnvironmentError, LOG_LEVELS, parseEnvironment } from './environment.js';
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
+const DEFAULTS = {
+  PORT: 8000,
+  HOST: '127.0.0.1',
+  DATABASE_URL: undefined,
+  DATA_DIR: './.data',
+  SEGMENT_SIZE: 100,
+  BUFFER_SEGMENTS: 1,
+  MAX_PRIORITY: 255,
+  MAX_ITEM_BYTES: 262_144,
+  MAX_BODY_BYTES: 1_048_576,
+  ACTOR_IDLE_TIMEOUT_MS: 60_000,
+  MAX_PENDING_PER_QUEUE: 1000,
+  LOCK_SWEEP_INTERVAL_MS: 1000,
+  DB_POOL_SIZE: 10,
+  LOG_LEVEL: 'log',
+};
+
+describe('parseEnvironment', () => {
+  it('gives the documented defaults for an empty environment', () => {
+    const env = parseEnvironment({});
+    expect(env).toBeInstanceOf(Environment);
+    expect(env).toMatchObject(DEFAULTS);
+    expect(env.DATABASE_URL).toBeUndefined();
+  });
+
+  it('treats empty strings as unset', () => {
+    const empty = Object.fromEntries(Object.keys(DEFAULTS).map((k) => [k, '']));
+    expect(parseEnvironment(empty)).toMatchObject(DEFAULTS);
+  });
+
+  it('ignores variables it does not know', () => {
+    const env = parseEnvironment({ PATH: '/usr/bin', HOME: '/root', SEGMENT_SIZ: 'oops' });
+    expect(env).toMatchObject(DEFAULTS);
+    expect(env).not.toHaveProperty('PATH');
+  });
+
+  it('parses numbers into numbers', () => {
+    const env = parseEnvironment({
+      PORT: '9000',
+      SEGMENT_SIZE: '5',
+      BUFFER_SEGMENTS: '3',
+      MAX_PRIORITY: '9',
+      MAX_ITEM_BYTES: '1000',
+      MAX_BODY_BYTES: '2048',
+      ACTOR_IDLE_TIMEOUT_MS: '100',
+      MAX_PENDING_PER_QUEUE: '7',
+      LOCK_SWEEP_INTERVAL_MS: '50',
+      DB_POOL_SIZE: '200',
+    });
+    expect(env).toMatchObject({
+      PORT: 9000,
+      SEGMENT_SIZE: 5,
+      BUFFER_SEGMENTS: 3,
+      MAX_PRIORITY: 9,
+      MAX_ITEM_BYTES: 1000,
+      MAX_BODY_BYTES: 2048,
+      ACTOR_IDLE_TIMEOUT_MS: 100,
+      MAX_PENDING_PER_QUEUE: 7,
+      LOCK_SWEEP_INTERVAL_MS: 50,
+      DB_POOL_SIZE: 200,
+    });
+    expect(typeof env.PORT).toBe('number');
+    expect(typeof env.SEGMENT_SIZE).toBe('number');
+  });
+
+  it('tolerates surrounding spaces in numbers', () => {
+    expect(parseEnvironment({ SEGMENT_SIZE: ' 42 ' }).SEGMENT_SIZE).toBe(42);
+  });
+
+  it('takes strings as they are', () => {
+    const env = parseEnvironment({ HOST: '0.0.0.0', DATA_DIR: '/var/lib/pushpop', DATABASE_URL: 'postgres://u@db:5432/pushpop', LOG_LEVEL: 'debug' });
+    expect(env).toMatchObject({ HOST: '0.0.0.0', DATA_DIR: '/var/lib/pushpop', DATABASE_URL: 'postgres://u@db:5432/pushpop', LOG_LEVEL: 'debug' });
+  });
+
+  it.each(LOG_LEVELS)('accepts LOG_LEVEL=%s', (level) => {
+    expect(parseEnvironment({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
+  });
+
+  it('does not read process.env', () => {
+    const before = process.env.SEGMENT_SIZE;
+    process.env.SEGMENT_SIZE = '7';
+    try {
+      expect(parseEnvironment({}).SEGMENT_SIZE).toBe(100);
+    } finally {
+      if (before === undefined) delete process.env.SEGMENT_SIZE;
+      else process.env.SEGMENT_SIZE = before;
+    }
+  });
+
+  it('names every bad variable in one error', () => {
+    const error = thrown(() => parseEnvironment({ PORT: 'abc', SEGMENT_SIZE: '0', LOG_LEVEL: 'loud', MAX_PRIORITY: '10', HOST: 'example' }));
+    expect(error).toBeInstanceOf(EnvironmentError);
+    const { problems, message } = error as EnvironmentError;
+    expect(problems).toHaveLength(3);
+    expect(problems.map((p) => p.split('=')[0]).sort()).toEqual(['LOG_LEVEL', 'PORT', 'SEGMENT_SIZE']);
+    expect(problems.find((p) => p.startsWith('PORT='))).toContain('"abc"');
+    expect(problems.find((p) => p.startsWith('LOG_LEVEL='))).toContain('"loud"');
+    for (const name of ['PORT', 'SEGMENT_SIZE', 'LOG_LEVEL']) expect(message).toContain(name);
+    expect(message).not.toContain('MAX_PRIORITY');
+    expect(message).not.toContain('HOST');
+  });
+
+  it('refuses BUFFER_SEGMENTS=0 (minimum 1) and accepts 1', () => {
+    const error = thrown(() => parseEnvironment({ BUFFER_SEGMENTS: '0' }));
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as EnvironmentError).problems).toHaveLength(1);
+    expect((error as EnvironmentError).problems[0]).toMatch(/^BUFFER_SEGMENTS=/);
+    expect(parseEnvironment({ BUFFER_SEGMENTS: '1' }).BUFFER_SEGMENTS).toBe(1);
+  });
+
+  it.each([
+    ['PORT', '1.5'],
+    ['PORT', '65536'],
+    ['PORT', '-1'],
+    ['PORT', '80abc'],
+    ['PORT', '0x50'],
+    ['SEGMENT_SIZE', '1e3'],
+    ['SEGMENT_SIZE', '100001'],
+    ['BUFFER_SEGMENTS', '-1'],
+    ['MAX_PRIORITY', '-1'],
+    ['MAX_ITEM_BYTES', '1'],
+    ['MAX_BODY_BYTES', '1023'],
+    ['ACTOR_IDLE_TIMEOUT_MS', '99'],
+    ['MAX_PENDING_PER_QUEUE', '0'],
+    ['LOCK_SWEEP_INTERVAL_MS', '49'],
+    ['DB_POOL_SIZE', '0'],
+    ['DB_POOL_SIZE', '201'],
+    ['LOG_LEVEL', 'LOG'],
+  ])('refuses %s=%s', (name, value) => {
+    const error = thrown(() => parseEnvironment({ [name]: value }));
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as EnvironmentError).problems).toEqual([expect.stringMatching(new RegExp(`^${name}=`))]);
+  });
+
+  it('accepts the bounds', () => {
+    expect(parseEnvironment({ PORT: '0', MAX_PRIORITY: '0', MAX_ITEM_BYTES: '2', MAX_BODY_BYTES: '1024', SEGMENT_SIZE: '1' })).toMatchObject({
+      PORT: 0,
+      MAX_PRIORITY: 0,
+      MAX_ITEM_BYTES: 2,
+      MAX_BODY_BYTES: 1024,
+      SEGMENT_SIZE: 1,
+    });
+    expect(parseEnvironment({ PORT: '65535', SEGMENT_SIZE: '100000' })).toMatchObject({ PORT: 65535, SEGMENT_SIZE: 100_000 });
+  });
+});
