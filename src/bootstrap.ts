@@ -1,39 +1,19 @@
-import { INestApplication, ValidationError, ValidationPipe } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
-import { ValidationFailedError } from './common/errors.js';
+import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import type { Environment, LogLevelName } from './config/environment.js';
 import { LOG_LEVELS } from './config/environment.js';
-
-function firstMessages(errors: ValidationError[], parent = ''): string[] {
-  const out: string[] = [];
-  for (const error of errors) {
-    const path = parent ? `${parent}.${error.property}` : error.property;
-    for (const message of Object.values(error.constraints ?? {})) {
-      out.push(parent ? message.replace(error.property, path) : message);
-    }
-    out.push(...firstMessages(error.children ?? [], path));
-  }
-  return out;
-}
 
 /** Applies what every pushpop app needs: body limits, validation, the error filter. */
 export function configureApp(app: NestExpressApplication): void {
   const env = app.get(AppConfig).env;
   app.useBodyParser('json', { limit: env.MAX_BODY_BYTES });
-  app.useGlobalPipes(
-    new ValidationPipe({
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      transform: true,
-      transformOptions: { enableImplicitConversion: false },
-      exceptionFactory: (errors) => new ValidationFailedError(firstMessages(errors).join('; ') || 'request is invalid'),
-    }),
-  );
+  app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();
   app.disable('x-powered-by');

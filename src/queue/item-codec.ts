@@ -1,20 +1,8 @@
+import { nestsDeeperThan } from '../common/request-validation.pipe.js';
 import { ItemTooDeepError, ItemTooLargeError, ValidationFailedError } from '../common/errors.js';
 
 /** Deepest nesting of objects and arrays accepted inside an item (the item itself is level 1). */
 export const MAX_ITEM_DEPTH = 64;
-
-function depthExceeds(value: unknown, limit: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop()!;
-    if (current === null || typeof current !== 'object') continue;
-    if (depth > limit) return true;
-    for (const child of Array.isArray(current) ? current : Object.values(current)) {
-      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
-    }
-  }
-  return false;
-}
 
 /**
  * Checks an item and returns its JSON text, the form it is stored and returned in.
@@ -24,7 +12,7 @@ function depthExceeds(value: unknown, limit: number): boolean {
  */
 export function encodeItem(item: unknown, maxBytes: number, field = 'item'): string {
   if (item === null || typeof item !== 'object' || Array.isArray(item)) throw new ValidationFailedError(`${field} must be a JSON object`);
-  if (depthExceeds(item, MAX_ITEM_DEPTH)) throw new ItemTooDeepError(MAX_ITEM_DEPTH);
+  if (nestsDeeperThan(item, MAX_ITEM_DEPTH)) throw new ItemTooDeepError(MAX_ITEM_DEPTH);
   const json = JSON.stringify(item);
   const size = Buffer.byteLength(json, 'utf8');
   if (size > maxBytes) throw new ItemTooLargeError(size, maxBytes);

@@ -1,8 +1,5 @@
-import { Transform, Type } from 'class-transformer';
+import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, IsOptional, Min, ValidateNested } from 'class-validator';
-
-/** Keeps the item exactly as parsed from the request (no class-transformer copying). */
-const keepRawItem = ({ obj }: { obj: Record<string, unknown> }): unknown => obj.item;
 
 export class PushItemDto {
   /**
@@ -13,7 +10,6 @@ export class PushItemDto {
    */
   @IsDefined()
   @IsObject()
-  @Transform(keepRawItem)
   item: Record<string, unknown>;
 
   /**
