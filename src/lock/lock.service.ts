@@ -14,6 +14,7 @@ export type ActorTurn = Turn & { readonly actor: QueueActor };
 /** Observers of lock events (metrics). */
 export interface LockEvents {
   expired(items: number): void;
+  released(items: number): void;
 }
 
 /**
@@ -111,6 +112,7 @@ export class LockService {
     await this.locks.delete(ctx.tx, actor.queueId);
     actor.lock = null;
     actor.dirty = true;
+    this.events?.released(lock.items.length);
     return lock.items.length;
   }
 

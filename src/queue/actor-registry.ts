@@ -35,6 +35,8 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly actors = new Map<string, QueueActor>();
   private readonly mutex: KeyedMutex;
   private sweepTimer?: NodeJS.Timeout;
+  /** Observes each turn's database time (metrics). */
+  observer?: { turn(seconds: number, ok: boolean): void };
 
   constructor(
     private readonly config: AppConfig,
@@ -67,6 +69,7 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   private async runTurn<T>(queueId: string, mode: TurnMode, fn: (turn: Turn) => Promise<T>): Promise<T> {
     let actor: QueueActor | undefined;
     const afterCommit: (() => Promise<void>)[] = [];
+    const started = performance.now();
     try {
       const result = await this.dataSource.transaction(async (tx) => {
         actor = await this.activate(tx, queueId, mode);
@@ -74,6 +77,7 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
         if (actor?.dirty) actor.version = await this.segments.saveQueue(tx, queueId, actor.count, actor.metadataRecord());
         return value;
       });
+      this.observer?.turn((performance.now() - started) / 1000, true);
       if (actor) {
         actor.committed(actor.version);
         actor.lastUsed = Date.now();
@@ -84,6 +88,7 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
       }
       return result;
     } catch (error) {
+      this.observer?.turn((performance.now() - started) / 1000, false);
       this.deactivate(queueId);
       throw error;
     }

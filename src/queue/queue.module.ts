@@ -10,6 +10,6 @@ import { QueueService } from './queue.service.js';
   imports: [ActorModule, LockModule, OffloadModule],
   controllers: [QueueController],
   providers: [QueueEvents, QueueService],
-  exports: [QueueService],
+  exports: [QueueService, QueueEvents],
 })
 export class QueueModule {}

@@ -1,0 +1,28 @@
+/**
+ * Every metric pushpop publishes, in one place. Labels are bounded: operation names, outcomes
+ * (`ok` or an error_code) and reasons — never a queue id.
+ */
+export const METRICS = {
+  operations: { name: 'pushpop_operations_total', help: 'HTTP operations by operation and outcome (ok or the error_code)', labels: ['operation', 'outcome'] },
+  operationDuration: { name: 'pushpop_operation_duration_seconds', help: 'HTTP operation latency, including long-poll waits', labels: ['operation'] },
+  itemsPushed: { name: 'pushpop_items_pushed_total', help: 'Items pushed (committed)' },
+  itemsPopped: { name: 'pushpop_items_popped_total', help: 'Items popped, with or without acknowledgement' },
+  acknowledgements: { name: 'pushpop_acknowledgements_total', help: 'Acknowledge calls by result (ok or the error_code)', labels: ['result'] },
+  itemsAcknowledged: { name: 'pushpop_items_acknowledged_total', help: 'Items removed for good by acknowledgement' },
+  lockExpirations: { name: 'pushpop_lock_expirations_total', help: 'Acknowledgement locks that expired' },
+  itemsRedelivered: { name: 'pushpop_items_redelivered_total', help: 'Items returned to the front of their queue by lock expiry or release', labels: ['reason'] },
+  segmentsOffloaded: { name: 'pushpop_segments_offloaded_total', help: 'Segments moved to the offload store' },
+  segmentOffloadFailures: { name: 'pushpop_segment_offload_failures_total', help: 'Failed attempts to offload a segment (the segment stayed in state)' },
+  segmentsLoaded: { name: 'pushpop_segments_loaded_total', help: 'Segments loaded back from the offload store' },
+  segmentLoadFailures: { name: 'pushpop_segment_load_failures_total', help: 'Failed attempts to load a segment back (retried on the next operation)' },
+  segmentLoadDuration: { name: 'pushpop_segment_load_duration_seconds', help: 'Time to load one segment back from the offload store' },
+  storeDuration: { name: 'pushpop_store_transaction_duration_seconds', help: 'Database time of one actor turn (transaction), by outcome', labels: ['outcome'] },
+  activeActors: { name: 'pushpop_active_actors', help: 'Queue actors held in memory' },
+  itemsInMemory: { name: 'pushpop_items_in_memory', help: 'Items held in memory over all actors' },
+  offloadedSegments: { name: 'pushpop_offloaded_segments', help: 'Segments currently in the offload store (all processes)' },
+  waitingOperations: { name: 'pushpop_waiting_operations', help: 'Operations waiting for a queue turn' },
+  longPolls: { name: 'pushpop_long_polls_waiting', help: 'Pops long-polling an empty queue' },
+} as const;
+
+/** Prefix of the default Node.js process metrics. */
+export const DEFAULT_METRICS_PREFIX = 'pushpop_';

@@ -1,0 +1,120 @@
+import { Injectable, OnModuleInit } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { LockService } from '../lock/lock.service.js';
+import { OffloadPolicy } from '../offload/offload.policy.js';
+import { OffloadStore } from '../offload/offload-store.js';
+import { ActorRegistry } from '../queue/actor-registry.js';
+import { QueueEvents } from '../queue/queue-events.js';
+import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
+/** The offloaded-segment count is a table count; refresh it at most this often. */
+const OFFLOADED_COUNT_TTL_MS = 10_000;
+
+/**
+ * The service's Prometheus registry (one per app, so several apps in one process never share
+ * state). It observes: counters are fed by the operations interceptor and by hooks on the actor
+ * runtime, gauges are read from the runtime when scraped.
+ */
+@Injectable()
+export class MetricsService implements OnModuleInit {
+  readonly registry = new Registry();
+  readonly operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers: [this.registry] });
+  readonly operationDuration = new Histogram({
+    ...METRICS.operationDuration,
+    labelNames: METRICS.operationDuration.labels,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly itemsPushed = new Counter({ ...METRICS.itemsPushed, registers: [this.registry] });
+  readonly itemsPopped = new Counter({ ...METRICS.itemsPopped, registers: [this.registry] });
+  readonly acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers: [this.registry] });
+  readonly itemsAcknowledged = new Counter({ ...METRICS.itemsAcknowledged, registers: [this.registry] });
+  readonly lockExpirations = new Counter({ ...METRICS.lockExpirations, registers: [this.registry] });
+  readonly itemsRedelivered = new Counter({ ...METRICS.itemsRedelivered, labelNames: METRICS.itemsRedelivered.labels, registers: [this.registry] });
+  readonly storeDuration = new Histogram({
+    ...METRICS.storeDuration,
+    labelNames: METRICS.storeDuration.labels,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private offloadedCount = { value: 0, at: 0 };
+
+  constructor(
+    private readonly actors: ActorRegistry,
+    private readonly events: QueueEvents,
+    private readonly locks: LockService,
+    private readonly offload: OffloadPolicy,
+    private readonly store: OffloadStore,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  onModuleInit(): void {
+    collectDefaultMetrics({ register: this.registry, prefix: DEFAULT_METRICS_PREFIX });
+    this.actors.observer = { turn: (seconds, ok) => this.storeDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds) };
+    this.locks.events = {
+      expired: (items) => {
+        this.lockExpirations.inc();
+        this.itemsRedelivered.inc({ reason: 'expired' }, items);
+      },
+      released: (items) => this.itemsRedelivered.inc({ reason: 'released' }, items),
+    };
+    this.registerRuntimeMetrics();
+  }
+
+  private registerRuntimeMetrics(): void {
+    const { actors, events, offload } = this;
+    const stats = offload.stats;
+    const fromStats = (def: { name: string; help: string }, read: () => number): void => {
+      // A counter mirroring a monotonic count kept by the offload policy.
+      new Counter({
+        ...def,
+        registers: [this.registry],
+        collect(this: Counter) {
+          this.reset();
+          this.inc(read());
+        },
+      });
+    };
+    fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
+    fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
+    fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
+    fromStats(METRICS.segmentLoadFailures, () => stats.loadFailures);
+    new Histogram({
+      ...METRICS.segmentLoadDuration,
+      buckets: LATENCY_BUCKETS,
+      registers: [this.registry],
+      collect(this: Histogram) {
+        for (const seconds of stats.loadSeconds.splice(0)) this.observe(seconds);
+      },
+    });
+    const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
+      new Gauge({
+        ...def,
+        registers: [this.registry],
+        async collect(this: Gauge) {
+          this.set(await read());
+        },
+      });
+    };
+    gauge(METRICS.activeActors, () => actors.activeActors);
+    gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
+    gauge(METRICS.waitingOperations, () => actors.waitingOperations);
+    gauge(METRICS.longPolls, () => events.waiting);
+    gauge(METRICS.offloadedSegments, () => this.countOffloaded());
+  }
+
+  private async countOffloaded(): Promise<number> {
+    if (Date.now() - this.offloadedCount.at > OFFLOADED_COUNT_TTL_MS) {
+      const value = await this.store.countSegments({ tx: this.dataSource.manager }).catch(() => this.offloadedCount.value);
+      this.offloadedCount = { value, at: Date.now() };
+    }
+    return this.offloadedCount.value;
+  }
+
+  /** The exposition in Prometheus text format. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
