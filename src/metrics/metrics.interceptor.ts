@@ -1,6 +1,7 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
 import { Observable, tap } from 'rxjs';
 import { PushpopError } from '../common/errors.js';
+import { QueueController } from '../queue/queue.controller.js';
 import { MetricsService } from './metrics.service.js';
 
 interface CountedBody {
@@ -15,12 +16,13 @@ function outcomeOf(error: unknown): string {
   return typeof status === 'number' && status < 500 ? 'CLIENT_ERROR' : 'INTERNAL_ERROR';
 }
 
-/** Counts and times every queue operation by handler name; counts items moved. */
+/** Counts and times every queue operation (the queue controller's handlers) by name; counts items moved. */
 @Injectable()
 export class MetricsInterceptor implements NestInterceptor {
   constructor(private readonly metrics: MetricsService) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getClass() !== QueueController) return next.handle();
     const operation = context.getHandler().name;
     const stop = this.metrics.operationDuration.startTimer({ operation });
     return next.handle().pipe(
