@@ -19,15 +19,31 @@ export function configureApp(app: NestExpressApplication): void {
   app.disable('x-powered-by');
 }
 
+/** Recursively sorts object keys, so the document serialises the same way every time. */
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) out[key] = sortKeys((value as Record<string, unknown>)[key]);
+  return out;
+}
+
+/** The OpenAPI document as committed: sorted keys, two-space indent, final newline. */
+export function stableJson(document: OpenAPIObject): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
+
+/** The OpenAPI document of the service, keys sorted (the same object is served and committed). */
 export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setTitle('pushpop')
     .setDescription('Priority queues where every queue id is a virtual actor, stored in fixed-size segments on PostgreSQL.')
     .setVersion('0.1.0')
     .build();
-  return SwaggerModule.createDocument(app, config, {
+  const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,
   });
+  return sortKeys(document) as OpenAPIObject;
 }
 
 function logLevels(level: LogLevelName): LogLevelName[] {

@@ -14,6 +14,8 @@ import {
   QueueInfoDto,
   QueueListDto,
 } from './dto/queue-responses.dto.js';
+import { ApiErrors } from '../common/api-errors.decorator.js';
+import { LockErrorResponseDto } from '../common/error-response.dto.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
@@ -32,6 +34,7 @@ export class QueueController {
 
   /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
   @Post('queue/:queue_id/push')
+  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
@@ -41,6 +44,7 @@ export class QueueController {
 
   /** Pushes 1-1000 items, all or nothing, in the given order. */
   @Post('queue/:queue_id/push/batch')
+  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
@@ -54,6 +58,7 @@ export class QueueController {
    * acknowledged, released or expired.
    */
   @Post('queue/:queue_id/pop')
+  @ApiErrors({ 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto): Promise<PopResponseDto> {
@@ -71,6 +76,7 @@ export class QueueController {
    * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
    */
   @Post('queue/:queue_id/acknowledge')
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
@@ -80,6 +86,7 @@ export class QueueController {
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
   @Post('queue/:queue_id/extend-lock')
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
@@ -89,6 +96,7 @@ export class QueueController {
 
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
   @Post('queue/:queue_id/release')
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
@@ -98,6 +106,7 @@ export class QueueController {
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
   @Get('queue/:queue_id')
+  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
     return this.queues.getQueue(queueId);
@@ -108,6 +117,7 @@ export class QueueController {
    * actor's state) or `offloaded_queue_<p>_seg_<n>_<queue_id>` (a segment in the offload store).
    */
   @Get('queue/:queue_id/state/:key')
+  @ApiErrors({ 404: ['STATE_KEY_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   @ApiParam({ name: 'key', example: 'metadata' })
   @ApiOkResponse({
@@ -120,12 +130,14 @@ export class QueueController {
 
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
+  @ApiErrors({})
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
   }
 
   /** Deletes a queue with all its segments, offloaded segments and lock. */
   @Delete('queue/:queue_id')
+  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {
     const itemsDeleted = await this.queues.deleteQueue(queueId);

@@ -104,12 +104,3 @@ export class ReleaseResponseDto {
   /** Items given back to the front of their priorities. */
   items_returned: number;
 }
-
-/** The body of a lock endpoint's error: the error body plus `success: false`. */
-export class LockErrorResponseDto {
-  success: boolean;
-  statusCode: number;
-  /** One of LOCK_ID_REQUIRED, LOCK_NOT_FOUND, LOCK_EXPIRED, INVALID_LOCK_ID, VALIDATION_FAILED, INVALID_QUEUE_ID. */
-  error_code: string;
-  message: string;
-}
