@@ -8,9 +8,12 @@ import { Injectable, OnModuleDestroy } from '@nestjs/common';
 @Injectable()
 export class QueueEvents implements OnModuleDestroy {
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** Set at shutdown: long polls answer at once instead of waiting. */
+  closed = false;
 
   /** Resolves when `notify(queueId)` is called, after `ms`, or on shutdown, whichever is first. */
   wait(queueId: string, ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       let set = this.waiters.get(queueId);
       if (!set) this.waiters.set(queueId, (set = new Set()));
@@ -41,6 +44,7 @@ export class QueueEvents implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
+    this.closed = true;
     for (const set of [...this.waiters.values()]) for (const done of [...set]) done();
   }
 }

@@ -113,7 +113,7 @@ export class QueueService {
       });
       if (outcome instanceof PushpopError) throw outcome;
       const remaining = deadline - Date.now();
-      if (outcome.count > 0 || remaining <= 0) return outcome;
+      if (outcome.count > 0 || remaining <= 0 || this.events.closed) return outcome;
       await this.events.wait(queueId, Math.min(remaining, LONG_POLL_RECHECK_MS));
     }
   }
