@@ -52,6 +52,11 @@ export class MetricsService implements OnModuleInit {
 
   onModuleInit(): void {
     collectDefaultMetrics({ register: this.registry, prefix: DEFAULT_METRICS_PREFIX });
+    // prom-client's summed gauges end in `_total`, which Prometheus reserves for counters
+    // (promtool check metrics refuses them); the per-type gauges of the same name hold the numbers.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      this.registry.removeSingleMetric(DEFAULT_METRICS_PREFIX + name);
+    }
     this.actors.observer = { turn: (seconds, ok) => this.storeDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds) };
     this.locks.events = {
       expired: (items) => {
