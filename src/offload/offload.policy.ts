@@ -69,7 +69,9 @@ export class OffloadPolicy extends SegmentMover {
           const loaded = items.map((json, position) => ({ position, json }));
           await ctx.segments.insertItems(ctx.tx, actor.queueId, [{ priority, segment, entries: loaded }]);
           if (this.store.transactional) await this.store.delete([key], ctx);
-          return loaded;
+          // A head that failed to load earlier may already hold items returned by a lock
+          // (positions below 0): what the actor keeps in memory must be all of its rows.
+          return segment === meta.head_segment ? ctx.segments.loadSegment(ctx.tx, actor.queueId, priority, segment) : loaded;
         });
       } catch (error) {
         this.stats.loadFailures += 1;

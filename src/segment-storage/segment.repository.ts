@@ -56,7 +56,8 @@ export class SegmentRepository {
 
   /** Writes the metadata and gives the queue a new version, returned. */
   async saveQueue(tx: EntityManager, queueId: string, itemCount: number, priorities: Record<string, PriorityMetadata>): Promise<string> {
-    const rows: { version: string }[] = await tx.query(
+    // For UPDATE, TypeORM's query() answers [rows, affectedCount].
+    const [rows]: [{ version: string }[], number] = await tx.query(
       `UPDATE queues SET version = nextval('queue_versions'), item_count = $2, priorities = $3::jsonb, updated_at = now()
         WHERE queue_id = $1 RETURNING version`,
       [queueId, itemCount, JSON.stringify(priorities)],
