@@ -6,7 +6,10 @@ import { defineConfig } from 'vitest/config';
 const swcPlugin = swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2022' } });
 
 // Tests run the library from its source, so no build step is needed before `npm test`.
-const alias = { '@pushpop/keyed-mutex': fileURLToPath(new URL('./libs/keyed-mutex/src/index.ts', import.meta.url)) };
+const alias = {
+  '@pushpop/keyed-mutex': fileURLToPath(new URL('./libs/keyed-mutex/src/index.ts', import.meta.url)),
+  '@pushpop/api-client': fileURLToPath(new URL('./libs/api-client/src/index.ts', import.meta.url)),
+};
 
 export default defineConfig({
   plugins: [swcPlugin],

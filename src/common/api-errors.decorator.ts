@@ -24,8 +24,9 @@ function merge(...sets: ErrorCodes[]): ErrorCodes {
  * Documents an endpoint's error answers: per status, the error body schema with `error_code`
  * restricted to the codes it can carry, and `Retry-After` on 429 and 503.
  */
-export function ApiErrors(codes: ErrorCodes, body: Type<ErrorResponseDto> = ErrorResponseDto): MethodDecorator {
-  const all = merge(COMMON_QUEUE_ERRORS, codes);
+export function ApiErrors(codes: ErrorCodes, body: Type<ErrorResponseDto> = ErrorResponseDto, options: { queueIdInPath?: boolean } = {}): MethodDecorator {
+  const common = options.queueIdInPath === false ? { ...COMMON_QUEUE_ERRORS, 400: ['VALIDATION_FAILED'] } : COMMON_QUEUE_ERRORS;
+  const all = merge(common, codes);
   return applyDecorators(
     ApiExtraModels(ErrorResponseDto, LockErrorResponseDto, QueueLockedResponseDto),
     ...Object.entries(all).map(([status, list]) => {

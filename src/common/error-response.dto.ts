@@ -1,6 +1,9 @@
+import { ApiProperty } from '@nestjs/swagger';
+
 /** The body of every error response. */
 export class ErrorResponseDto {
   /** The HTTP status. */
+  @ApiProperty({ type: 'integer' })
   statusCode: number;
   /**
    * Stable machine-readable code, UPPER_SNAKE; clients branch on it.

@@ -1,14 +1,14 @@
 import { Controller, Get } from '@nestjs/common';
-import { ApiTags } from '@nestjs/swagger';
+import { ApiProperty, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 
 /** Liveness answer. */
 export class LivenessDto {
-  /** @example "healthy" */
+  @ApiProperty({ example: 'healthy' })
   status: string;
-  /** Seconds since the process started. */
+  @ApiProperty({ type: 'integer', description: 'Seconds since the process started.' })
   uptime_seconds: number;
 }
 

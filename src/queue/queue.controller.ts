@@ -122,7 +122,7 @@ export class QueueController {
   @ApiParam({ name: 'key', example: 'metadata' })
   @ApiOkResponse({
     description: 'The metadata document, or a segment as a JSON array of items',
-    schema: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] },
+    schema: { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: { type: 'object', additionalProperties: true } }] },
   })
   async getState(@Param('queue_id', QueueIdPipe) queueId: string, @Param('key') key: string): Promise<unknown> {
     return this.queues.getState(queueId, key);
@@ -130,7 +130,7 @@ export class QueueController {
 
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
-  @ApiErrors({})
+  @ApiErrors({}, undefined, { queueIdInPath: false })
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
   }

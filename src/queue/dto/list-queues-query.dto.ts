@@ -1,8 +1,10 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 
 export class ListQueuesQueryDto {
   /** Only queues whose id starts with this. */
+  @ApiPropertyOptional()
   @IsOptional()
   @IsString()
   @MaxLength(200)
@@ -12,6 +14,7 @@ export class ListQueuesQueryDto {
    * Page size, 1 to 1000.
    * @example 100
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -20,6 +23,7 @@ export class ListQueuesQueryDto {
   limit?: number = 100;
 
   /** `next_cursor` of the previous page. */
+  @ApiPropertyOptional()
   @IsOptional()
   @IsString()
   @MaxLength(400)

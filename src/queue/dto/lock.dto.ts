@@ -1,3 +1,4 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Allow, IsInt, IsOptional, Max, Min } from 'class-validator';
 
 export class LockRequestDto {
@@ -15,6 +16,7 @@ export class ExtendLockRequestDto extends LockRequestDto {
    * New time to live from now, 1 to 300 seconds.
    * @example 30
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @IsInt()
   @Min(1)

@@ -1,3 +1,4 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, Max, Min } from 'class-validator';
 
@@ -12,6 +13,7 @@ export class PopQueryDto {
    * How many items at most, 1 to 100. Spills over into the next priority.
    * @example 1
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -20,6 +22,7 @@ export class PopQueryDto {
   depth?: number = 1;
 
   /** Hold the popped items under an acknowledgement lock (`true`/`false`/`1`/`0`). */
+  @ApiPropertyOptional()
   @IsOptional()
   @Transform(toBoolean)
   @IsBoolean()
@@ -29,6 +32,7 @@ export class PopQueryDto {
    * Lock time to live in seconds, 1 to 300 (with `require_ack`).
    * @example 30
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @Type(() => Number)
   @IsInt()
@@ -41,6 +45,7 @@ export class PopQueryDto {
    * comes as soon as one arrives.
    * @example 0
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @Type(() => Number)
   @IsInt()

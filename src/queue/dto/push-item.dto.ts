@@ -1,3 +1,4 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, IsOptional, Min, ValidateNested } from 'class-validator';
 
@@ -16,6 +17,7 @@ export class PushItemDto {
    * Priority, 0 (popped first) to `MAX_PRIORITY` (default 255).
    * @example 0
    */
+  @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
   @IsInt()
   @Min(0)

@@ -1,3 +1,5 @@
+import { ApiExtraModels, ApiProperty, getSchemaPath } from '@nestjs/swagger';
+
 /** Answer to a push. */
 export class PushResponseDto {
   success: boolean;
@@ -9,6 +11,7 @@ export class PushResponseDto {
 export class PushBatchResponseDto {
   success: boolean;
   /** Items pushed. */
+  @ApiProperty({ type: 'integer' })
   count: number;
   message: string;
 }
@@ -16,8 +19,10 @@ export class PushBatchResponseDto {
 /** Answer to a pop. */
 export class PopResponseDto {
   /** The popped items, in order. */
+  @ApiProperty({ type: 'array', items: { type: 'object', additionalProperties: true } })
   items: Record<string, unknown>[];
   /** Number of items returned. */
+  @ApiProperty({ type: 'integer' })
   count: number;
   /** With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
   locked?: boolean;
@@ -29,18 +34,25 @@ export class PopResponseDto {
 
 /** One priority of a queue. */
 export class PriorityInfoDto {
+  @ApiProperty({ type: 'integer' })
   count: number;
+  @ApiProperty({ type: 'integer' })
   head_segment: number;
+  @ApiProperty({ type: 'integer' })
   tail_segment: number;
   /** First offloaded segment, or null when nothing of this priority is offloaded. */
+  @ApiProperty({ type: 'integer', nullable: true })
   head_offloaded_segment: number | null;
   /** Last offloaded segment, or null. */
+  @ApiProperty({ type: 'integer', nullable: true })
   tail_offloaded_segment: number | null;
 }
 
 /** Segment settings stored with a queue when it was created. */
 export class QueueConfigDto {
+  @ApiProperty({ type: 'integer' })
   segment_size: number;
+  @ApiProperty({ type: 'integer' })
   buffer_segments: number;
 }
 
@@ -51,15 +63,19 @@ export class LockInfoDto {
   /** Unix seconds. */
   created_at: number;
   /** Items held by the lock. */
+  @ApiProperty({ type: 'integer' })
   item_count: number;
 }
 
 /** A queue's state. */
+@ApiExtraModels(PriorityInfoDto)
 export class QueueInfoDto {
   queue_id: string;
   /** Items waiting (items held by a lock are counted in `lock.item_count`). */
+  @ApiProperty({ type: 'integer' })
   count: number;
   /** Keyed by priority. */
+  @ApiProperty({ type: 'object', additionalProperties: { $ref: getSchemaPath(PriorityInfoDto) } })
   priorities: Record<string, PriorityInfoDto>;
   config: QueueConfigDto;
   lock: LockInfoDto | null;
@@ -67,6 +83,7 @@ export class QueueInfoDto {
 
 export class QueueSummaryDto {
   queue_id: string;
+  @ApiProperty({ type: 'integer' })
   count: number;
   locked: boolean;
 }
@@ -81,6 +98,7 @@ export class QueueListDto {
 export class DeleteQueueResponseDto {
   success: boolean;
   /** Items deleted, including any held by a lock. */
+  @ApiProperty({ type: 'integer' })
   items_deleted: number;
 }
 
@@ -89,6 +107,7 @@ export class AcknowledgeResponseDto {
   /** @example "Successfully acknowledged 2 item(s)" */
   message: string;
   /** Items removed for good. */
+  @ApiProperty({ type: 'integer' })
   items_acknowledged: number;
 }
 
@@ -102,5 +121,6 @@ export class ExtendLockResponseDto {
 export class ReleaseResponseDto {
   success: boolean;
   /** Items given back to the front of their priorities. */
+  @ApiProperty({ type: 'integer' })
   items_returned: number;
 }

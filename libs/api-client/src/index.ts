@@ -1,0 +1,59 @@
+import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
+import type { components, operations, paths } from './schema.js';
+
+export type { components, operations, paths } from './schema.js';
+export type { Client, ClientOptions, FetchResponse, Middleware } from 'openapi-fetch';
+
+type Schemas = components['schemas'];
+
+/** Body of `POST /queue/{queue_id}/push`. */
+export type PushItem = Schemas['PushItemDto'];
+/** Body of `POST /queue/{queue_id}/push/batch`. */
+export type PushBatch = Schemas['PushBatchDto'];
+export type PushResponse = Schemas['PushResponseDto'];
+export type PushBatchResponse = Schemas['PushBatchResponseDto'];
+/** Answer to a pop; `locked`, `lock_id` and `lock_expires_at` come with `require_ack`. */
+export type PopResponse = Schemas['PopResponseDto'];
+/** Query parameters of `POST /queue/{queue_id}/pop`. */
+export type PopQuery = NonNullable<operations['pop']['parameters']['query']>;
+export type LockRequest = Schemas['LockRequestDto'];
+export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
+export type AcknowledgeResponse = Schemas['AcknowledgeResponseDto'];
+export type ExtendLockResponse = Schemas['ExtendLockResponseDto'];
+export type ReleaseResponse = Schemas['ReleaseResponseDto'];
+export type QueueInfo = Schemas['QueueInfoDto'];
+export type QueueList = Schemas['QueueListDto'];
+export type QueueSummary = Schemas['QueueSummaryDto'];
+export type DeleteQueueResponse = Schemas['DeleteQueueResponseDto'];
+/** The body of every error answer: `statusCode`, a stable `error_code` to branch on, and `message`. */
+export type ErrorResponse = Schemas['ErrorResponseDto'];
+/** Error answers of acknowledge, extend-lock and release (they also carry `success: false`). */
+export type LockErrorResponse = Schemas['LockErrorResponseDto'];
+/** 423 `QUEUE_LOCKED` answer to a pop, with the lock's `lock_expires_at`. */
+export type QueueLockedResponse = Schemas['QueueLockedResponseDto'];
+
+/** A pushpop client: one typed method per HTTP verb (`GET`, `POST`, `DELETE`, ...), paths as in the OpenAPI document. */
+export type PushpopClient = Client<paths>;
+
+/**
+ * Creates a typed client for a pushpop service. Every call resolves (it does not throw on an
+ * HTTP error) to `{ data, error, response }`: `data` is the 2xx body, `error` the documented
+ * error body of the status received (with its `error_code`), typed per operation from the
+ * committed OpenAPI document. Network failures reject.
+ *
+ * @param baseUrl - where the service listens, e.g. `http://127.0.0.1:8000` (no trailing path)
+ * @param init - further openapi-fetch options: headers, a custom `fetch`, `RequestInit` fields
+ * @returns an openapi-fetch client typed with the generated `paths`
+ *
+ * @example
+ * ```ts
+ * const client = createPushpopClient('http://127.0.0.1:8000');
+ * const { data, error } = await client.POST('/queue/{queue_id}/pop', {
+ *   params: { path: { queue_id: 'orders' }, query: { depth: 10, require_ack: true } },
+ * });
+ * if (error) console.warn(error.error_code);
+ * ```
+ */
+export function createPushpopClient(baseUrl: string, init?: Omit<ClientOptions, 'baseUrl'>): PushpopClient {
+  return createClient<paths>({ ...init, baseUrl });
+}

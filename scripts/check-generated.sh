@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Fails when a generated file no longer matches the code it is generated from:
+#   1. openapi.json, regenerated from the built service (run `npm run build` first);
+#   2. libs/api-client/src/schema.d.ts, regenerated from the committed openapi.json;
+# and validates openapi.json against the OpenAPI 3.0 schema (@apidevtools/swagger-parser).
+# Fix a drift with `npm run openapi && npm run client:generate`, then commit both files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+if [[ ! -f dist/bin/sync-openapi.js ]]; then
+  echo "check-generated: dist/bin/sync-openapi.js is missing; run 'npm run build' first." >&2
+  exit 1
+fi
+
+echo "==> openapi.json matches the code"
+node dist/bin/sync-openapi.js "$tmp/openapi.json" >/dev/null
+if ! diff -u --label 'openapi.json (committed)' --label 'openapi.json (from the code)' openapi.json "$tmp/openapi.json"; then
+  echo "check-generated: openapi.json is out of date with the code. Run 'npm run openapi' and commit openapi.json." >&2
+  failed=1
+fi
+
+echo "==> libs/api-client/src/schema.d.ts matches openapi.json"
+schema=libs/api-client/src/schema.d.ts
+# The lib's own `generate` script (same generator flags), writing to the temp file instead.
+generate="$(node -e '
+  const script = require("./libs/api-client/package.json").scripts.generate;
+  if (!script.includes(" -o src/schema.d.ts")) throw new Error("libs/api-client: scripts.generate must write -o src/schema.d.ts");
+  process.stdout.write(script.replace(" -o src/schema.d.ts", " -o " + JSON.stringify(process.argv[1])));
+' "$tmp/schema.d.ts")"
+if ! npm exec --workspace=@pushpop/api-client -- bash -c "$generate" >"$tmp/generate.log" 2>&1; then
+  cat "$tmp/generate.log" >&2
+  echo "check-generated: openapi-typescript failed on openapi.json." >&2
+  exit 1
+fi
+if ! diff -u --label "$schema (committed)" --label "$schema (from openapi.json)" "$schema" "$tmp/schema.d.ts"; then
+  echo "check-generated: $schema is out of date with openapi.json. Run 'npm run client:generate' and commit it." >&2
+  failed=1
+fi
+
+echo "==> openapi.json is a valid OpenAPI document"
+node scripts/validate-openapi.mjs openapi.json || failed=1
+
+if [[ $failed -ne 0 ]]; then
+  echo "check-generated: FAILED" >&2
+  exit 1
+fi
+echo "check-generated: openapi.json and the client schema are up to date and valid"

@@ -1,0 +1,166 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import request from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import type { EnvOverrides } from './service.js';
+
+/** The repository root (where package.json is). */
+export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+
+/** Where private builds go: under node_modules (git-ignored) so the build resolves the repository's packages. */
+const BUILD_ROOT = join(repoRoot, 'node_modules/.cache/pushpop-test-builds');
+
+function run(command: string, args: string[], timeoutMs: number): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(command, args, { cwd: repoRoot, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${command} ${args.join(' ')} failed (${error.message}):\n${stdout}\n${stderr}`));
+      else resolvePromise();
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Builds left behind by test processes that were killed or filtered before their cleanup ran. */
+function removeBuildsOfDeadProcesses(): void {
+  for (const entry of readdirSync(BUILD_ROOT)) {
+    const pid = Number(/^(\d+)-/.exec(entry)?.[1]);
+    if (pid && pid !== process.pid && !isAlive(pid)) rmSync(join(BUILD_ROOT, entry), { recursive: true, force: true });
+  }
+}
+
+/** A private build of the service: `node <mainJs>` runs it. */
+export interface ServiceBuild {
+  readonly mainJs: string;
+  readonly ms: number;
+  remove(): void;
+}
+
+/**
+ * Builds the service as `npm run build` does (`nest build`, with the Swagger plugin of
+ * nest-cli.json), but into a directory of its own, so that other people's builds of dist/
+ * (nest build deletes dist/ first) cannot pull the files from under a running child, and this
+ * build cannot break theirs. Takes ~10-20 s. The keyed-mutex library is used from its package
+ * (libs/keyed-mutex/dist), built first if missing.
+ */
+export async function buildService(timeoutMs = 180_000): Promise<ServiceBuild> {
+  const started = Date.now();
+  if (!existsSync(join(repoRoot, 'libs/keyed-mutex/dist/index.js'))) await run('npm', ['run', 'build', '--workspace=@pushpop/keyed-mutex'], timeoutMs);
+  mkdirSync(BUILD_ROOT, { recursive: true });
+  removeBuildsOfDeadProcesses();
+  const outDir = mkdtempSync(join(BUILD_ROOT, `${process.pid}-`));
+  const tsconfig = `${outDir}.tsconfig.json`;
+  writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
+  const remove = (): void => {
+    rmSync(outDir, { recursive: true, force: true });
+    rmSync(tsconfig, { force: true });
+  };
+  try {
+    await run(join(repoRoot, 'node_modules/.bin/nest'), ['build', '--path', relative(repoRoot, tsconfig)], timeoutMs);
+    // Under node_modules/ Node does not look further up for package.json's "type": "module".
+    writeFileSync(join(outDir, 'package.json'), JSON.stringify({ type: 'module' }));
+  } catch (error) {
+    remove();
+    throw error;
+  }
+  return { mainJs: join(outDir, 'main.js'), ms: Date.now() - started, remove };
+}
+
+/** A TCP port that was free a moment ago (listen on 0, read the port, close). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePromise, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePromise(port));
+    });
+  });
+}
+
+/** A pushpop running as `node main.js` (a build of src/) in a child process. */
+export interface ChildService {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly url: string;
+  readonly http: TestAgent;
+  readonly dataDir: string;
+  /** Everything the process wrote to stdout and stderr so far (for failure messages). */
+  output(): string;
+  /** Resolves with the exit code / signal once the process has exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (default SIGKILL) and waits for the process to exit. */
+  kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Spawns `node <build.mainJs>` (see {@link buildService}) on a free loopback port, on PGlite
+ * under `dataDir` (or on TEST_DATABASE_URL when set), and waits until `GET /health/ready`
+ * answers 200. If the process exits or is not ready within `readyTimeoutMs`,
+ * it is killed and the promise rejects with its output.
+ */
+export async function startChildService(options: { build: ServiceBuild; dataDir: string; env?: EnvOverrides; readyTimeoutMs?: number }): Promise<ChildService> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // Only what this helper sets may configure the child.
+  for (const key of ['DATABASE_URL', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS']) delete env[key];
+  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: options.dataDir, LOG_LEVEL: 'warn' }, options.env);
+  if (process.env.TEST_DATABASE_URL) env.DATABASE_URL = process.env.TEST_DATABASE_URL;
+
+  const child = spawn(process.execPath, [options.build.mainJs], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolvePromise) => {
+    child.on('exit', (code, signal) => resolvePromise({ code, signal }));
+  });
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+
+  const url = `http://127.0.0.1:${port}`;
+  const service: ChildService = {
+    child,
+    port,
+    url,
+    http: request(url),
+    dataDir: options.dataDir,
+    output: () => log,
+    exited,
+    kill: async (signal = 'SIGKILL') => {
+      if (!hasExited) child.kill(signal);
+      return exited;
+    },
+  };
+
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
+  for (;;) {
+    if (hasExited) {
+      const { code, signal } = await exited;
+      throw new Error(`pushpop child exited before it was ready (code ${code}, signal ${signal}):\n${log}`);
+    }
+    try {
+      const res = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(2000) });
+      if (res.status === 200) return service;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await service.kill('SIGKILL');
+      throw new Error(`pushpop child not ready within ${options.readyTimeoutMs ?? 60_000} ms:\n${log}`);
+    }
+    await sleep(100);
+  }
+}
