@@ -8,6 +8,12 @@ import { EmbeddedDatabase } from './embedded-database.js';
 const MIGRATION_LOCK_ID = 7_011_905_114;
 
 /**
+ * Rule for every query of the service: a parameterised query runs inside a transaction. The
+ * embedded database's socket server feeds all connections into one backend and keeps one
+ * connection's protocol messages together only while that connection is in a transaction;
+ * outside one, another connection's messages can land between the parse and the execute of
+ * a parameterised query. Migrations at boot run before anything else uses the pool.
+ *
  * Owns the connection pool: starts the embedded database when no DATABASE_URL is given, runs
  * the committed migrations under a PostgreSQL advisory lock (so several processes booting at
  * once migrate exactly once), and closes everything in the right order on shutdown.

@@ -36,7 +36,7 @@ export class HealthController {
       () =>
         this.indicator
           .check('database')
-          .attempt(() => this.segments.ping(this.dataSource.manager))
+          .attempt(() => this.dataSource.transaction((tx) => this.segments.ping(tx)))
           .withTimeout(3000),
     ]);
   }

@@ -57,7 +57,8 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One sweep; returns how many due locks it found. */
   async sweep(): Promise<number> {
-    const due = await this.locks.findDue(this.dataSource.manager, this.clock.now(), SWEEP_BATCH);
+    // In a transaction, as every parameterised query (see DatabaseProvider).
+    const due = await this.dataSource.transaction((tx) => this.locks.findDue(tx, this.clock.now(), SWEEP_BATCH));
     for (const queueId of due) {
       if (this.stopped) break;
       await this.lockService.turn(queueId, 'existing', async () => undefined, this.mover);
