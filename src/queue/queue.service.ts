@@ -32,6 +32,8 @@ export interface PriorityInfo {
   tail_segment: number;
   head_offloaded_segment: number | null;
   tail_offloaded_segment: number | null;
+  head_segment_count: number;
+  tail_segment_count: number;
 }
 
 export interface QueueInfo {
@@ -167,6 +169,9 @@ export class QueueService {
           tail_segment: m.tail_segment,
           head_offloaded_segment: m.head_offloaded_segment,
           tail_offloaded_segment: m.tail_offloaded_segment,
+          // Middle segments are full and the tail is only ever pushed to, so both follow from the pointers.
+          head_segment_count: m.head_segment === m.tail_segment ? m.count : m.count - m.next_position - (m.tail_segment - m.head_segment - 1) * actor.segmentSize,
+          tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position,
         };
       }
       return {

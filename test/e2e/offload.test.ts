@@ -84,7 +84,7 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
 
     const info = await inspectQueue(svc.http, q);
     expect(info).toMatchObject({ queue_id: q, count: 500, config: { segment_size: 100, buffer_segments: 1 }, lock: null });
-    expect(info.priorities).toStrictEqual({ '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 } });
+    expect(info.priorities).toStrictEqual({ '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 } });
 
     // Pop 100: head 1; segment 2 comes into the buffer and is back before the pop answers.
     const pop = await svc.http.post(`/queue/${q}/pop?depth=100`);
@@ -103,7 +103,7 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_3_${q}`)).toStrictEqual(ids(300, 400));
     expect(await stateKey(svc.http, q, 'queue_0_seg_4')).toStrictEqual(ids(400, 500));
     expect((await inspectQueue(svc.http, q)).priorities).toStrictEqual({
-      '0': { count: 400, head_segment: 1, tail_segment: 4, head_offloaded_segment: 3, tail_offloaded_segment: 3 },
+      '0': { count: 400, head_segment: 1, tail_segment: 4, head_offloaded_segment: 3, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 },
     });
 
     // Pop 100 more: head 2, segment 3 back, nothing offloaded (the pair leaves the metadata document).
@@ -115,7 +115,7 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     });
     expect(await stateKey(svc.http, q, 'queue_0_seg_3')).toStrictEqual(ids(300, 400));
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_3_${q}`)).toBeUndefined();
-    expect((await inspectQueue(svc.http, q)).priorities['0']).toStrictEqual({ count: 300, head_segment: 2, tail_segment: 4, head_offloaded_segment: null, tail_offloaded_segment: null });
+    expect((await inspectQueue(svc.http, q)).priorities['0']).toStrictEqual({ count: 300, head_segment: 2, tail_segment: 4, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 100 });
 
     expect(await drain(svc.http, q)).toStrictEqual(ids(200, 500));
     expect(await drain(svc.http, other)).toStrictEqual(ids(10_000, 10_500));
@@ -143,10 +143,10 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     const info = await inspectQueue(svc.http, q);
     expect(info.count).toBe(1850);
     expect(info.priorities).toStrictEqual({
-      '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 },
-      '3': { count: 400, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2 },
-      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5 },
-      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null },
+      '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 },
+      '3': { count: 400, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2, head_segment_count: 100, tail_segment_count: 100 },
+      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5, head_segment_count: 100, tail_segment_count: 100 },
+      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 50 },
     });
     const meta = (await stateKey(svc.http, q, 'metadata')) as { queues: Record<string, { metadata: Record<string, number> }> };
     expect(meta.queues.queue_9.metadata, 'no offloaded pair in the metadata document when nothing is offloaded').toStrictEqual({ count: 250, head_segment: 0, tail_segment: 2 });
@@ -159,9 +159,9 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     expect(popped).toStrictEqual([...ids(0, 500), ...ids(1000, 1050)]);
     const after = await inspectQueue(svc.http, q);
     expect(after.priorities).toStrictEqual({
-      '3': { count: 350, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2 },
-      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5 },
-      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null },
+      '3': { count: 350, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2, head_segment_count: 50, tail_segment_count: 100 },
+      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5, head_segment_count: 100, tail_segment_count: 100 },
+      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 50 },
     });
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_2_${q}`), 'priority 0 is gone, and its offloaded segments with it').toBeUndefined();
 

@@ -321,9 +321,13 @@ export interface components {
             /** @description First offloaded segment, or null when nothing of this priority is offloaded. */
             head_offloaded_segment: number | null;
             head_segment: number;
+            /** @description Items in the head segment (segments between head and tail are full). */
+            head_segment_count: number;
             /** @description Last offloaded segment, or null. */
             tail_offloaded_segment: number | null;
             tail_segment: number;
+            /** @description Items in the tail segment (equal to `head_segment_count` when head and tail are the same segment). */
+            tail_segment_count: number;
         };
         PushBatchDto: {
             /** @description 1 to 1000 entries, pushed all or nothing, in this order. */

@@ -46,6 +46,12 @@ export class PriorityInfoDto {
   /** Last offloaded segment, or null. */
   @ApiProperty({ type: 'integer', nullable: true })
   tail_offloaded_segment: number | null;
+  /** Items in the head segment (segments between head and tail are full). */
+  @ApiProperty({ type: 'integer' })
+  head_segment_count: number;
+  /** Items in the tail segment (equal to `head_segment_count` when head and tail are the same segment). */
+  @ApiProperty({ type: 'integer' })
+  tail_segment_count: number;
 }
 
 /** Segment settings stored with a queue when it was created. */
