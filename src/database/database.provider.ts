@@ -51,11 +51,12 @@ export class DatabaseProvider implements OnApplicationShutdown {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     try {
-      await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+      // Literal, not a parameter: a query without parameters is one protocol message (see above).
+      await runner.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_ID})`);
       const applied = await this.dataSource.runMigrations({ transaction: 'all' });
       for (const m of applied) DatabaseProvider.logger.log(`Applied migration ${m.name}`);
     } finally {
-      await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+      await runner.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_ID})`).catch(() => undefined);
       await runner.release();
     }
   }
