@@ -40,6 +40,9 @@ export abstract class SegmentMover {
   abstract inspect(actor: QueueActor, ctx: TurnContext, priority: number, segment: number): Promise<string[] | undefined>;
 }
 
+/** Metadata of a priority that has just received its first item(s): one segment, numbered 0. */
+const newPriority = (): PriorityMetadata => ({ count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0 });
+
 const segmentKey = (priority: number, segment: number): string => `${priority}:${segment}`;
 
 /**
@@ -135,7 +138,7 @@ export class QueueActor {
     for (const { priority, json } of items) {
       let meta = this.priorities.get(priority);
       if (!meta) {
-        meta = { count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0 };
+        meta = newPriority();
         this.priorities.set(priority, meta);
         this.sortedPriorities = undefined;
         this.cacheSegment(priority, 0, []);
@@ -236,7 +239,7 @@ export class QueueActor {
     for (const [priority, jsons] of byPriority) {
       let meta = this.priorities.get(priority);
       if (!meta) {
-        meta = { count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0 };
+        meta = newPriority();
         const entries = jsons.map((json, i) => ({ position: i, json }));
         meta.next_position = entries.length;
         meta.count = entries.length;
