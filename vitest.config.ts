@@ -35,6 +35,23 @@ export default defineConfig({
           fileParallelism: true,
         },
       },
+      {
+        plugins: [swcPlugin],
+        resolve: { alias },
+        test: {
+          name: 'browser',
+          sequence: { groupOrder: 2 },
+          include: ['test/browser/**/*.test.ts'],
+          // Headless Chromium against the built admin console (built first if missing or stale);
+          // one file at a time, after the other projects.
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+          maxWorkers: 1,
+          fileParallelism: false,
+          // The console polls every 2-5 s: expect.poll waits that long for the page to catch up.
+          expect: { poll: { timeout: 10_000, interval: 100 } },
+        },
+      },
     ],
   },
 });

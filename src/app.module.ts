@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AdminModule } from './admin/admin.module.js';
 import { CommonModule } from './common/common.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Environment } from './config/environment.js';
@@ -13,7 +14,7 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, HealthModule, MetricsModule],
+      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, HealthModule, MetricsModule, AdminModule.forRoot()],
     };
   }
 }

@@ -35,7 +35,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
     const error = this.toPushpopError(exception);
-    if (error.status >= 500) {
+    if (exception instanceof PushpopError && error.status >= 500) {
+      // An expected condition the service names itself (store unavailable, admin not built).
+      this.logger.warn(`${error.status} ${error.errorCode}: ${error.message}`);
+    } else if (error.status >= 500) {
       const detail = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
       this.logger.error(`${error.status} ${error.errorCode}: ${detail}`);
     }

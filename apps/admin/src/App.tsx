@@ -1,0 +1,59 @@
+import { useCallback, useState } from 'react';
+import { Header } from './components/header';
+import type { HeldLock } from './components/lock-card';
+import { QueueList } from './components/queue-list';
+import { QueuePanel } from './components/queue-panel';
+import { useSelectedQueue, useSessionState } from './hooks';
+
+export function App() {
+  const [selected, select] = useSelectedQueue();
+  const [refreshKey, setRefreshKey] = useState(0);
+  const changed = useCallback(() => setRefreshKey((k) => k + 1), []);
+  const [locks, setLocks] = useSessionState<Record<string, HeldLock>>('pushpop.admin.locks', {});
+
+  const setHeld = useCallback(
+    (queueId: string, lock: HeldLock | undefined) =>
+      setLocks((all) => {
+        const next = { ...all };
+        if (lock) next[queueId] = lock;
+        else delete next[queueId];
+        return next;
+      }),
+    [setLocks],
+  );
+
+  return (
+    <div className="app">
+      <Header onOpenQueue={select} />
+      <div className="body">
+        <aside className="sidebar">
+          <QueueList selected={selected} onSelect={select} refreshKey={refreshKey} />
+        </aside>
+        <main className="main">
+          {selected ? (
+            <QueuePanel
+              key={selected}
+              queueId={selected}
+              refreshKey={refreshKey}
+              held={locks[selected]}
+              onHeld={(lock) => setHeld(selected, lock)}
+              onChanged={changed}
+            />
+          ) : (
+            <div className="welcome">
+              <h1>pushpop admin</h1>
+              <p>Pick a queue on the left, or open one by id at the top: a queue that does not exist yet is created by its first push.</p>
+              <ul>
+                <li>See each priority’s segment chain: head, buffer, offloaded range and tail.</li>
+                <li>Push, pop, pop with acknowledgement, then acknowledge, extend or release the lock.</li>
+                <li>
+                  The HTTP API: <a href="/docs">Swagger UI</a> · <a href="/openapi.json">openapi.json</a>
+                </li>
+              </ul>
+            </div>
+          )}
+        </main>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,67 @@
+import { useState } from 'react';
+import type { PopResponse } from '@pushpop/api-client';
+import { api, call, toApiError, type ApiError } from '../api';
+import { ErrorNote } from './error-note';
+import { parseInteger } from './push-form';
+
+interface Props {
+  queueId: string;
+  onPopped: (response: PopResponse, ack: boolean) => void;
+}
+
+/** Pop up to `depth` items, or pop them under an acknowledgement lock for `ttl` seconds. */
+export function PopForm({ queueId, onPopped }: Props) {
+  const [depth, setDepth] = useState('1');
+  const [ttl, setTtl] = useState('30');
+  const [problem, setProblem] = useState<string | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const pop = async (ack: boolean) => {
+    setError(null);
+    const d = parseInteger(depth, 1, 100);
+    if (d === undefined) return setProblem('Depth must be a whole number from 1 to 100.');
+    const t = parseInteger(ttl, 1, 300);
+    if (ack && t === undefined) return setProblem('Lock TTL must be a whole number of seconds from 1 to 300.');
+    setProblem(null);
+    setBusy(true);
+    try {
+      const query = ack ? { depth: d, require_ack: true, ttl_seconds: t } : { depth: d };
+      const answer = await call(api.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: queueId }, query } }));
+      onPopped(answer, ack);
+    } catch (e) {
+      setError(toApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="form" data-testid="pop-form">
+      <div className="form-row">
+        <label className="field field-inline">
+          <span>Depth</span>
+          <input type="number" min={1} max={100} value={depth} onChange={(e) => setDepth(e.target.value)} name="depth" className="num-input" />
+        </label>
+        <button type="button" className="btn" disabled={busy} onClick={() => void pop(false)}>
+          Pop
+        </button>
+      </div>
+      <div className="form-row">
+        <label className="field field-inline">
+          <span>Lock TTL (s)</span>
+          <input type="number" min={1} max={300} value={ttl} onChange={(e) => setTtl(e.target.value)} name="ttl" className="num-input" />
+        </label>
+        <button type="button" className="btn" disabled={busy} onClick={() => void pop(true)}>
+          Pop with ack
+        </button>
+      </div>
+      {problem && (
+        <p className="field-problem" role="alert">
+          {problem}
+        </p>
+      )}
+      {error && <ErrorNote error={error} onDismiss={() => setError(null)} />}
+    </div>
+  );
+}

@@ -1,0 +1,103 @@
+import { useEffect, useState } from 'react';
+import { api, call } from '../api';
+import { count, plural } from '../format';
+import { usePoll } from '../hooks';
+import { ErrorNote } from './error-note';
+import { LockIcon } from './icons';
+
+const PAGE_SIZE = 50;
+const LIST_POLL_MS = 3000;
+
+function useDebounced<T>(value: T, ms: number): T {
+  const [debounced, setDebounced] = useState(value);
+  useEffect(() => {
+    const id = setTimeout(() => setDebounced(value), ms);
+    return () => clearTimeout(id);
+  }, [value, ms]);
+  return debounced;
+}
+
+interface Props {
+  selected: string | null;
+  onSelect: (queueId: string) => void;
+  refreshKey: number;
+}
+
+/** `GET /queues`: a page at a time (next_cursor), filtered by prefix, refreshed every few seconds in place. */
+export function QueueList({ selected, onSelect, refreshKey }: Props) {
+  const [filter, setFilter] = useState('');
+  const prefix = useDebounced(filter.trim(), 250);
+  // Cursors of the pages walked so far; the last is the page shown (undefined: the first).
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  useEffect(() => setCursors([undefined]), [prefix]);
+  const cursor = cursors[cursors.length - 1];
+
+  const list = usePoll(
+    async (signal) => {
+      const page = await call(api.GET('/queues', { params: { query: { prefix: prefix || undefined, limit: PAGE_SIZE, cursor } }, signal }));
+      return { ...page, prefix, page: cursors.length };
+    },
+    LIST_POLL_MS,
+    `${prefix}\u0000${cursor ?? ''}\u0000${refreshKey}`,
+    true,
+  );
+  const queues = list.data?.queues ?? [];
+  const next = list.data?.next_cursor ?? null;
+
+  return (
+    <div className="queue-list">
+      <div className="sidebar-head">
+        <h2>Queues</h2>
+        <span className={`live ${list.error ? 'live-error' : ''}`} title={`Refreshes every ${LIST_POLL_MS / 1000} s`}>
+          {list.error ? 'stale' : 'live'}
+        </span>
+      </div>
+      <input
+        className="filter"
+        type="search"
+        placeholder="Filter by prefix"
+        aria-label="Filter queues by prefix"
+        value={filter}
+        onChange={(e) => setFilter(e.target.value)}
+        spellCheck={false}
+      />
+      {list.error && <ErrorNote error={list.error} />}
+      <ul className="queues" data-testid="queue-list" data-prefix={list.data?.prefix} data-page={list.data?.page}>
+        {queues.map((q) => (
+          <li key={q.queue_id}>
+            <button
+              type="button"
+              className={`queue-row${q.queue_id === selected ? ' selected' : ''}`}
+              aria-current={q.queue_id === selected ? 'true' : undefined}
+              onClick={() => onSelect(q.queue_id)}
+              data-testid="queue-row"
+              data-queue-id={q.queue_id}
+              data-count={q.count}
+              data-locked={q.locked}
+              title={q.queue_id}
+            >
+              <span className="queue-name">{q.queue_id}</span>
+              {q.locked && <LockIcon className="locked-icon" title="Locked: items held pending acknowledgement" />}
+              <span className="queue-count">{count(q.count)}</span>
+            </button>
+          </li>
+        ))}
+      </ul>
+      {list.data && queues.length === 0 && (
+        <p className="empty">{prefix ? `No queue id starts with “${prefix}”.` : 'No queues yet. Open a queue by id and push an item to create one.'}</p>
+      )}
+      <div className="pager">
+        <button type="button" className="btn btn-small" disabled={cursors.length === 1} onClick={() => setCursors((c) => c.slice(0, -1))}>
+          ‹ Prev
+        </button>
+        <span className="muted">
+          page {cursors.length}
+          {list.data ? ` · ${plural(queues.length, 'queue')}` : ''}
+        </span>
+        <button type="button" className="btn btn-small" disabled={!next} onClick={() => next && setCursors((c) => [...c, next])}>
+          Next ›
+        </button>
+      </div>
+    </div>
+  );
+}

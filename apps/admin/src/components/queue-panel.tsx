@@ -1,0 +1,196 @@
+import { useState } from 'react';
+import type { PopResponse, QueueInfo } from '@pushpop/api-client';
+import { ApiError, api, call, toApiError } from '../api';
+import { count, plural } from '../format';
+import { usePoll } from '../hooks';
+import { segmentChain } from '../segments';
+import { ConfirmDialog } from './confirm-dialog';
+import { ErrorNote } from './error-note';
+import { TrashIcon } from './icons';
+import { LockCard, type HeldLock } from './lock-card';
+import { PopForm } from './pop-form';
+import { PushForm } from './push-form';
+import { ResultPanel, type ActionResult } from './result-panel';
+import { SegmentChain, SegmentLegend, type SegmentRef } from './segment-chain';
+import { SegmentItems } from './segment-items';
+
+const QUEUE_POLL_MS = 2000;
+
+interface Props {
+  queueId: string;
+  refreshKey: number;
+  held: HeldLock | undefined;
+  onHeld: (lock: HeldLock | undefined) => void;
+  /** After every action: the list and this panel reload at once. */
+  onChanged: () => void;
+}
+
+function totals(info: QueueInfo): { segments: number; offloaded: number } {
+  let segments = 0;
+  let offloaded = 0;
+  for (const p of Object.values(info.priorities)) {
+    const chain = segmentChain(p, info.config);
+    segments += chain.segments;
+    offloaded += chain.offloaded;
+  }
+  return { segments, offloaded };
+}
+
+/** One queue: counts, the segment chain of each priority, the lock, the actions and their results. */
+export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Props) {
+  const queue = usePoll(
+    async (signal) => {
+      try {
+        return await call(api.GET('/queue/{queue_id}', { params: { path: { queue_id: queueId } }, signal }));
+      } catch (error) {
+        // A queue exists once something is pushed; before that (or after a delete) it is empty, not broken.
+        if (error instanceof ApiError && error.code === 'QUEUE_NOT_FOUND') return null;
+        throw error;
+      }
+    },
+    QUEUE_POLL_MS,
+    String(refreshKey),
+    true,
+  );
+  const [result, setResult] = useState<ActionResult | null>(null);
+  const [selectedSegment, setSelectedSegment] = useState<SegmentRef | undefined>(undefined);
+  const [confirming, setConfirming] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const [deleteError, setDeleteError] = useState<ApiError | null>(null);
+
+  const info = queue.data;
+  const priorities = info ? Object.keys(info.priorities).sort((a, b) => Number(a) - Number(b)) : [];
+  const sums = info ? totals(info) : undefined;
+
+  const message = (text: string) => {
+    setResult({ kind: 'message', text, at: Date.now() });
+    onChanged();
+  };
+  const popped = (response: PopResponse, ack: boolean) => {
+    setResult({ kind: 'pop', response, ack, at: Date.now() });
+    if (ack && response.lock_id && response.lock_expires_at !== undefined) onHeld({ lockId: response.lock_id, expiresAt: response.lock_expires_at });
+    onChanged();
+  };
+  const remove = async () => {
+    setDeleting(true);
+    setDeleteError(null);
+    try {
+      const answer = await call(api.DELETE('/queue/{queue_id}', { params: { path: { queue_id: queueId } } }));
+      setConfirming(false);
+      onHeld(undefined);
+      message(`Deleted queue ${queueId} with ${plural(answer.items_deleted, 'item')}.`);
+    } catch (e) {
+      setDeleteError(toApiError(e));
+    } finally {
+      setDeleting(false);
+    }
+  };
+
+  return (
+    <div className="panel" data-testid="queue-panel" data-queue-id={queueId}>
+      <div className="panel-head">
+        <div className="panel-title">
+          <span className="eyebrow">Queue</span>
+          <h1 className="mono" title={queueId}>
+            {queueId}
+          </h1>
+        </div>
+        <button
+          type="button"
+          className="btn btn-danger-outline"
+          onClick={() => {
+            setDeleteError(null);
+            setConfirming(true);
+          }}
+          disabled={info === null}
+        >
+          <TrashIcon /> Delete queue
+        </button>
+      </div>
+
+      {queue.error && <ErrorNote error={queue.error} />}
+
+      <div className="stats">
+        <div className="stat">
+          <span className="stat-label">Waiting</span>
+          <span className="stat-value" data-testid="queue-count">
+            {info === undefined ? '–' : count(info?.count ?? 0)}
+          </span>
+        </div>
+        <div className={`stat${info?.lock ? ' stat-lock' : ''}`}>
+          <span className="stat-label">Held by lock</span>
+          <span className="stat-value">{info === undefined ? '–' : count(info?.lock?.item_count ?? 0)}</span>
+        </div>
+        <div className="stat">
+          <span className="stat-label">Segments</span>
+          <span className="stat-value">
+            {sums ? count(sums.segments) : info === null ? '0' : '–'}
+            {sums && sums.offloaded > 0 && <span className="stat-sub"> · {count(sums.offloaded)} offloaded</span>}
+          </span>
+        </div>
+        <div className="stat">
+          <span className="stat-label">Priorities</span>
+          <span className="stat-value">{info ? (priorities.length ? priorities.join(', ') : 'none') : info === null ? 'none' : '–'}</span>
+        </div>
+      </div>
+
+      {info === null && (
+        <p className="notice" data-testid="queue-missing">
+          There is no queue <code>{queueId}</code> yet: it exists once an item is pushed to it.
+        </p>
+      )}
+
+      {info && priorities.length > 0 && (
+        <section className="card" aria-label="Segments" data-testid="segments">
+          <div className="card-head">
+            <h3>Segments</h3>
+            <SegmentLegend config={info.config} />
+          </div>
+          {priorities.map((p) => (
+            <SegmentChain key={p} priority={p} info={info.priorities[p]} config={info.config} selected={selectedSegment} onSelect={setSelectedSegment} />
+          ))}
+        </section>
+      )}
+      {info && priorities.length === 0 && <p className="notice">The queue is empty{info.lock ? ': its items are held by the lock' : ''}.</p>}
+
+      <div className="columns">
+        <div className="column">
+          {info !== undefined && <LockCard queueId={queueId} lock={info?.lock ?? null} held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />}
+          <section className="card" aria-label="Push">
+            <div className="card-head">
+              <h3>Push</h3>
+            </div>
+            <PushForm queueId={queueId} onPushed={message} />
+          </section>
+          <section className="card" aria-label="Pop">
+            <div className="card-head">
+              <h3>Pop</h3>
+            </div>
+            <PopForm queueId={queueId} onPopped={popped} />
+          </section>
+        </div>
+        <div className="column">
+          <ResultPanel result={result} />
+          {info && priorities.length > 0 && (
+            <SegmentItems info={info} priorities={priorities} selected={selectedSegment} onSelect={setSelectedSegment} refreshKey={refreshKey} />
+          )}
+        </div>
+      </div>
+
+      <ConfirmDialog
+        open={confirming}
+        title={`Delete queue ${queueId}?`}
+        confirmLabel="Delete queue"
+        busy={deleting}
+        onConfirm={() => void remove()}
+        onCancel={() => setConfirming(false)}
+      >
+        <p>
+          This removes {info ? plural(info.count + (info.lock?.item_count ?? 0), 'item') : 'its items'}, every segment (offloaded ones too) and any lock.
+          It cannot be undone.
+        </p>
+        {deleteError && <ErrorNote error={deleteError} />}
+      </ConfirmDialog>
+    </div>
+  );
+}
