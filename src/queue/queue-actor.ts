@@ -164,8 +164,10 @@ export class QueueActor {
     this.dirty = true;
     await ctx.segments.insertItems(ctx.tx, this.queueId, inserts);
     for (const p of touched) {
-      this.evictOutsideWindow(p);
+      // Offload first: a segment that just stopped being the tail is still in memory, so moving
+      // it out needs no read; eviction then drops whatever else left the window.
       if (mover) await mover.afterPush(this, ctx, p);
+      this.evictOutsideWindow(p);
     }
   }
 
