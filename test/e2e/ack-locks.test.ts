@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
+import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import {
   acknowledge,
@@ -63,10 +64,15 @@ const BAD_LOCK_ID_BODIES: [string, Record<string, unknown>][] = [
 const OTHER_ID = 'AAAAAAAAAAA';
 
 describe(`acknowledgement locks (${databaseKind})`, () => {
-  /** LOCK_SWEEP_INTERVAL_MS=60000 (the maximum): in this service only requests expire locks. */
+  /**
+   * In this service only requests expire locks: its sweep is stopped, also because tests here
+   * move its clock minutes ahead, and a sweep on that clock would expire other files' locks on
+   * a shared database.
+   */
   let svc: TestService;
   beforeAll(async () => {
     svc = await startService({ env: { LOCK_SWEEP_INTERVAL_MS: '60000' } });
+    await svc.app.get(LockSweeper).onModuleDestroy();
   });
   afterAll(async () => {
     if (svc) await closeWithin(() => svc.close());

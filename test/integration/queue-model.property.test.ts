@@ -547,7 +547,10 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
 describe('queue against the in-memory model, default segments (100), large batches', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startService();
+    // Runs also set the service's clock to the model's (a year ahead): its sweep must not run,
+    // or it would expire other files' locks on a shared database.
+    svc = await startService({ env: { LOCK_SWEEP_INTERVAL_MS: '60000' } });
+    await svc.app.get(LockSweeper).onModuleDestroy();
   });
   afterAll(async () => {
     await svc?.close();
