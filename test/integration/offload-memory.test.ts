@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { OffloadPolicy } from '../../src/offload/offload.policy.js';
 import { ActorRegistry } from '../../src/queue/actor-registry.js';
 import { QueueService } from '../../src/queue/queue.service.js';
@@ -27,7 +28,10 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
   let registry: ActorRegistry;
   const observed: Record<string, number | string> = {};
   beforeAll(async () => {
-    svc = await startService({ env: { SEGMENT_SIZE: String(SIZE), BUFFER_SEGMENTS: String(BUFFER) } });
+    svc = await startService({ env: { SEGMENT_SIZE: String(SIZE), BUFFER_SEGMENTS: String(BUFFER), LOCK_SWEEP_INTERVAL_MS: '60000' } });
+    // The memory totals below are this test's queues alone: on a shared PostgreSQL this
+    // service's lock sweep would otherwise activate other files' queues (expiring their locks).
+    await svc.app.get(LockSweeper).onModuleDestroy();
     registry = svc.app.get(ActorRegistry);
   });
   afterAll(async () => {
