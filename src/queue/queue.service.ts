@@ -2,12 +2,14 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { PushpopError, QueueNotFoundError, StateKeyNotFoundError, ValidationFailedError } from '../common/errors.js';
+import { LockIdRequiredError } from '../lock/lock.errors.js';
 import { LockService } from '../lock/lock.service.js';
 import { Clock } from '../common/clock.js';
 import { ActorRegistry } from './actor-registry.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './queue-events.js';
+import { QUEUE_ID_PATTERN } from './queue-id.pipe.js';
 import { QueueActor, SegmentMover } from './queue-actor.js';
 import type { Turn, TurnMode } from './actor-registry.js';
 
@@ -146,7 +148,8 @@ export class QueueService {
     lockId: unknown,
     fn: (actor: QueueActor, ctx: Turn, lock: NonNullable<QueueActor['lock']>) => Promise<T>,
   ): Promise<T> {
-    if (typeof lockId !== 'string' || lockId === '') throw this.locks.check(undefined, lockId) as PushpopError;
+    // First in the contract's order, and needs no turn.
+    if (typeof lockId !== 'string' || lockId === '') throw new LockIdRequiredError();
     const outcome = await this.turn(queueId, 'existing', async (turn): Promise<{ value: T } | PushpopError> => {
       const checked = this.locks.check(turn.actor, lockId);
       if (checked instanceof PushpopError) return checked;
@@ -233,7 +236,7 @@ export class QueueService {
     let after: string | undefined;
     if (cursor !== undefined && cursor !== '') {
       after = Buffer.from(cursor, 'base64url').toString('utf8');
-      if (!/^[A-Za-z0-9._:@-]{1,200}$/.test(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
+      if (!QUEUE_ID_PATTERN.test(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
     }
     const rows = await this.dataSource.transaction((tx) => this.segments.listQueues(tx, prefix, after, limit + 1));
     const page = rows.slice(0, limit);
