@@ -22,7 +22,7 @@ export class Environment {
   @IsString()
   HOST = '127.0.0.1';
 
-  /** PostgreSQL connection string; unset means the embedded PGlite database under DATA_DIR. */
+  /** PostgreSQL connection string; unset means the embedded PostgreSQL server under DATA_DIR. */
   @IsOptional() @IsString()
   DATABASE_URL?: string;
 

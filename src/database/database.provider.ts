@@ -1,71 +1,90 @@
-import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { buildDataSourceOptions } from './database.options.js';
-import { EmbeddedDatabase } from './embedded-database.js';
+import { EmbeddedPostgres } from './embedded-postgres.js';
 
 /** Any number; it only has to be the same for every pushpop process sharing a database. */
 const MIGRATION_LOCK_ID = 7_011_905_114;
 
 /**
- * Rule for every query of the service: a parameterised query runs inside a transaction. The
- * embedded database's socket server feeds all connections into one backend and keeps one
- * connection's protocol messages together only while that connection is in a transaction;
- * outside one, another connection's messages can land between the parse and the execute of
- * a parameterised query. Migrations at boot run before anything else uses the pool.
- *
- * Owns the connection pool: starts the embedded database when no DATABASE_URL is given, runs
+ * Owns the connection pool: starts the embedded PostgreSQL when no DATABASE_URL is given, runs
  * the committed migrations under a PostgreSQL advisory lock (so several processes booting at
- * once migrate exactly once), and closes everything in the right order on shutdown.
+ * once migrate exactly once), and closes everything in the right order on shutdown: the pool
+ * first, then the embedded server.
+ *
+ * Opening the database does not hold up the app: the HTTP server listens while the database
+ * starts (or recovers), `GET /health` answers, `GET /health/ready` and every queue operation
+ * answer 503 until {@link isReady}. `ready` rejects if the database cannot be opened at all;
+ * the process then exits (see main.ts).
  */
 @Injectable()
-export class DatabaseProvider implements OnApplicationShutdown {
+export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
   private static readonly logger = new Logger('Database');
-  private embedded?: EmbeddedDatabase;
-  dataSource!: DataSource;
-  /** The connection string in use (the embedded database's loopback address when embedded). */
-  url = '';
+  readonly dataSource: DataSource;
+  /** The connection string in use (the embedded server's socket when embedded). */
+  readonly url: string;
+  readonly embedded?: EmbeddedPostgres;
+  private opening?: Promise<void>;
+  private opened = false;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(config: AppConfig) {
+    const env = config.env;
+    this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
+    this.url = env.DATABASE_URL ?? this.embedded!.url;
+    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE));
+  }
 
-  async connect(): Promise<DataSource> {
-    const env = this.config.env;
-    let url = env.DATABASE_URL;
-    if (!url) {
-      this.embedded = await EmbeddedDatabase.start(env.DATA_DIR, env.DB_POOL_SIZE + 4);
-      url = this.embedded.url;
-    }
-    this.url = url;
-    this.dataSource = new DataSource(buildDataSourceOptions(url, env.DB_POOL_SIZE));
+  /** Whether the database answered and the schema is current. */
+  get isReady(): boolean {
+    return this.opened && this.dataSource.isInitialized;
+  }
+
+  /** Settles once the database is open; rejects if it cannot be opened. */
+  get ready(): Promise<void> {
+    this.opening ??= this.open();
+    return this.opening;
+  }
+
+  onModuleInit(): void {
+    // Started here, awaited by whoever needs it (main.ts, tests); failures are reported there.
+    this.ready.catch(() => undefined);
+  }
+
+  private async open(): Promise<void> {
     try {
+      await this.embedded?.start();
       await this.dataSource.initialize();
       await this.migrate();
+      this.opened = true;
     } catch (error) {
-      await this.onApplicationShutdown();
+      await this.close();
       throw error;
     }
-    return this.dataSource;
   }
 
   private async migrate(): Promise<void> {
     const runner = this.dataSource.createQueryRunner();
     await runner.connect();
     try {
-      // Literal, not a parameter: a query without parameters is one protocol message (see above).
-      await runner.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_ID})`);
+      await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
       const applied = await this.dataSource.runMigrations({ transaction: 'all' });
       for (const m of applied) DatabaseProvider.logger.log(`Applied migration ${m.name}`);
     } finally {
-      await runner.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_ID})`).catch(() => undefined);
+      await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
       await runner.release();
     }
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.dataSource?.isInitialized) await this.dataSource.destroy();
-    if (this.embedded) {
-      await this.embedded.stop();
-      this.embedded = undefined;
-    }
+    // A start still under way finishes (or fails) first, so nothing is left running.
+    await this.opening?.catch(() => undefined);
+    await this.close();
+  }
+
+  private async close(): Promise<void> {
+    this.opened = false;
+    if (this.dataSource.isInitialized) await this.dataSource.destroy();
+    await this.embedded?.stop();
   }
 }

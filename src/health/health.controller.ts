@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiProperty, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
-import { DataSource } from 'typeorm';
+import { DatabaseProvider } from '../database/database.provider.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 
 /** Liveness answer. */
@@ -18,7 +18,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
-    private readonly dataSource: DataSource,
+    private readonly db: DatabaseProvider,
     private readonly segments: SegmentRepository,
   ) {}
 
@@ -36,7 +36,10 @@ export class HealthController {
       () =>
         this.indicator
           .check('database')
-          .attempt(() => this.dataSource.transaction((tx) => this.segments.ping(tx)))
+          .attempt(async () => {
+            if (!this.db.isReady) throw new Error('the database is starting');
+            await this.segments.ping(this.db.dataSource.manager);
+          })
           .withTimeout(3000),
     ]);
   }

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
+import { DatabaseProvider } from '../database/database.provider.js';
 import { LockRepository } from './lock.repository.js';
 import { LockService } from './lock.service.js';
 import { SegmentMover } from '../queue/queue-actor.js';
@@ -25,7 +25,7 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly config: AppConfig,
-    private readonly dataSource: DataSource,
+    private readonly db: DatabaseProvider,
     private readonly locks: LockRepository,
     private readonly lockService: LockService,
     private readonly clock: Clock,
@@ -33,7 +33,11 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   onApplicationBootstrap(): void {
-    this.schedule(this.config.env.LOCK_SWEEP_INTERVAL_MS);
+    // The first sweep comes once the database is open (a crashed consumer's locks may be due already).
+    this.db.ready.then(
+      () => this.schedule(0),
+      () => undefined,
+    );
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -57,8 +61,7 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One sweep; returns how many due locks it found. */
   async sweep(): Promise<number> {
-    // In a transaction, as every parameterised query (see DatabaseProvider).
-    const due = await this.dataSource.transaction((tx) => this.locks.findDue(tx, this.clock.now(), SWEEP_BATCH));
+    const due = await this.locks.findDue(this.db.dataSource.manager, this.clock.now(), SWEEP_BATCH);
     for (const queueId of due) {
       if (this.stopped) break;
       await this.lockService.turn(queueId, 'existing', async () => undefined, this.mover);

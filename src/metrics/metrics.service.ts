@@ -112,7 +112,7 @@ export class MetricsService implements OnModuleInit {
 
   private async countOffloaded(): Promise<number> {
     if (Date.now() - this.offloadedCount.at > OFFLOADED_COUNT_TTL_MS) {
-      const value = await this.dataSource.transaction((tx) => this.store.countSegments({ tx })).catch(() => this.offloadedCount.value);
+      const value = await this.store.countSegments({ tx: this.dataSource.manager }).catch(() => this.offloadedCount.value);
       this.offloadedCount = { value, at: Date.now() };
     }
     return this.offloadedCount.value;

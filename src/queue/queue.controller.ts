@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import { PopQueryDto } from './dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
@@ -17,6 +17,7 @@ import {
 import { ApiErrors } from '../common/api-errors.decorator.js';
 import { LockErrorResponseDto } from '../common/error-response.dto.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
+import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
 
@@ -29,6 +30,7 @@ const QUEUE_ID_PARAM = {
 /** The HTTP contract of the queues; validation only, the service does the work. */
 @ApiTags('queues')
 @Controller()
+@UseGuards(DatabaseReadyGuard)
 export class QueueController {
   constructor(private readonly queues: QueueService) {}
 

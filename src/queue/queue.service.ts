@@ -238,7 +238,7 @@ export class QueueService {
       after = Buffer.from(cursor, 'base64url').toString('utf8');
       if (!QUEUE_ID_PATTERN.test(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
     }
-    const rows = await this.dataSource.transaction((tx) => this.segments.listQueues(tx, prefix, after, limit + 1));
+    const rows = await this.segments.listQueues(this.dataSource.manager, prefix, after, limit + 1);
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? Buffer.from(page.at(-1)!.queueId, 'utf8').toString('base64url') : null;
     const now = this.clock.now();

@@ -25,9 +25,8 @@ function toQueueRow(raw: RawQueueRow): QueueRow {
 }
 
 /**
- * The SQL of queue metadata and segments. Every method takes the EntityManager of the caller's
- * transaction: inside a turn nothing may use another pool connection (on the embedded database
- * that would wait for the very transaction it runs in).
+ * The SQL of queue metadata and segments. Every method takes the EntityManager to run on: the
+ * turn's transaction inside a turn (a turn holds one pool connection and uses no other).
  */
 @Injectable()
 export class SegmentRepository {

@@ -96,12 +96,12 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true });
 
       await sleep(Math.max(0, lock.expiresAt * 1000 - Date.now()) + 400);
-      // On PGlite this service is the only one on its database, and its sweep is 60 s away: nothing
+      // On the embedded database this service is the only one on it, and its sweep is 60 s away: nothing
       // has run a turn on the queue, so the stored count is still without the lock's items. On a
       // shared PostgreSQL the other test files' services sweep every queue of the database (as
       // several pushpop processes should), so only the outcome below is checked there; the
       // simulated-clock tests that follow prove the request-triggered expiry on both databases.
-      if (databaseKind === 'pglite') {
+      if (databaseKind === 'embedded') {
         expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: false });
         await sleep(300);
         expect((await listed(svc.http, q))?.count, 'no sweep may have returned the items').toBe(5);

@@ -270,11 +270,11 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
     A = await startService({ env: { SEGMENT_SIZE: '7' } });
     const url = A.app.get(DatabaseProvider).url;
     expect(url).toMatch(/^postgres(ql)?:\/\//);
-    // B shares A's database: on PGlite A's embedded server, on PostgreSQL TEST_DATABASE_URL.
+    // B shares A's database: A's embedded server, or TEST_DATABASE_URL.
     B = await startService({ env: { SEGMENT_SIZE: '7', DATABASE_URL: url, DB_POOL_SIZE: '4' } });
   });
   afterAll(async () => {
-    // B first: on PGlite its database lives inside A.
+    // B first: on the embedded database, A owns the server B uses.
     if (B) await closeWithin(() => B.close());
     if (A) await closeWithin(() => A.close());
     if (B) removeDataDir(B.dataDir);

@@ -118,13 +118,12 @@ describe('concurrency', () => {
     A = await startService({ env: { SEGMENT_SIZE: '5' } });
     const url = A.app.get(DatabaseProvider).url;
     expect(url).toMatch(/^postgres(ql)?:\/\//);
-    // B shares A's database: on PGlite A's embedded server on loopback, on PostgreSQL TEST_DATABASE_URL.
-    // A small pool for B: the embedded server accepts A's DB_POOL_SIZE + 4 connections in all.
+    // B shares A's database: A's embedded server (through its socket, with its password), or TEST_DATABASE_URL.
     B = await startService({ env: { SEGMENT_SIZE: '5', DATABASE_URL: url, DB_POOL_SIZE: '4' } });
   });
 
   afterAll(async () => {
-    // B first: on PGlite its database lives inside A.
+    // B first: on the embedded database, A owns the server B uses.
     // A stalled turn keeps its pool connection forever; do not let that hang the file.
     await within(B?.close() ?? Promise.resolve(), 15_000, undefined);
     await within(A?.close() ?? Promise.resolve(), 15_000, undefined);

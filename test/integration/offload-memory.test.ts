@@ -20,7 +20,7 @@ const SIZE = 100;
 const BUFFER = 1;
 const PER_PRIORITY_BOUND = (BUFFER + 2) * SIZE;
 const BATCH = 1000;
-/** HTTP by default (100 batches of 1000 take ~8 s on PGlite); PUSH_VIA=service calls QueueService.pushBatch directly. */
+/** HTTP by default (100 batches of 1000 take a few seconds); PUSH_VIA=service calls QueueService.pushBatch directly. */
 const pushVia = process.env.PUSH_VIA === 'service' ? 'service' : 'http';
 
 describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENTS 1)', () => {

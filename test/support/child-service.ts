@@ -107,7 +107,7 @@ export interface ChildService {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Spawns `node <build.mainJs>` (see {@link buildService}) on a free loopback port, on PGlite
+ * Spawns `node <build.mainJs>` (see {@link buildService}) on a free loopback port, on the embedded PostgreSQL
  * under `dataDir` (or on TEST_DATABASE_URL when set), and waits until `GET /health/ready`
  * answers 200. If the process exits or is not ready within `readyTimeoutMs`,
  * it is killed and the promise rejects with its output.

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -6,12 +6,13 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
+import { DatabaseProvider } from '../../src/database/database.provider.js';
 import type { Environment } from '../../src/config/environment.js';
 
 export type EnvOverrides = Partial<Record<keyof Environment, string>>;
 
-/** Which database the tests run on: the PostgreSQL at TEST_DATABASE_URL, else embedded PGlite. */
-export const databaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite';
+/** Which database the tests run on: the PostgreSQL at TEST_DATABASE_URL, else the embedded PostgreSQL. */
+export const databaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'embedded';
 
 /** A running pushpop on a loopback port. */
 export interface TestService {
@@ -27,12 +28,25 @@ export function makeDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'pushpop-test-'));
 }
 
+/**
+ * Removes a data directory. An embedded PostgreSQL still running there (its service was killed
+ * with SIGKILL and never restarted) is stopped first (immediate shutdown), so tests leave no
+ * server behind.
+ */
 export function removeDataDir(dir: string): void {
+  try {
+    const pgdata = join(dir, 'postgres');
+    const pid = Number(readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    // Only a PostgreSQL of this directory (its working directory), never a process that reused the pid.
+    if (pid > 0 && readlinkSync(`/proc/${pid}/cwd`) === pgdata) process.kill(pid, 'SIGQUIT');
+  } catch {
+    // no server there
+  }
   rmSync(dir, { recursive: true, force: true });
 }
 
 /**
- * Starts the whole service as `npm start` does, on PGlite under `dataDir` or on
+ * Starts the whole service as `npm start` does, on the embedded PostgreSQL under `dataDir` or on
  * TEST_DATABASE_URL. Queue ids in tests should come from {@link uniqueQueueId}, so files
  * sharing one PostgreSQL never see each other's queues.
  */
@@ -42,6 +56,12 @@ export async function startService(options: { dataDir?: string; env?: EnvOverrid
   if (process.env.TEST_DATABASE_URL) env.DATABASE_URL = process.env.TEST_DATABASE_URL;
   const app = await createApp(env, false);
   await app.listen(0, '127.0.0.1');
+  try {
+    await app.get(DatabaseProvider).ready;
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
   const address = app.getHttpServer().address() as { port: number };
   const url = `http://127.0.0.1:${address.port}`;
   return {
