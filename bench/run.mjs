@@ -1,118 +1,154 @@
 #!/usr/bin/env node
-// pushpop benchmark: `npm run build && npm run bench`. What each scenario measures, the
-// knobs and how to read the pg-boss comparison: bench/README.md.
+// pushpop benchmark: `npm run build && npm run bench`. What it measures, the knobs and how to
+// read the numbers: bench/README.md.
 //
-// Runs pushpop (`node dist/main.js`) as a child process on PostgreSQL and on embedded PGlite,
-// drives it over loopback HTTP with autocannon, then measures pg-boss in-process on the same
-// PostgreSQL. Prints a table and writes bench/results/latest.json. Every loop here is bounded
-// both in count and in time.
+// Starts every target as a child process — pushpop on its embedded database, pushpop on the
+// machine's PostgreSQL, and two peer servers on the same PostgreSQL (bench/peers: a raw-SQL floor
+// and pg-boss), all speaking pushpop's push and pop routes — then, round after round, drives one
+// target at a time over loopback HTTP with autocannon through the same scenarios, reading the CPU
+// time of the server process and of PostgreSQL from /proc around every measured window. Prints a
+// table, writes bench/results/latest.md and bench/results/latest.json. Every loop here is bounded
+// both in count and in time; every child process is stopped on exit, also on Ctrl-C.
 
-/* global fetch, AbortSignal */
 import autocannon from 'autocannon';
-import PgBoss from 'pg-boss';
 import pg from 'pg';
-import { spawn, execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { Buffer } from 'node:buffer';
+import { execFileSync, spawn } from 'node:child_process';
 import console from 'node:console';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
-import { clearInterval, setInterval, setTimeout } from 'node:timers';
+import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import { fileURLToPath, URL } from 'node:url';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
 const resultsDir = join(benchDir, 'results');
-const requireFromRoot = createRequire(join(repoRoot, 'package.json'));
 
 // ---------------------------------------------------------------------------------------------
-// configuration
+// knobs (a bad one: exit code 2)
+
+const knobErrors = [];
 
 function envInt(name, fallback, min, max) {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < min || value > max) {
-    console.error(`${name} must be an integer between ${min} and ${max} (got ${JSON.stringify(raw)})`);
-    process.exit(2);
+    knobErrors.push(`${name} must be an integer between ${min} and ${max} (got ${JSON.stringify(raw)})`);
+    return fallback;
   }
   return value;
 }
 
+function envList(name, fallback, allowed) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const list = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))];
+  const unknown = list.filter((x) => !allowed.includes(x));
+  if (unknown.length > 0 || list.length === 0) {
+    knobErrors.push(`${name}: unknown ${unknown.map((x) => JSON.stringify(x)).join(', ') || 'empty list'} (choose from ${allowed.join(', ')})`);
+    return fallback;
+  }
+  // keep the canonical order, so that tables always read the same way
+  return allowed.filter((x) => list.includes(x));
+}
+
+const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'floor', 'pgboss'];
+const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth'];
+const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
+
 const CONFIG = {
+  targets: envList('BENCH_TARGETS', ALL_TARGETS, ALL_TARGETS),
+  scenarios: envList('BENCH_SCENARIOS', DEFAULT_SCENARIOS, ALL_SCENARIOS),
   seconds: envInt('BENCH_SECONDS', 10, 1, 300),
-  connections: envInt('BENCH_CONNECTIONS', 16, 1, 256),
-  manyQueues: 100,
-  itemBytes: 200,
-  batchSize: 1000,
+  warmupSeconds: envInt('BENCH_WARMUP_SECONDS', 2, 0, 60),
+  rounds: envInt('BENCH_ROUNDS', 3, 1, 20),
+  connections: envInt('BENCH_CONNECTIONS', 64, 1, 1024),
+  queues: envInt('BENCH_QUEUES', 1000, 1, 10_000),
+  hotBacklog: envInt('BENCH_HOT_BACKLOG', 1000, 0, 100_000),
+  maxPrefill: envInt('BENCH_MAX_PREFILL', 400_000, 1000, 5_000_000),
+  prefillTimeoutSeconds: envInt('BENCH_PREFILL_TIMEOUT', 300, 10, 7200),
+  stallSeconds: envInt('BENCH_STALL_SECONDS', 15, 2, 600),
+  shallowItems: envInt('BENCH_SHALLOW_ITEMS', 100, 0, 100_000),
+  deepItems: envInt('BENCH_DEEP_ITEMS', 200_000, 1000, 1_000_000),
   depthOps: envInt('BENCH_DEPTH_OPS', 2000, 100, 100_000),
-  shallowItems: 1000,
-  deepItems: envInt('BENCH_DEEP_ITEMS', 200_000, 1000, 2_000_000),
-  maxPrefill: envInt('BENCH_MAX_PREFILL', 400_000, 10_000, 5_000_000),
-  prefillTimeoutSeconds: envInt('BENCH_PREFILL_TIMEOUT', 180, 10, 3600),
-  backends: (process.env.BENCH_BACKENDS ?? 'postgres,pglite').split(',').map((s) => s.trim()).filter(Boolean),
-  pgboss: process.env.BENCH_PGBOSS !== '0',
+  keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
-  pushpopDb: 'pushpop_bench',
-  pgbossDb: 'pgboss_bench',
+  pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
+  itemBytes: 200,
+  priorities: 3, // items get a random priority 0..2
+  batchSize: 1000, // pushpop pre-fills by batch pushes of this many
+  minPerQueue: 20, // pop pre-fill floor, items per queue
+  popRateFactor: 2, // pops are assumed at most this much faster than pushes when pre-filling
+  defaultPushRate: 5000, // req/s assumed for the pop pre-fill when no push was measured yet
 };
 
-for (const backend of CONFIG.backends) {
-  if (backend !== 'postgres' && backend !== 'pglite') {
-    console.error(`BENCH_BACKENDS: unknown backend ${JSON.stringify(backend)} (use postgres, pglite or both)`);
-    process.exit(2);
-  }
-}
 if (!/^postgres(ql)?:\/\/[^/]+$/.test(CONFIG.pgServer)) {
-  console.error('BENCH_PG_URL must be a server URL without a database, e.g. postgres://postgres@127.0.0.1:5432');
-  process.exit(2);
+  knobErrors.push('BENCH_PG_URL must be a server URL without a database, e.g. postgres://postgres@127.0.0.1:5432');
+} else {
+  const host = new URL(CONFIG.pgServer).hostname;
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) knobErrors.push(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${host}): CPU is read from /proc of this machine`);
 }
-const serverHost = new URL(CONFIG.pgServer).hostname;
-if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(serverHost)) {
-  console.error(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${serverHost}): this benchmark only makes loopback traffic`);
+if (!existsSync(CONFIG.pushpopDir) || !statSync(CONFIG.pushpopDir).isDirectory()) knobErrors.push(`BENCH_PUSHPOP_DIR: ${CONFIG.pushpopDir} is not a directory`);
+if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.push('the benchmark reads CPU time from /proc: it runs on Linux only');
+if (knobErrors.length > 0) {
+  for (const e of knobErrors) console.error(e);
   process.exit(2);
 }
 
+const PUSHPOP_TARGETS = CONFIG.targets.filter((t) => t.startsWith('pushpop-'));
+const needsMachinePostgres = CONFIG.targets.some((t) => t !== 'pushpop-embedded');
+const DATABASES = { 'pushpop-postgres': 'pushpop_bench', floor: 'bench_floor', pgboss: 'pgboss_bench' };
 const dbUrl = (name) => `${CONFIG.pgServer}/${name}`;
-const MAX_SAMPLES = 5_000_000; // latency samples kept per scenario (memory bound)
-const STALL_SECONDS = envInt('BENCH_STALL_SECONDS', 15, 2, 600); // a request slower than this counts as a timeout
+const MAX_SAMPLES = 5_000_000; // latency samples kept per run (memory bound)
 
 // ---------------------------------------------------------------------------------------------
-// preconditions: the build
+// preconditions: the pushpop build in BENCH_PUSHPOP_DIR
 
-const BUILD_OUTPUTS = ['dist/main.js', 'libs/keyed-mutex/dist/index.js'];
-const BUILD_INPUTS = ['src', 'libs/keyed-mutex/src'];
-
-const missing = BUILD_OUTPUTS.filter((p) => !existsSync(join(repoRoot, p)));
-if (missing.length > 0) {
-  console.error(`pushpop is not built (missing ${missing.join(', ')}). The benchmark builds nothing itself; run:\n\n  npm run build && npm run bench\n`);
-  process.exit(1);
+const pushpopDir = CONFIG.pushpopDir;
+let buildIsStale = false;
+if (PUSHPOP_TARGETS.length > 0) {
+  const hasMutexLib = existsSync(join(pushpopDir, 'libs/keyed-mutex/package.json'));
+  const outputs = ['dist/main.js', ...(hasMutexLib ? ['libs/keyed-mutex/dist/index.js'] : [])];
+  const inputs = ['src', ...(hasMutexLib ? ['libs/keyed-mutex/src'] : [])];
+  const missing = outputs.filter((p) => !existsSync(join(pushpopDir, p)));
+  if (missing.length > 0) {
+    const hint = pushpopDir === repoRoot ? 'npm run build && npm run bench' : `(cd ${pushpopDir} && npm run build), then run the benchmark again`;
+    console.error(`pushpop in ${pushpopDir} is not built (missing ${missing.join(', ')}). The benchmark builds nothing itself; run:\n\n  ${hint}\n`);
+    process.exit(1);
+  }
+  const newestMtime = (path, budget = { entries: 20_000 }) => {
+    if (!existsSync(path) || budget.entries-- <= 0) return 0;
+    const stat = statSync(path);
+    if (!stat.isDirectory()) return stat.mtimeMs;
+    let newest = stat.mtimeMs;
+    for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry), budget));
+    return newest;
+  };
+  buildIsStale = Math.max(...inputs.map((p) => newestMtime(join(pushpopDir, p)))) > Math.min(...outputs.map((p) => statSync(join(pushpopDir, p)).mtimeMs));
 }
-
-function newestMtime(path, budget = { entries: 20_000 }) {
-  if (!existsSync(path) || budget.entries-- <= 0) return 0;
-  const stat = statSync(path);
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of readdirSync(path)) newest = Math.max(newest, newestMtime(join(path, entry), budget));
-  return newest;
-}
-const buildIsStale =
-  Math.max(...BUILD_INPUTS.map((p) => newestMtime(join(repoRoot, p)))) >
-  Math.min(...BUILD_OUTPUTS.map((p) => statSync(join(repoRoot, p)).mtimeMs));
 
 // ---------------------------------------------------------------------------------------------
 // small helpers
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const round = (x, digits = 0) => (x === null || x === undefined || Number.isNaN(x) ? null : Number(x.toFixed(digits)));
+const round = (x, digits = 0) => (x === null || x === undefined || Number.isNaN(x) || !Number.isFinite(x) ? null : Number(x.toFixed(digits)));
+const runStarted = performance.now();
 
 function log(line) {
   process.stdout.write(`${line}\n`);
 }
+/** A progress line with the time since the start of the run. */
+function progress(line) {
+  const s = Math.round((performance.now() - runStarted) / 1000);
+  log(`[${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${line}`);
+}
+const errorText = (error) => String(error instanceof Error ? error.message : error).split('\n')[0];
 
 /** Nearest-rank percentiles over float samples in milliseconds. */
 function summarize(samples) {
@@ -121,23 +157,30 @@ function summarize(samples) {
   const pick = (p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
   let sum = 0;
   for (const v of sorted) sum += v;
-  return {
-    count: sorted.length,
-    mean: round(sum / sorted.length, 3),
-    p50: round(pick(50), 3),
-    p90: round(pick(90), 3),
-    p99: round(pick(99), 3),
-    max: round(sorted[sorted.length - 1], 3),
-  };
+  return { count: sorted.length, mean: round(sum / sorted.length, 3), p50: round(pick(50), 3), p90: round(pick(90), 3), p99: round(pick(99), 3), max: round(sorted[sorted.length - 1], 3) };
 }
 
-/** A JSON object item whose serialisation is exactly CONFIG.itemBytes bytes (sequence number included). */
-const ITEM_TEMPLATE = { seq: '000000000000', kind: 'order.created', customer: 'customer-000042', sku: 'SKU-7731-XL', quantity: 3, price_cents: 129900, note: '' };
-const NOTE = 'x'.repeat(CONFIG.itemBytes - JSON.stringify(ITEM_TEMPLATE).length);
-function makeItem(seq) {
-  return { ...ITEM_TEMPLATE, seq: String(seq % 1e12).padStart(12, '0'), note: NOTE };
+function median(values) {
+  const v = values.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
-if (JSON.stringify(makeItem(123)).length !== CONFIG.itemBytes) throw new Error('item template is not the configured size');
+
+/** The version of package `name` as installed for `fromDir` (node_modules looked up from there). */
+function packageVersion(name, fromDir = repoRoot) {
+  let dir = fromDir;
+  for (let i = 0; i < 20; i++) {
+    try {
+      return JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')).version ?? null;
+    } catch {
+      const parent = dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  return null;
+}
 
 function freePort() {
   return new Promise((resolvePort, reject) => {
@@ -151,57 +194,247 @@ function freePort() {
   });
 }
 
-async function recreateDatabase(name) {
+/** Runs `fn` over `items` with at most `limit` at once; stops at the first error. */
+async function forEachLimit(items, limit, fn) {
+  let next = 0;
+  let failed = null;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (failed === null && next < items.length) {
+        const i = next++;
+        try {
+          await fn(items[i], i);
+        } catch (error) {
+          failed ??= error;
+        }
+      }
+    }),
+  );
+  if (failed !== null) throw failed instanceof Error ? failed : new Error(String(failed));
+}
+
+// ---------------------------------------------------------------------------------------------
+// items and request bodies
+
+let seq = 0;
+const ITEM_HEAD = '{"seq":"';
+const ITEM_MIDDLE = '","kind":"order.created","customer":"customer-000042","sku":"SKU-7731-XL","quantity":3,"price_cents":129900,"note":"';
+const ITEM_TAIL = '"}';
+const NOTE = 'x'.repeat(CONFIG.itemBytes - (ITEM_HEAD.length + 12 + ITEM_MIDDLE.length + ITEM_TAIL.length));
+/** A JSON object of exactly CONFIG.itemBytes bytes carrying a sequence number unique in the run. */
+function itemJson() {
+  seq += 1;
+  return `${ITEM_HEAD}${String(seq).padStart(12, '0')}${ITEM_MIDDLE}${NOTE}${ITEM_TAIL}`;
+}
+if (Buffer.byteLength(itemJson()) !== CONFIG.itemBytes || typeof JSON.parse(itemJson()).seq !== 'string') throw new Error('item template is not the configured size');
+const randomPriority = () => Math.floor(Math.random() * CONFIG.priorities);
+const pushBody = (priority = randomPriority()) => `{"item":${itemJson()},"priority":${priority}}`;
+
+const QUEUE_IDS = Array.from({ length: CONFIG.queues }, (_, i) => `bench-${i}`);
+const HOT_QUEUE = 'bench-hot';
+const SHALLOW_QUEUE = 'bench-shallow';
+const DEEP_QUEUE = 'bench-deep';
+const randomQueue = () => QUEUE_IDS[Math.floor(Math.random() * QUEUE_IDS.length)];
+
+// ---------------------------------------------------------------------------------------------
+// a small keep-alive HTTP client (set-up, pre-fills and counts; never the measured load)
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function httpRequest(baseUrl, method, path, body = null, timeoutMs = CONFIG.stallSeconds * 1000) {
+  return new Promise((resolveRequest, reject) => {
+    const url = new URL(path, baseUrl);
+    const headers = body === null ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const req = http.request(url, { method, headers, agent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        clearTimeout(timer);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed;
+        try {
+          parsed = text ? JSON.parse(text) : null;
+        } catch {
+          parsed = text;
+        }
+        resolveRequest({ status: res.statusCode ?? 0, body: parsed });
+      });
+      res.on('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`${method} ${path}: no answer within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    req.end(body ?? undefined);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc: CPU time and memory of processes
+
+let CLK_TCK = 100;
+try {
+  CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8', timeout: 5000 }).trim()) || 100;
+} catch {
+  // getconf missing: 100 is the Linux value everywhere that matters
+}
+
+/** Fields of /proc/<pid>/stat (comm may hold spaces and parentheses: fields are read after the last ')'). */
+function readStat(pid) {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  const close = text.lastIndexOf(')');
+  const f = text.slice(close + 2).split(' ');
+  // f[0] is field 3 (state): field n is f[n - 3]
+  return {
+    pid: Number(pid),
+    comm: text.slice(text.indexOf('(') + 1, close),
+    ppid: Number(f[1]),
+    utime: Number(f[11]),
+    stime: Number(f[12]),
+    cutime: Number(f[13]),
+    cstime: Number(f[14]),
+    starttime: Number(f[19]),
+  };
+}
+
+function allStats() {
+  const out = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const s = readStat(name);
+    if (s) out.push(s);
+  }
+  return out;
+}
+
+function rssKb(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ticks of one process, its children not included. */
+function ownTicks(pid) {
+  const s = readStat(pid);
+  return s ? s.utime + s.stime : null;
+}
+
+/**
+ * CPU ticks of a PostgreSQL server: the postmaster's own and its reaped children's
+ * (utime+stime+cutime+cstime) plus every live child's (backends, checkpointer, walwriter, ...).
+ * A child that exits between two samples moves from the second term to the first.
+ */
+function postgresTicks(postmaster, stats = allStats()) {
+  const pm = stats.find((s) => s.pid === postmaster.pid);
+  if (!pm || pm.starttime !== postmaster.starttime) return null;
+  let ticks = pm.utime + pm.stime + pm.cutime + pm.cstime;
+  for (const s of stats) if (s.ppid === pm.pid) ticks += s.utime + s.stime;
+  return ticks;
+}
+
+/** The postmaster of the machine's PostgreSQL: the parent of our own backend. */
+async function findMachinePostmaster() {
   const client = new pg.Client({ connectionString: dbUrl('postgres'), connectionTimeoutMillis: 10_000 });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await client.query(`CREATE DATABASE ${name}`);
+    const { rows } = await client.query('SELECT pg_backend_pid() AS pid, current_setting($1) AS version', ['server_version']);
+    const backend = readStat(rows[0].pid);
+    const pm = backend ? readStat(backend.ppid) : null;
+    return { version: rows[0].version, postmaster: pm && pm.comm === 'postgres' ? { pid: pm.pid, starttime: pm.starttime } : null };
   } finally {
     await client.end();
   }
 }
 
-async function httpJson(url, init = {}, timeoutMs = 60_000) {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-  const text = await res.text();
-  return { status: res.status, body: parseJsonOr(text) };
+/**
+ * The embedded PostgreSQL of a pushpop process, if it runs one: a descendant `postgres` process
+ * whose parent is not a `postgres` (the postmaster), else a postmaster whose working directory
+ * (PostgreSQL changes into its data directory) is under the service's DATA_DIR. None: the
+ * database runs inside the service (PGlite).
+ */
+function findEmbeddedPostmaster(servicePid, dataDir) {
+  const stats = allStats();
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const isPostmaster = (s) => s.comm === 'postgres' && byPid.get(s.ppid)?.comm !== 'postgres';
+  let frontier = [servicePid];
+  for (let depth = 0; depth < 4 && frontier.length > 0; depth++) {
+    const children = stats.filter((s) => frontier.includes(s.ppid));
+    const found = children.find(isPostmaster);
+    if (found) return { pid: found.pid, starttime: found.starttime };
+    frontier = children.map((s) => s.pid);
+  }
+  if (dataDir) {
+    let root;
+    try {
+      root = realpathSync(dataDir);
+    } catch {
+      return null;
+    }
+    for (const s of stats) {
+      if (!isPostmaster(s)) continue;
+      try {
+        if (realpathSync(`/proc/${s.pid}/cwd`).startsWith(root)) return { pid: s.pid, starttime: s.starttime };
+      } catch {
+        // not ours to look at, or gone
+      }
+    }
+  }
+  return null;
 }
 
-function parseJsonOr(text) {
-  if (!text) return null;
+function postgresBinaryVersion(pid) {
+  const candidates = [];
   try {
-    return JSON.parse(text);
+    candidates.push(readlinkSync(`/proc/${pid}/exe`));
   } catch {
-    return text;
+    // not readable
   }
+  try {
+    candidates.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]);
+  } catch {
+    // gone
+  }
+  for (const bin of candidates) {
+    try {
+      return execFileSync(bin, ['--version'], { encoding: 'utf8', timeout: 5000 }).trim();
+    } catch {
+      // try the next
+    }
+  }
+  return null;
+}
+
+function isAlive(proc) {
+  const s = readStat(proc.pid);
+  return s !== null && s.starttime === proc.starttime;
 }
 
 // ---------------------------------------------------------------------------------------------
-// the pushpop child process
+// child processes
 
-const children = new Set();
+const children = new Set(); // { child, pid, exited }
 const tempDirs = new Set();
+const embeddedPostmasters = new Set(); // { pid, starttime } seen under a pushpop-embedded target
 
-async function startPushpop(backend) {
-  const port = await freePort();
-  const env = { ...process.env };
-  // Only what the benchmark sets configures the child: everything else stays at its default.
-  for (const key of ['DATABASE_URL', 'DATA_DIR', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS', 'ACTOR_IDLE_TIMEOUT_MS', 'MAX_ITEM_BYTES', 'MAX_BODY_BYTES', 'LOCK_SWEEP_INTERVAL_MS', 'MAX_PRIORITY']) delete env[key];
-  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' });
-  let dataDir = null;
-  if (backend === 'postgres') {
-    await recreateDatabase(CONFIG.pushpopDb);
-    env.DATABASE_URL = dbUrl(CONFIG.pushpopDb);
-  } else {
-    dataDir = mkdtempSync(join(os.tmpdir(), 'pushpop-bench-'));
-    tempDirs.add(dataDir);
-    env.DATA_DIR = dataDir;
-  }
-
+/**
+ * Starts a server as a child process in its own process group (so that Ctrl-C reaches the
+ * benchmark only, and the benchmark stops the children in order) and waits for GET readyPath.
+ */
+async function startServer({ label, args, env, cwd, port, readyPath, readyTimeoutSeconds = 180 }) {
   const started = performance.now();
-  const child = spawn(process.execPath, [join(repoRoot, 'dist/main.js')], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let output = '';
   const keep = (chunk) => {
     output += chunk.toString();
@@ -211,55 +444,92 @@ async function startPushpop(backend) {
   child.stderr.on('data', keep);
   let exitInfo = null;
   const exited = new Promise((r) => child.on('exit', (code, signal) => r((exitInfo = { code, signal }))));
-  void exited.then(() => children.delete(child));
-
+  const entry = { child, pid: child.pid, exited };
+  children.add(entry);
+  void exited.then(() => children.delete(entry));
   const url = `http://127.0.0.1:${port}`;
-  const service = {
-    backend,
+  const proc = {
+    label,
     url,
-    dataDir,
+    pid: child.pid,
+    starttime: readStat(child.pid)?.starttime ?? null,
     output: () => output,
     alive: () => exitInfo === null,
-    async stop() {
+    exitInfo: () => exitInfo,
+    /** SIGTERM, then SIGKILL of its process group after `graceSeconds`. */
+    async stop(graceSeconds = 20) {
       if (exitInfo === null) {
-        child.kill('SIGTERM');
-        const timedOut = await Promise.race([exited.then(() => false), sleep(15_000).then(() => true)]);
-        if (timedOut) {
-          child.kill('SIGKILL');
-          await exited;
+        try {
+          child.kill('SIGTERM');
+        } catch {
+          // gone
         }
-      }
-      if (dataDir) {
-        rmSync(dataDir, { recursive: true, force: true });
-        tempDirs.delete(dataDir);
+        const timedOut = await Promise.race([exited.then(() => false), sleep(graceSeconds * 1000).then(() => true)]);
+        if (timedOut) {
+          killGroup(child.pid, 'SIGKILL');
+          await Promise.race([exited, sleep(5000)]);
+        }
       }
       return exitInfo;
     },
   };
-
-  const deadline = Date.now() + 90_000;
-  for (let attempt = 0; attempt < 2000; attempt++) {
-    if (exitInfo !== null) throw new Error(`pushpop exited before it was ready (code ${exitInfo.code}, signal ${exitInfo.signal}):\n${output}`);
+  const deadline = Date.now() + readyTimeoutSeconds * 1000;
+  for (let attempt = 0; attempt < readyTimeoutSeconds * 20; attempt++) {
+    if (exitInfo !== null) throw new Error(`${label} exited before it was ready (code ${exitInfo.code}, signal ${exitInfo.signal}):\n${output.slice(-4000)}`);
     try {
-      const res = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(2000) });
-      if (res.status === 200) return { service, readyMs: performance.now() - started };
+      const res = await httpRequest(url, 'GET', readyPath, null, 2000);
+      if (res.status === 200) return { proc, readySeconds: (performance.now() - started) / 1000 };
     } catch {
       // not listening yet
     }
     if (Date.now() > deadline) break;
     await sleep(100);
   }
-  await service.stop();
-  throw new Error(`pushpop not ready within 90 s:\n${output}`);
+  await proc.stop(5);
+  throw new Error(`${label} not ready within ${readyTimeoutSeconds} s:\n${output.slice(-4000)}`);
 }
 
-/** Last-resort clean-up (exit, signal): kill the children, remove their temporary data directories. */
-function killChildren() {
-  for (const child of children) {
+function killGroup(pid, signal) {
+  try {
+    process.kill(-pid, signal);
+  } catch {
     try {
-      child.kill('SIGKILL');
+      process.kill(pid, signal);
     } catch {
-      // already gone
+      // gone
+    }
+  }
+}
+
+/** Stops an embedded PostgreSQL that outlived its service: fast shutdown, then SIGKILL. */
+async function stopOrphanPostmaster(pm) {
+  if (!isAlive(pm)) return false;
+  try {
+    process.kill(pm.pid, 'SIGINT');
+  } catch {
+    return false;
+  }
+  for (let i = 0; i < 100 && isAlive(pm); i++) await sleep(100);
+  if (isAlive(pm)) {
+    try {
+      process.kill(pm.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  return true;
+}
+
+/** Last-resort clean-up (exit, signal): kill every child's process group and orphaned embedded PostgreSQL servers, remove temporary directories. */
+function killEverything() {
+  for (const { pid } of children) killGroup(pid, 'SIGKILL');
+  for (const pm of embeddedPostmasters) {
+    if (isAlive(pm)) {
+      try {
+        process.kill(pm.pid, 'SIGQUIT'); // immediate shutdown: the postmaster takes its backends down
+      } catch {
+        // gone
+      }
     }
   }
   for (const dir of tempDirs) {
@@ -271,45 +541,267 @@ function killChildren() {
   }
   tempDirs.clear();
 }
-process.on('exit', killChildren);
-for (const signal of ['SIGINT', 'SIGTERM']) {
+process.on('exit', killEverything);
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
-    log(`\n${signal}: stopping`);
-    killChildren();
-    process.exit(130);
+    if (interrupted) {
+      killEverything();
+      process.exit(130);
+    }
+    interrupted = true;
+    log(`\n${signal}: stopping the servers (again to kill them at once) ...`);
+    const graceful = Promise.all([...children].map(({ child, exited }) => {
+      try {
+        child.kill('SIGTERM');
+      } catch {
+        // gone
+      }
+      return exited;
+    }));
+    void Promise.race([graceful, sleep(8000)]).then(async () => {
+      for (const pm of embeddedPostmasters) await stopOrphanPostmaster(pm);
+      killEverything();
+      process.exit(130);
+    });
   });
 }
 
 // ---------------------------------------------------------------------------------------------
-// autocannon runs against pushpop
+// databases of the machine's PostgreSQL
+
+async function adminQuery(sql) {
+  const client = new pg.Client({ connectionString: dbUrl('postgres'), connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function recreateDatabase(name) {
+  if (!/^(bench_\w+|pushpop_bench|pgboss_bench)$/.test(name)) throw new Error(`refusing to recreate database ${name}`);
+  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await adminQuery(`CREATE DATABASE ${name}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// targets
+
+const PEER_TABLE = 'queue_items'; // bench/peers/raw-sql.mjs
+const bossName = (queueId) => (/[\w-]/.test(queueId) ? queueId : `q/${queueId}`); // bench/peers/pgboss.mjs
+
+/** Environment of a pushpop child: only what the benchmark sets; everything else at its default. */
+function pushpopEnv(port) {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (['DATABASE_URL', 'DATA_DIR', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS', 'ACTOR_IDLE_TIMEOUT_MS', 'MAX_ITEM_BYTES', 'MAX_BODY_BYTES', 'LOCK_SWEEP_INTERVAL_MS', 'MAX_PRIORITY', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_PER_SECOND', 'RATE_LIMIT_BURST'].includes(key)) delete env[key];
+  }
+  return Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' });
+}
+
+async function startTarget(name, machine) {
+  const port = await freePort();
+  const target = {
+    name,
+    kind: name.startsWith('pushpop-') ? 'pushpop' : 'peer',
+    port,
+    db: /** @type {string | null} */ (null),
+    pool: /** @type {pg.Pool | null} */ (null),
+    dataDir: /** @type {string | null} */ (null),
+    postmaster: /** @type {{ pid: number, starttime: number } | null} */ (null),
+    pgLocation: /** @type {string | null} */ (null),
+    pgVersion: /** @type {string | null} */ (null),
+    dead: /** @type {string | null} */ (null),
+    pushRate: /** @type {number | null} */ (null),
+    rss: /** @type {{ round: number, kb: number | null }[]} */ ([]),
+    depthFill: /** @type {Record<string, number | null> | null} */ (null),
+    depthFilled: false,
+    logLines: /** @type {string[] | null} */ (null),
+  };
+  let args;
+  let env;
+  let cwd = repoRoot;
+  let readyPath = '/health/ready';
+  if (target.kind === 'pushpop') {
+    env = pushpopEnv(port);
+    args = [join(pushpopDir, 'dist/main.js')];
+    cwd = pushpopDir;
+    if (name === 'pushpop-postgres') {
+      target.db = DATABASES[name];
+      await recreateDatabase(target.db);
+      env.DATABASE_URL = dbUrl(target.db);
+    } else {
+      target.dataDir = mkdtempSync(join(os.tmpdir(), 'pushpop-bench-'));
+      tempDirs.add(target.dataDir);
+      env.DATA_DIR = target.dataDir;
+    }
+  } else {
+    target.db = DATABASES[name];
+    await recreateDatabase(target.db);
+    env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    args = [join(benchDir, 'peers', name === 'floor' ? 'raw-sql.mjs' : 'pgboss.mjs'), `--port=${port}`, `--database-url=${dbUrl(target.db)}`];
+    readyPath = '/health/ready';
+  }
+  const { proc, readySeconds } = await startServer({ label: name, args, env, cwd, port, readyPath });
+  target.proc = proc;
+  target.url = proc.url;
+  target.readySeconds = round(readySeconds, 1);
+  if (name === 'pushpop-embedded') {
+    target.postmaster = findEmbeddedPostmaster(proc.pid, target.dataDir);
+    if (target.postmaster) {
+      embeddedPostmasters.add(target.postmaster);
+      target.pgLocation = 'embedded server (child process)';
+      target.pgVersion = postgresBinaryVersion(target.postmaster.pid);
+    } else {
+      target.pgLocation = 'in process';
+      const pglite = packageVersion('@electric-sql/pglite', pushpopDir);
+      target.pgVersion = pglite ? `PGlite ${pglite} (in process)` : 'in process';
+    }
+  } else {
+    target.postmaster = machine.postmaster;
+    target.pgLocation = 'machine PostgreSQL (shared)';
+    target.pgVersion = machine.version;
+  }
+  if (target.kind === 'peer') target.pool = new pg.Pool({ connectionString: dbUrl(target.db), max: 2, application_name: 'pushpop-bench-counts' });
+  return target;
+}
+
+/** Items waiting per queue id (pushpop: GET /queue/{id}; the peers: a count on their database). */
+async function queueCounts(target, ids) {
+  const counts = new Map(ids.map((id) => [id, 0]));
+  if (target.kind === 'pushpop') {
+    await forEachLimit(ids, 16, async (id) => {
+      const { status, body } = await httpRequest(target.url, 'GET', `/queue/${encodeURIComponent(id)}`);
+      if (status === 404) return;
+      if (status !== 200 || typeof body?.count !== 'number') throw new Error(`GET /queue/${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+      counts.set(id, body.count + (body.lock?.item_count ?? 0) + (body.locks?.item_count ?? 0));
+    });
+    return counts;
+  }
+  if (target.name === 'floor') {
+    const { rows } = await target.pool.query(`SELECT queue_id AS id, count(*)::int AS n FROM ${PEER_TABLE} WHERE queue_id = ANY($1) GROUP BY queue_id`, [ids]);
+    for (const row of rows) counts.set(row.id, row.n);
+    return counts;
+  }
+  const names = new Map(ids.map((id) => [bossName(id), id]));
+  let rows = [];
+  try {
+    ({ rows } = await target.pool.query(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE name = ANY($1) AND state < 'active' GROUP BY name`, [[...names.keys()]]));
+  } catch (error) {
+    if (error?.code !== '42P01') throw error; // no pgboss.job yet: nothing pushed
+  }
+  for (const row of rows) counts.set(names.get(row.name), row.n);
+  return counts;
+}
+
+const sumCounts = (counts) => [...counts.values()].reduce((a, b) => a + b, 0);
+
+/**
+ * Adds plan.get(queue) items to each queue, not measured: pushpop by batch pushes of up to
+ * 1000, the peers by single pushes through their push route. Verifies the counts afterwards.
+ */
+async function addItems(target, plan, { priority = null, label = 'pre-fill', onTick = null } = {}) {
+  const total = [...plan.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return { items: 0, seconds: 0 };
+  const ids = [...plan.keys()];
+  const before = await queueCounts(target, ids);
+  const started = performance.now();
+  const deadline = Date.now() + CONFIG.prefillTimeoutSeconds * 1000;
+  const checkDeadline = () => {
+    if (Date.now() > deadline) throw new Error(`${label} took longer than BENCH_PREFILL_TIMEOUT=${CONFIG.prefillTimeoutSeconds} s`);
+    if (!target.proc.alive()) throw new Error(`${target.name} exited during the ${label}`);
+  };
+  const prio = () => (priority === null ? randomPriority() : priority);
+  let done = 0;
+  let lastTick = 0;
+  const tick = () => {
+    if (onTick) onTick();
+    if (performance.now() - lastTick > 10_000) {
+      lastTick = performance.now();
+      if (done > 0) progress(`    ${label}: ${done.toLocaleString('en-US')} of ${total.toLocaleString('en-US')} items`);
+    }
+  };
+  lastTick = performance.now();
+  if (target.kind === 'pushpop') {
+    const batches = [];
+    for (const [id, n] of plan) for (let off = 0; off < n; off += CONFIG.batchSize) batches.push([id, Math.min(CONFIG.batchSize, n - off)]);
+    // one worker per queue at a time keeps batches to one queue in order; queues run in parallel
+    const byQueue = new Map();
+    for (const b of batches) byQueue.set(b[0], [...(byQueue.get(b[0]) ?? []), b]);
+    await forEachLimit([...byQueue.values()], 8, async (queueBatches) => {
+      for (const [id, n] of queueBatches) {
+        checkDeadline();
+        const entries = [];
+        for (let i = 0; i < n; i++) entries.push(`{"item":${itemJson()},"priority":${prio()}}`);
+        const { status, body } = await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/push/batch`, `{"items":[${entries.join(',')}]}`, 120_000);
+        if (status !== 200 || body?.count !== n) throw new Error(`batch push of ${n} to ${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+        done += n;
+        tick();
+      }
+    });
+  } else {
+    // round-robin over the queues, so that a slow pre-fill spreads evenly
+    const pushes = [];
+    const remaining = new Map([...plan].filter(([, n]) => n > 0));
+    for (let guard = 0; remaining.size > 0 && guard < total + 1; guard++) {
+      for (const [id, n] of remaining) {
+        pushes.push(id);
+        if (n <= 1) remaining.delete(id);
+        else remaining.set(id, n - 1);
+      }
+    }
+    await forEachLimit(pushes, Math.min(32, CONFIG.connections), async (id) => {
+      if ((done & 255) === 0) checkDeadline();
+      const { status, body } = await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/push`, pushBody(prio()));
+      if (status !== 200) throw new Error(`push to ${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+      done += 1;
+      if ((done & 1023) === 0) tick();
+    });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const after = await queueCounts(target, ids);
+  const wrong = ids.filter((id) => after.get(id) !== before.get(id) + plan.get(id));
+  if (wrong.length > 0) {
+    const id = wrong[0];
+    throw new Error(`${label}: ${wrong.length} queue(s) do not hold what was pushed (e.g. ${id}: ${after.get(id)} items, expected ${before.get(id)} + ${plan.get(id)})`);
+  }
+  return { items: total, seconds: round(seconds, 2), items_per_s: Math.round(total / seconds) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// autocannon runs and CPU sampling
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-/** A push request; `queueFor(seq)` picks the queue of each request. */
-function pushRequest(queueFor) {
-  let seq = 0;
+/** A push request; `queueFor()` picks the queue of each request. */
+function pushRequest(queueFor, counters, priority = null) {
   return {
     method: 'POST',
     path: '/',
     headers: JSON_HEADERS,
-    setupRequest: (req) => {
-      seq += 1;
-      return { ...req, path: `/queue/${queueFor(seq)}/push`, body: JSON.stringify({ item: makeItem(seq), priority: 0 }) };
+    setupRequest: (req) => ({ ...req, path: `/queue/${queueFor()}/push`, body: pushBody(priority === null ? randomPriority() : priority) }),
+    onResponse: (status) => {
+      if (status === 200) counters.pushed += 1;
     },
   };
 }
 
-/** A pop request (depth 1, no ack); counts responses that came back with no item. */
-function popRequest(queue, counters) {
+/** A pop request, depth 1; counts items received and pops that came back empty. */
+function popRequest(queueFor, counters) {
   return {
     method: 'POST',
-    path: `/queue/${queue}/pop?depth=1`,
+    path: '/',
+    setupRequest: (req) => ({ ...req, path: `/queue/${queueFor()}/pop?depth=1` }),
     onResponse: (status, body) => {
       if (status !== 200) return;
       try {
         const parsed = JSON.parse(body);
         if (parsed.count === 0) counters.emptyPops += 1;
-        else counters.poppedItems += parsed.count;
+        else counters.popped += parsed.count;
       } catch {
         counters.unparsable += 1;
       }
@@ -317,24 +809,20 @@ function popRequest(queue, counters) {
   };
 }
 
+const newCounters = () => ({ pushed: 0, popped: 0, emptyPops: 0, unparsable: 0 });
+
 /**
- * One autocannon run. Latencies come from autocannon's per-response timings (float ms, write of
- * the request to end of the response), kept whole so that the percentiles are exact. With
- * `sequence` set and one connection, responses alternate between the named operations.
+ * One autocannon run (keep-alive connections, one request in flight per connection). Latencies
+ * are autocannon's per-response timings (float ms, write of the request to end of the
+ * response), all kept, so the percentiles are exact. With `sequence` set and one connection,
+ * responses alternate between the named operations.
  */
 async function cannon({ url, connections, seconds, amount, requests, sequence }) {
   const all = [];
   const byOp = sequence ? Object.fromEntries(sequence.map((op) => [op, []])) : null;
   let index = 0;
   const wallStart = performance.now();
-  const instance = autocannon({
-    url,
-    connections,
-    pipelining: 1,
-    timeout: STALL_SECONDS,
-    ...(amount ? { amount } : { duration: seconds }),
-    requests,
-  });
+  const instance = autocannon({ url, connections, pipelining: 1, timeout: CONFIG.stallSeconds, ...(amount ? { amount } : { duration: seconds }), requests });
   let lastResponse = performance.now();
   instance.on('response', (_client, _status, _bytes, ms) => {
     lastResponse = performance.now();
@@ -342,30 +830,32 @@ async function cannon({ url, connections, seconds, amount, requests, sequence })
     if (byOp && byOp[sequence[index % sequence.length]].length < MAX_SAMPLES) byOp[sequence[index % sequence.length]].push(ms);
     index += 1;
   });
-  // Watchdog: a run with `amount` stops after a time cap, and any run stops when nothing has
-  // answered for STALL_SECONDS (a stuck queue must not hang the benchmark).
-  /** @type {string | null} */
+  // Watchdog: any run stops when nothing has answered for BENCH_STALL_SECONDS, and a run with
+  // `amount` stops at a time cap (a stuck server must not hang the benchmark).
   let stoppedBy = null;
-  const hardCapMs = (amount ? Math.max(60, amount / 10) : seconds + 30) * 1000;
+  const hardCapMs = (amount ? Math.max(120, amount / 10) : seconds + 60) * 1000;
   const watchdog = setInterval(() => {
     const now = performance.now();
     if (stoppedBy) return;
-    if (now - lastResponse > STALL_SECONDS * 1000) stoppedBy = `stalled: no response for ${STALL_SECONDS} s`;
+    if (interrupted) stoppedBy = 'interrupted';
+    else if (now - lastResponse > CONFIG.stallSeconds * 1000) stoppedBy = `stalled: no response for ${CONFIG.stallSeconds} s`;
     else if (now - wallStart > hardCapMs) stoppedBy = `time cap of ${Math.round(hardCapMs / 1000)} s reached`;
     if (stoppedBy) instance.stop();
-  }, 500);
+  }, 250);
   let result;
   try {
     result = await instance;
   } finally {
     clearInterval(watchdog);
   }
-  const wallSeconds = (performance.now() - wallStart) / 1000;
+  // autocannon ends an `amount` run only at its next 1-second tick (and reports that duration):
+  // such a run lasts until its last response
+  const activeSeconds = amount ? (lastResponse - wallStart) / 1000 : result.duration || (performance.now() - wallStart) / 1000;
   const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, v]) => [code, v.count]));
   const non2xx = Object.entries(statusCodes).filter(([code]) => !code.startsWith('2')).reduce((n, [, c]) => n + c, 0);
   const count429 = statusCodes['429'] ?? 0;
   return {
-    durationSeconds: result.duration || wallSeconds,
+    durationSeconds: activeSeconds,
     responses: index,
     ok: result['2xx'],
     statusCodes,
@@ -374,72 +864,88 @@ async function cannon({ url, connections, seconds, amount, requests, sequence })
     count429,
     errors: result.errors,
     timeouts: result.timeouts,
-    resets: result.resets ?? 0,
     latency: summarize(all),
-    stoppedBy: /** @type {string | null} */ (stoppedBy),
+    stoppedBy,
     latencyByOp: byOp ? Object.fromEntries(Object.entries(byOp).map(([op, s]) => [op, summarize(s)])) : undefined,
   };
 }
 
-async function queueCount(url, queue) {
-  let status;
-  let body;
-  try {
-    ({ status, body } = await httpJson(`${url}/queue/${encodeURIComponent(queue)}`, {}, STALL_SECONDS * 1000));
-  } catch (error) {
-    throw new Error(`GET /queue/${queue} got no answer within ${STALL_SECONDS} s (${error.name})`, { cause: error });
-  }
-  if (status === 404) return 0;
-  if (status !== 200 || typeof body?.count !== 'number') throw new Error(`GET /queue/${queue}: ${status} ${JSON.stringify(body)}`);
-  return body.count + (body.lock?.item_count ?? 0);
-}
-
-/** Batch pushes of CONFIG.batchSize to fill `queue` with `total` items; several queues may fill at once. */
-async function prefill(url, queue, total, deadline) {
-  const batches = Math.ceil(total / CONFIG.batchSize);
-  const started = performance.now();
-  let seq = 0;
-  for (let b = 0; b < batches; b++) {
-    if (Date.now() > deadline) throw new Error(`pre-filling ${queue} took longer than BENCH_PREFILL_TIMEOUT=${CONFIG.prefillTimeoutSeconds} s (${b} of ${batches} batches done)`);
-    const n = Math.min(CONFIG.batchSize, total - b * CONFIG.batchSize);
-    const items = [];
-    for (let i = 0; i < n; i++) items.push({ item: makeItem(++seq), priority: 0 });
-    const { status, body } = await httpJson(`${url}/queue/${queue}/push/batch`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ items }) });
-    if (status !== 200 || body?.count !== n) throw new Error(`batch push to ${queue} failed: ${status} ${JSON.stringify(body).slice(0, 300)}`);
-  }
-  return { items: total, seconds: (performance.now() - started) / 1000 };
-}
-
-async function prefillAll(tag, url, targets) {
-  const started = performance.now();
-  const total = targets.reduce((n, t) => n + t.items, 0);
-  log(`${tag} pre-filling ${targets.map((t) => `${t.queue} with ${t.items.toLocaleString('en-US')}`).join(', ')} items (batch pushes of ${CONFIG.batchSize}) ...`);
-  const deadline = Date.now() + CONFIG.prefillTimeoutSeconds * 1000;
-  await Promise.all(targets.map((t) => prefill(url, t.queue, t.items, deadline)));
-  const seconds = (performance.now() - started) / 1000;
-  for (const t of targets) {
-    const count = await queueCount(url, t.queue);
-    if (count !== t.items) throw new Error(`${t.queue} holds ${count} items after pre-filling ${t.items}`);
-  }
-  log(`${tag}   done in ${seconds.toFixed(1)} s (${Math.round(total / seconds).toLocaleString('en-US')} items/s by batch push, counts verified)`);
-  return { items: total, seconds: round(seconds, 2), items_per_s: Math.round(total / seconds) };
-}
-
-function row(fields) {
+/** CPU of the target's server process and of its PostgreSQL, and of this process (the load generator). */
+function sampleCpu(target) {
+  const stats = target.postmaster ? allStats() : null;
   return {
-    system: 'pushpop',
-    transport: 'HTTP (loopback, autocannon)',
-    ...fields,
+    server: ownTicks(target.proc.pid),
+    postgres: target.postmaster ? postgresTicks(target.postmaster, stats) : null,
+    loadgen: process.cpuUsage(),
   };
 }
 
-function fromCannon(r, items, extra = {}) {
+function cpuPerRequest(before, after, requests) {
+  const perReq = (ticksBefore, ticksAfter) => (ticksBefore === null || ticksAfter === null || requests === 0 ? null : (((ticksAfter - ticksBefore) / CLK_TCK) * 1e6) / requests);
+  const loadgenUs = after.loadgen.user + after.loadgen.system - (before.loadgen.user + before.loadgen.system);
   return {
+    server_cpu_s: before.server === null || after.server === null ? null : round((after.server - before.server) / CLK_TCK, 2),
+    postgres_cpu_s: before.postgres === null || after.postgres === null ? null : round((after.postgres - before.postgres) / CLK_TCK, 2),
+    server_us_per_req: round(perReq(before.server, after.server), 1),
+    postgres_us_per_req: round(perReq(before.postgres, after.postgres), 1),
+    loadgen_us_per_req: requests === 0 ? null : round(loadgenUs / requests, 1),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// scenarios
+
+const problems = [];
+const runRows = []; // one per target x scenario x round
+
+function scenarioTitle(name) {
+  if (name === 'push') return `push, ${CONFIG.queues} queues`;
+  if (name === 'pop') return `pop, ${CONFIG.queues} queues`;
+  if (name === 'hot') return 'hot queue, 50% push / 50% pop';
+  if (name === 'depth-shallow') return `push+pop @${fmtCount(CONFIG.shallowItems)}, 1 conn`;
+  if (name === 'depth-deep') return `push+pop @${fmtCount(CONFIG.deepItems)}, 1 conn`;
+  return name;
+}
+
+function fmtCount(n) {
+  return n >= 1_000_000 && n % 1_000_000 === 0 ? `${n / 1_000_000}M` : n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n);
+}
+
+/** Non-2xx (other than 429), errors, timeouts and stops of a run, as problem texts. */
+function runIssues(r) {
+  const bad = [];
+  if (r.stoppedBy) bad.push(`run stopped early (${r.stoppedBy})`);
+  if (r.non2xxExcept429 > 0) bad.push(`${r.non2xxExcept429} non-2xx responses other than 429 (${JSON.stringify(r.statusCodes)})`);
+  if (r.errors > 0) bad.push(`${r.errors} connection errors`);
+  if (r.timeouts > 0) bad.push(`${r.timeouts} requests timed out after ${CONFIG.stallSeconds} s`);
+  return bad;
+}
+
+/** Unmeasured load of the same shape before a measured run. */
+async function warmUp(target, scenario, makeRequests, connections) {
+  if (CONFIG.warmupSeconds === 0) return;
+  const r = await cannon({ url: target.url, connections, seconds: CONFIG.warmupSeconds, requests: makeRequests(newCounters()) });
+  for (const b of runIssues(r)) problems.push(`${target.name} ${scenario} (warm-up): ${b}`);
+}
+
+/** A measured run with CPU sampled around it. */
+async function measured(target, { connections, seconds, amount, requests, sequence }) {
+  const before = sampleCpu(target);
+  const r = await cannon({ url: target.url, connections, seconds, amount, requests, sequence });
+  const after = sampleCpu(target);
+  return { r, cpu: cpuPerRequest(before, after, r.responses) };
+}
+
+function record(target, scenario, roundNo, r, cpu, extra = {}) {
+  const row = {
+    round: roundNo,
+    target: target.name,
+    scenario,
+    title: scenarioTitle(scenario),
+    connections: extra.connections ?? CONFIG.connections,
     duration_s: round(r.durationSeconds, 2),
     requests: r.responses,
     req_per_s: Math.round(r.responses / r.durationSeconds),
-    items,
-    items_per_s: Math.round(items / r.durationSeconds),
     latency_ms: r.latency,
     ...(r.latencyByOp ? { latency_ms_by_op: r.latencyByOp } : {}),
     status_codes: r.statusCodes,
@@ -449,394 +955,195 @@ function fromCannon(r, items, extra = {}) {
     errors: r.errors,
     timeouts: r.timeouts,
     stopped_by: r.stoppedBy,
+    cpu,
     ...extra,
   };
-}
-
-async function benchPushpop(backend, problems) {
-  const tag = `[pushpop/${backend}]`;
-  const C = CONFIG.connections;
-  const S = CONFIG.seconds;
-  const results = [];
-  log(`${tag} starting node dist/main.js on ${backend === 'postgres' ? `PostgreSQL (${dbUrl(CONFIG.pushpopDb)}, recreated)` : 'embedded PGlite (temporary DATA_DIR)'} ...`);
-  const { service, readyMs } = await startPushpop(backend);
-  const url = service.url;
-  log(`${tag}   ready in ${(readyMs / 1000).toFixed(1)} s on ${url}`);
-  const checkAlive = () => {
-    if (!service.alive()) throw new Error(`pushpop exited during the benchmark:\n${service.output()}`);
-  };
-  const record = (r) => {
-    results.push(r);
-    const bad = [];
-    if (r.stopped_by) bad.push(`run stopped early (${r.stopped_by})`);
-    if (r.non_2xx_except_429 > 0) bad.push(`${r.non_2xx_except_429} non-2xx responses other than 429 (${JSON.stringify(r.status_codes)})`);
-    if (r.errors > 0) bad.push(`${r.errors} connection errors`);
-    if (r.timeouts > 0) bad.push(`${r.timeouts} requests timed out after ${STALL_SECONDS} s`);
-    if (r.check && r.check.ok === false) bad.push(`check failed: ${r.check.detail}`);
-    for (const b of bad) problems.push(`${tag} ${r.scenario}: ${b}`);
-    log(
-      `${tag}   ${fmtNum(r.req_per_s)} req/s, ${fmtNum(r.items_per_s)} items/s, p50 ${fmtMs(r.latency_ms.p50)} ms, p99 ${fmtMs(r.latency_ms.p99)} ms, non-2xx ${r.non_2xx}` +
-        (r.http_429 ? ` (429: ${r.http_429})` : '') +
-        (r.ran_dry ? ' — RAN DRY' : '') +
-        (bad.length ? ` — PROBLEM: ${bad.join('; ')}` : ''),
-    );
-  };
-  /** Runs one scenario; a failure is recorded (row and problem) and the next scenario still runs. */
-  const scenario = async (name, title, connections, fn) => {
-    try {
-      checkAlive();
-      await fn();
-    } catch (error) {
-      const message = String(error?.message ?? error).split('\n')[0];
-      problems.push(`${tag} ${name}: FAILED: ${message}`);
-      results.push(row({ backend, scenario: name, title, connections, failed: message, latency_ms: summarize([]) }));
-      log(`${tag}   FAILED: ${message}`);
-    }
-  };
-
-  try {
-    // warm-up: JIT, connection pools, first actor activations (not measured)
-    await scenario('warm_up', 'warm-up (not measured)', 4, async () => {
-      log(`${tag} warm-up: 1,000 push/pop requests on one queue, 4 connections (not measured) ...`);
-      const counters = { emptyPops: 0, poppedItems: 0, unparsable: 0 };
-      const w = await cannon({ url, connections: 4, amount: 1000, requests: [pushRequest(() => 'bench-warmup'), popRequest('bench-warmup', counters)] });
-      if (w.stoppedBy || w.non2xxExcept429 > 0 || w.errors > 0 || w.timeouts > 0) {
-        throw new Error(`warm-up: ${w.responses} of 1000 responses, ${JSON.stringify(w.statusCodes)}, ${w.errors} errors, ${w.timeouts} timeouts${w.stoppedBy ? `, ${w.stoppedBy}` : ''}`);
-      }
-    });
-
-    // 1. push to many queues
-    await scenario('push_many_queues', `push, random queue of ${CONFIG.manyQueues}`, C, async () => {
-      log(`${tag} push to many queues (${CONFIG.manyQueues} queues, random per request, ${C} connections): ${S} s ...`);
-      const queues = Array.from({ length: CONFIG.manyQueues }, (_, i) => `bench-many-${i}`);
-      const r = await cannon({ url, connections: C, seconds: S, requests: [pushRequest(() => queues[Math.floor(Math.random() * queues.length)])] });
-      checkAlive();
-      let stored = 0;
-      const unanswered = [];
-      for (const q of queues) {
-        try {
-          stored += await queueCount(url, q);
-        } catch (error) {
-          unanswered.push(`${q} (${error.message})`);
-        }
-      }
-      // a request cut off when the run stopped may have committed without its response being counted
-      const ok = unanswered.length === 0 && stored >= r.ok && stored <= r.ok + C;
-      record(
-        row({
-          backend,
-          scenario: 'push_many_queues',
-          title: `push, random queue of ${CONFIG.manyQueues}`,
-          connections: C,
-          ...fromCannon(r, r.ok, {
-            check: {
-              ok,
-              detail: unanswered.length
-                ? `GET /queue/{id} did not answer for ${unanswered.length} of ${CONFIG.manyQueues} queues: ${unanswered.slice(0, 5).join(', ')}${unanswered.length > 5 ? ', ...' : ''}`
-                : `${stored} items stored in the ${CONFIG.manyQueues} queues for ${r.ok} 2xx pushes`,
-            },
-          }),
-        }),
-      );
-    });
-
-    // 2. push to one queue
-    await scenario('push_one_queue', 'push, one queue', C, async () => {
-      log(`${tag} push to one queue (${C} connections, actor serialisation): ${S} s ...`);
-      const r = await cannon({ url, connections: C, seconds: S, requests: [pushRequest(() => 'bench-one')] });
-      checkAlive();
-      const stored = await queueCount(url, 'bench-one');
-      const ok = stored >= r.ok && stored <= r.ok + C;
-      record(
-        row({
-          backend,
-          scenario: 'push_one_queue',
-          title: 'push, one queue',
-          connections: C,
-          ...fromCannon(r, r.ok, { check: { ok, detail: `${stored} items stored for ${r.ok} 2xx pushes` } }),
-        }),
-      );
-    });
-
-    // 3. pop from one pre-filled queue, depth 1
-    await scenario('pop_one_queue', 'pop depth 1, one pre-filled queue', C, async () => {
-      const pushRates = results.filter((r) => typeof r.items_per_s === 'number').map((r) => r.items_per_s);
-      // enough that the queue does not run dry even if popping is 3x as fast as the fastest push
-      const wanted = Math.ceil((Math.max(0, ...pushRates) * S * 3) / CONFIG.batchSize) * CONFIG.batchSize;
-      const fillTo = Math.min(CONFIG.maxPrefill, Math.max(10_000, wanted));
-      const fill = await prefillAll(tag, url, [{ queue: 'bench-pop', items: fillTo }]);
-      log(`${tag} pop from one pre-filled queue (${fillTo.toLocaleString('en-US')} items, depth 1, ${C} connections): ${S} s ...`);
-      const counters = { emptyPops: 0, poppedItems: 0, unparsable: 0 };
-      const r = await cannon({ url, connections: C, seconds: S, requests: [popRequest('bench-pop', counters)] });
-      checkAlive();
-      const left = await queueCount(url, 'bench-pop');
-      const removed = fillTo - left;
-      const ranDry = counters.emptyPops > 0 || left === 0;
-      const ok = counters.unparsable === 0 && removed >= counters.poppedItems && removed <= counters.poppedItems + C;
-      record(
-        row({
-          backend,
-          scenario: 'pop_one_queue',
-          title: 'pop depth 1, one pre-filled queue',
-          connections: C,
-          ...fromCannon(r, counters.poppedItems, {
-            prefill: { queue: 'bench-pop', ...fill },
-            ran_dry: ranDry,
-            empty_pops: counters.emptyPops,
-            items_left: left,
-            check: { ok, detail: `${removed} items removed from the queue, ${counters.poppedItems} received in 2xx pops, ${counters.unparsable} unparsable bodies` },
-          }),
-        }),
-      );
-      if (ranDry) problems.push(`${tag} pop_one_queue: the queue ran dry (${counters.emptyPops} empty pops): raise BENCH_MAX_PREFILL`);
-      await httpJson(`${url}/queue/bench-pop`, { method: 'DELETE' }, 60_000);
-    });
-
-    // 4. push+pop latency at depth 1, one connection
-    await scenario('push_pop_latency', 'push+pop, 1 connection', 1, async () => {
-      log(`${tag} push+pop latency (1 connection, alternating push and pop on one queue): ${S} s ...`);
-      const counters = { emptyPops: 0, poppedItems: 0, unparsable: 0 };
-      const r = await cannon({ url, connections: 1, seconds: S, requests: [pushRequest(() => 'bench-pingpong'), popRequest('bench-pingpong', counters)], sequence: ['push', 'pop'] });
-      checkAlive();
-      const left = await queueCount(url, 'bench-pingpong');
-      const ok = counters.emptyPops === 0 && counters.unparsable === 0 && left <= 1;
-      record(
-        row({
-          backend,
-          scenario: 'push_pop_latency',
-          title: 'push+pop, 1 connection',
-          connections: 1,
-          ...fromCannon(r, counters.poppedItems, {
-            items_note: 'items moved through the queue (pushed and popped)',
-            check: { ok, detail: `${counters.emptyPops} empty pops, ${left} item(s) left` },
-          }),
-        }),
-      );
-    });
-
-    // 5. queue depth does not matter
-    let filled = false;
-    await scenario('depth_prefill', 'pre-fill for the depth scenarios', 1, async () => {
-      await prefillAll(tag, url, [
-        { queue: 'bench-shallow', items: CONFIG.shallowItems },
-        { queue: 'bench-deep', items: CONFIG.deepItems },
-      ]);
-      filled = true;
-    });
-    if (filled) {
-      for (const [queue, depth, name] of [
-        ['bench-shallow', CONFIG.shallowItems, 'depth_shallow'],
-        ['bench-deep', CONFIG.deepItems, 'depth_deep'],
-      ]) {
-        const title = `push+pop on ${depth >= 1000 ? `${depth / 1000}k` : depth} items`;
-        await scenario(name, title, 1, async () => {
-          log(`${tag} push+pop latency on a queue of ${depth.toLocaleString('en-US')} items (1 connection, ${CONFIG.depthOps.toLocaleString('en-US')} ops) ...`);
-          const counters = { emptyPops: 0, poppedItems: 0, unparsable: 0 };
-          const ops = CONFIG.depthOps - (CONFIG.depthOps % 2);
-          const r = await cannon({ url, connections: 1, amount: ops, requests: [pushRequest(() => queue), popRequest(queue, counters)], sequence: ['push', 'pop'] });
-          checkAlive();
-          const left = await queueCount(url, queue);
-          const ok = counters.emptyPops === 0 && counters.unparsable === 0 && left === depth && counters.poppedItems === ops / 2;
-          record(
-            row({
-              backend,
-              scenario: name,
-              title,
-              connections: 1,
-              queue_depth: depth,
-              ...fromCannon(r, counters.poppedItems, { check: { ok, detail: `${counters.poppedItems} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` } }),
-            }),
-          );
-        });
-      }
-    }
-  } finally {
-    const exit = await service.stop();
-    const out = service.output().trim();
-    const lines = out ? out.split('\n') : [];
-    if (lines.length > 0) {
-      log(`${tag} service log (${lines.length} line(s) at LOG_LEVEL=warn${lines.length > 20 ? ', last 20 shown' : ''}):`);
-      for (const line of lines.slice(-20)) log(`    ${line}`);
-    }
-    log(`${tag} stopped (${exit ? `code ${exit.code}, signal ${exit.signal}` : 'already gone'})`);
-  }
-  return results.filter((r) => r.scenario !== 'warm_up' || r.failed);
-}
-
-// ---------------------------------------------------------------------------------------------
-// pg-boss, in-process, on the same PostgreSQL
-
-/** `workers` concurrent async loops calling `op` until the deadline (or a hard cap on operations). */
-async function closedLoop({ workers, seconds, op }) {
-  const samples = [];
-  let items = 0;
-  let calls = 0;
-  let errors = 0;
-  let lastError = null;
-  let empty = 0;
-  const cap = seconds * 200_000;
-  const started = performance.now();
-  const end = started + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      for (let i = 0; i < cap && performance.now() < end && calls < cap; i++) {
-        calls += 1;
-        const t0 = performance.now();
-        try {
-          const n = await op();
-          if (samples.length < MAX_SAMPLES) samples.push(performance.now() - t0);
-          if (n === 0) empty += 1;
-          items += n;
-        } catch (error) {
-          errors += 1;
-          lastError = error;
-          if (errors > 1000) throw error;
-        }
-      }
-    }),
+  runRows.push(row);
+  const bad = runIssues(r);
+  if (row.check && row.check.ok === false) bad.push(`check failed: ${row.check.detail}`);
+  if (row.ran_dry) bad.push(`ran dry: ${row.ran_dry_detail}`);
+  for (const b of bad) problems.push(`${target.name} ${scenario} round ${roundNo}: ${b}`);
+  const pgCpu = target.postmaster ? `${fmtNum(cpu.postgres_us_per_req)} µs/req` : target.pgLocation === 'in process' ? 'in process' : '-';
+  progress(
+    `    ${fmtNum(row.req_per_s)} req/s, p50 ${fmtMs(r.latency.p50)} ms, p99 ${fmtMs(r.latency.p99)} ms, CPU server ${fmtNum(cpu.server_us_per_req)} µs/req, PostgreSQL ${pgCpu}` +
+      (r.non2xx ? `, non-2xx ${r.non2xx}` : '') +
+      (r.errors ? `, errors ${r.errors}` : '') +
+      (row.empty_pops ? `, empty pops ${row.empty_pops}` : '') +
+      (bad.length ? ` — PROBLEM: ${bad.join('; ')}` : ''),
   );
-  const duration = (performance.now() - started) / 1000;
-  return { duration, calls, items, errors, lastError, empty, latency: summarize(samples) };
+  return row;
 }
 
-async function benchPgBoss(problems, prefillHint) {
-  const tag = '[pg-boss/postgres]';
-  const C = CONFIG.connections;
-  const S = CONFIG.seconds;
-  const results = [];
-  log(`${tag} in-process pg-boss ${packageVersion('pg-boss')} on ${dbUrl(CONFIG.pgbossDb)} (recreated), pool max 10 ...`);
-  await recreateDatabase(CONFIG.pgbossDb);
-  const boss = new PgBoss({ connectionString: dbUrl(CONFIG.pgbossDb), max: 10, schedule: false, application_name: 'pushpop-bench' });
-  let bossErrors = 0;
-  boss.on('error', (error) => {
-    bossErrors += 1;
-    if (bossErrors <= 5) log(`${tag}   pg-boss error event: ${error.message}`);
-  });
-  await boss.start();
-  const record = (r) => {
-    results.push(r);
-    const bad = [];
-    if (r.errors > 0) bad.push(`${r.errors} failed operations (${r.last_error})`);
-    if (r.check && r.check.ok === false) bad.push(`check failed: ${r.check.detail}`);
-    for (const b of bad) problems.push(`${tag} ${r.scenario}: ${b}`);
-    log(
-      `${tag}   ${fmtNum(r.req_per_s)} calls/s, ${fmtNum(r.items_per_s)} items/s, p50 ${fmtMs(r.latency_ms.p50)} ms, p99 ${fmtMs(r.latency_ms.p99)} ms, errors ${r.errors}` +
-        (r.ran_dry ? ' — RAN DRY' : '') +
-        (bad.length ? ` — PROBLEM: ${bad.join('; ')}` : ''),
-    );
-  };
-  const base = { system: 'pg-boss', backend: 'postgres', transport: 'in-process (no HTTP)', connections: C };
-  const fromLoop = (r, extra) => ({
-    duration_s: round(r.duration, 2),
-    requests: r.calls,
-    req_per_s: Math.round(r.calls / r.duration),
-    items: r.items,
-    items_per_s: Math.round(r.items / r.duration),
-    latency_ms: r.latency,
-    non_2xx: null,
-    errors: r.errors,
-    last_error: r.lastError ? String(r.lastError.message ?? r.lastError) : null,
-    ...extra,
-  });
-  try {
-    await boss.createQueue('bench-warmup');
-    await boss.createQueue('bench-send');
-    await boss.createQueue('bench-fetch');
-
-    log(`${tag} warm-up: 500 send + fetch/complete (not measured) ...`);
-    for (let i = 0; i < 500; i++) {
-      await boss.send('bench-warmup', makeItem(i));
-      const [job] = await boss.fetch('bench-warmup');
-      if (job) await boss.complete('bench-warmup', job.id);
-    }
-
-    {
-      log(`${tag} send to one queue (${C} concurrent senders): ${S} s ...`);
-      let seq = 0;
-      const r = await closedLoop({
-        workers: C,
-        seconds: S,
-        op: async () => {
-          const id = await boss.send('bench-send', makeItem(++seq));
-          if (!id) throw new Error('send returned no id');
-          return 1;
-        },
-      });
-      const stored = await boss.getQueueSize('bench-send');
-      record({ ...base, scenario: 'send', title: 'send, one queue', ...fromLoop(r, { check: { ok: stored === r.items, detail: `${stored} jobs in the queue for ${r.items} successful sends` } }) });
-    }
-
-    {
-      // The same depth as pushpop's pop queue where possible, so that both dequeue from the same
-      // backlog (pg-boss 10's fetch sorts the whole backlog on every call, so its rate depends on
-      // the depth); deeper only when that could run dry: fetch+complete (two statements) is
-      // taken to be no faster than 1.2x send (one statement).
-      const sendRate = results[0].items_per_s;
-      const roundUp = (n) => Math.ceil(n / CONFIG.batchSize) * CONFIG.batchSize;
-      const fillTo = Math.min(CONFIG.maxPrefill, Math.max(10_000, prefillHint ?? roundUp(sendRate * S * 3), roundUp(sendRate * S * 1.2)));
-      log(`${tag} pre-filling bench-fetch with ${fillTo.toLocaleString('en-US')} jobs (insert() of ${CONFIG.batchSize}) ...`);
-      const t0 = performance.now();
-      const deadline = Date.now() + CONFIG.prefillTimeoutSeconds * 1000;
-      let seq = 0;
-      for (let b = 0; b < fillTo / CONFIG.batchSize; b++) {
-        if (Date.now() > deadline) throw new Error(`pre-filling bench-fetch took longer than ${CONFIG.prefillTimeoutSeconds} s`);
-        const jobs = [];
-        for (let i = 0; i < CONFIG.batchSize; i++) jobs.push({ name: 'bench-fetch', data: makeItem(++seq) });
-        await boss.insert(jobs);
-      }
-      const fillSeconds = (performance.now() - t0) / 1000;
-      const before = await boss.getQueueSize('bench-fetch');
-      if (before !== fillTo) throw new Error(`bench-fetch holds ${before} jobs after inserting ${fillTo}`);
-      log(`${tag}   done in ${fillSeconds.toFixed(1)} s (${Math.round(fillTo / fillSeconds).toLocaleString('en-US')} jobs/s by insert, count verified)`);
-
-      log(`${tag} fetch+complete from one pre-filled queue (${fillTo.toLocaleString('en-US')} jobs, batchSize 1, ${C} concurrent workers): ${S} s ...`);
-      const r = await closedLoop({
-        workers: C,
-        seconds: S,
-        op: async () => {
-          const jobs = await boss.fetch('bench-fetch');
-          if (jobs.length === 0) return 0;
-          await boss.complete('bench-fetch', jobs[0].id);
-          return 1;
-        },
-      });
-      const left = await boss.getQueueSize('bench-fetch');
-      const states = Object.fromEntries(
-        (await boss.getDb().executeSql('SELECT state, count(*)::int AS n FROM pgboss.job WHERE name = $1 GROUP BY state', ['bench-fetch'])).rows.map((x) => [x.state, x.n]),
-      );
-      // fetch() swallows query errors and answers [], so an empty fetch with jobs left is reported too
-      const ranDry = left === 0;
-      record({
-        ...base,
-        scenario: 'fetch_complete',
-        title: 'fetch+complete, one pre-filled queue',
-        ...fromLoop(r, {
-          prefill: { queue: 'bench-fetch', items: fillTo, seconds: round(fillSeconds, 2), items_per_s: Math.round(fillTo / fillSeconds) },
-          ran_dry: ranDry,
-          empty_fetches: r.empty,
-          items_left: left,
-          job_states: states,
-          check: {
-            ok: fillTo - left === r.items && (states.completed ?? 0) === r.items && r.empty === 0,
-            detail: `${fillTo - left} jobs left the queue, ${states.completed ?? 0} in state completed, ${r.items} fetched and completed by the workers, ${r.empty} empty fetches`,
-          },
-        }),
-      });
-      if (ranDry) problems.push(`${tag} fetch_complete: the queue ran dry: raise BENCH_MAX_PREFILL`);
-    }
-  } finally {
-    await Promise.race([boss.stop({ graceful: true, wait: true, timeout: 10_000 }), sleep(20_000)]);
-    if (bossErrors > 0) problems.push(`${tag} ${bossErrors} pg-boss error event(s)`);
-  }
-  return results;
+function failed(target, scenario, roundNo, error) {
+  const message = errorText(error);
+  problems.push(`${target.name} ${scenario} round ${roundNo}: FAILED: ${message}`);
+  runRows.push({ round: roundNo, target: target.name, scenario, title: scenarioTitle(scenario), failed: message, latency_ms: summarize([]), cpu: {} });
+  progress(`    FAILED: ${message}`);
 }
 
-function packageVersion(name) {
-  try {
-    return requireFromRoot(`${name}/package.json`).version;
-  } catch {
-    return 'unknown';
+/**
+ * Requests cut off when a run stops (autocannon closes its connections at the end) may still be
+ * running in the server; counts are taken after this pause so that they have landed.
+ */
+const settle = () => sleep(1000);
+
+const W = () => CONFIG.warmupSeconds;
+const S = () => CONFIG.seconds;
+const C = () => CONFIG.connections;
+
+async function scenarioPush(target, roundNo) {
+  progress(`  ${target.name} · push: ${W()} s warm-up + ${S()} s measured, ${C()} connections, a random queue of ${CONFIG.queues} per request ...`);
+  const makeRequests = (counters) => [pushRequest(randomQueue, counters)];
+  await warmUp(target, 'push', makeRequests, C());
+  await settle();
+  const before = sumCounts(await queueCounts(target, QUEUE_IDS));
+  const counters = newCounters();
+  const { r, cpu } = await measured(target, { connections: C(), seconds: S(), requests: makeRequests(counters) });
+  await settle();
+  const stored = sumCounts(await queueCounts(target, QUEUE_IDS)) - before;
+  // a request cut off when the run stopped may have committed without its response being counted
+  const ok = stored >= counters.pushed && stored <= counters.pushed + C();
+  const row = record(target, 'push', roundNo, r, cpu, { check: { ok, detail: `${stored} items stored in the ${CONFIG.queues} queues for ${counters.pushed} 200 pushes` } });
+  target.pushRate = Math.max(target.pushRate ?? 0, row.req_per_s);
+}
+
+async function scenarioPop(target, roundNo) {
+  // Enough per queue that none runs dry: pops are assumed up to popRateFactor x as fast as the
+  // target's pushes measured so far, a queue is drawn at random per request (5 standard
+  // deviations of headroom), at least minPerQueue, at most BENCH_MAX_PREFILL over all queues.
+  const rate = CONFIG.popRateFactor * (target.pushRate ?? CONFIG.defaultPushRate);
+  const mean = (rate * (W() + S())) / CONFIG.queues;
+  const cap = Math.max(1, Math.floor(CONFIG.maxPrefill / CONFIG.queues));
+  const level = Math.min(cap, Math.max(CONFIG.minPerQueue, Math.ceil(mean + 5 * Math.sqrt(mean) + 5)));
+  const now = await queueCounts(target, QUEUE_IDS);
+  const plan = new Map(QUEUE_IDS.map((id) => [id, Math.max(0, level - now.get(id))]));
+  const adding = [...plan.values()].reduce((a, b) => a + b, 0);
+  progress(`  ${target.name} · pop: pre-filling to ${level} items per queue (${adding.toLocaleString('en-US')} items; ${target.kind === 'pushpop' ? 'batch pushes' : 'single pushes'}, not measured) ...`);
+  const fill = await addItems(target, plan, { label: 'pop pre-fill' });
+  if (fill.items > 0) progress(`    pre-filled in ${fill.seconds} s (${fmtNum(fill.items_per_s)} items/s)`);
+  if (level === cap && mean + 5 * Math.sqrt(mean) + 5 > cap) progress(`    note: the pre-fill is capped by BENCH_MAX_PREFILL=${CONFIG.maxPrefill}; raise it if the queues run dry`);
+  progress(`  ${target.name} · pop depth 1: ${W()} s warm-up + ${S()} s measured, ${C()} connections, a random queue of ${CONFIG.queues} per request ...`);
+  const warm = newCounters();
+  if (W() > 0) {
+    const r = await cannon({ url: target.url, connections: C(), seconds: W(), requests: [popRequest(randomQueue, warm)] });
+    for (const b of runIssues(r)) problems.push(`${target.name} pop (warm-up): ${b}`);
+    await settle();
   }
+  const beforeCounts = await queueCounts(target, QUEUE_IDS);
+  const counters = newCounters();
+  const { r, cpu } = await measured(target, { connections: C(), seconds: S(), requests: [popRequest(randomQueue, counters)] });
+  await settle();
+  const afterCounts = await queueCounts(target, QUEUE_IDS);
+  const removed = sumCounts(beforeCounts) - sumCounts(afterCounts);
+  const emptied = QUEUE_IDS.filter((id) => afterCounts.get(id) === 0).length;
+  const empty = counters.emptyPops + warm.emptyPops;
+  const ranDry = empty > 0 || emptied > 0;
+  const ok = counters.unparsable === 0 && removed >= counters.popped && removed <= counters.popped + C();
+  record(target, 'pop', roundNo, r, cpu, {
+    prefill: { per_queue: level, added: fill.items, seconds: fill.seconds },
+    popped_items: counters.popped,
+    empty_pops: counters.emptyPops,
+    empty_pops_warmup: warm.emptyPops,
+    queues_emptied: emptied,
+    items_left: sumCounts(afterCounts),
+    ran_dry: ranDry,
+    ran_dry_detail: ranDry ? `${empty} empty pop(s), ${emptied} queue(s) empty at the end; raise BENCH_MAX_PREFILL` : undefined,
+    check: { ok, detail: `${removed} items left the queues, ${counters.popped} received in 200 pops, ${counters.unparsable} unparsable bodies` },
+  });
+}
+
+async function scenarioHot(target, roundNo) {
+  const now = (await queueCounts(target, [HOT_QUEUE])).get(HOT_QUEUE);
+  if (now < CONFIG.hotBacklog) {
+    progress(`  ${target.name} · hot: topping ${HOT_QUEUE} up to ${CONFIG.hotBacklog} items (not measured) ...`);
+    await addItems(target, new Map([[HOT_QUEUE, CONFIG.hotBacklog - now]]), { label: 'hot pre-fill' });
+  }
+  progress(`  ${target.name} · hot: ${W()} s warm-up + ${S()} s measured, ${C()} connections alternating push and pop on one queue ...`);
+  const makeRequests = (counters) => [pushRequest(() => HOT_QUEUE, counters), popRequest(() => HOT_QUEUE, counters)];
+  await warmUp(target, 'hot', makeRequests, C());
+  await settle();
+  const before = (await queueCounts(target, [HOT_QUEUE])).get(HOT_QUEUE);
+  const counters = newCounters();
+  const { r, cpu } = await measured(target, { connections: C(), seconds: S(), requests: makeRequests(counters) });
+  await settle();
+  const after = (await queueCounts(target, [HOT_QUEUE])).get(HOT_QUEUE);
+  const expected = before + counters.pushed - counters.popped;
+  const ok = counters.unparsable === 0 && Math.abs(after - expected) <= C();
+  record(target, 'hot', roundNo, r, cpu, {
+    backlog_before: before,
+    backlog_after: after,
+    pushed_items: counters.pushed,
+    popped_items: counters.popped,
+    empty_pops: counters.emptyPops,
+    check: { ok, detail: `${before} + ${counters.pushed} pushed - ${counters.popped} popped = ${expected}, queue holds ${after}` },
+  });
+}
+
+/** pushpop only: push+pop latency on one connection at a shallow and at a deep queue, and the service's RSS while the deep queue fills. */
+async function scenarioDepth(target, roundNo) {
+  if (!target.depthFilled) {
+    const counts = await queueCounts(target, [SHALLOW_QUEUE, DEEP_QUEUE]);
+    const plan = new Map([
+      [SHALLOW_QUEUE, Math.max(0, CONFIG.shallowItems - counts.get(SHALLOW_QUEUE))],
+      [DEEP_QUEUE, Math.max(0, CONFIG.deepItems - counts.get(DEEP_QUEUE))],
+    ]);
+    progress(`  ${target.name} · depth: filling ${SHALLOW_QUEUE} with ${fmtNum(CONFIG.shallowItems)} and ${DEEP_QUEUE} with ${fmtNum(CONFIG.deepItems)} items (batch pushes of ${CONFIG.batchSize}, priority 0, not measured; RSS sampled) ...`);
+    const rssBefore = rssKb(target.proc.pid);
+    let peak = rssBefore ?? 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, rssKb(target.proc.pid) ?? 0)), 250);
+    let fill;
+    try {
+      fill = await addItems(target, plan, { priority: 0, label: 'depth fill' });
+    } finally {
+      clearInterval(sampler);
+    }
+    const rssAfter = rssKb(target.proc.pid);
+    target.depthFill = { items: fill.items, seconds: fill.seconds, items_per_s: fill.items_per_s, rss_before_kb: rssBefore, rss_peak_kb: Math.max(peak, rssAfter ?? 0), rss_after_kb: rssAfter };
+    target.depthFilled = true;
+    progress(`    filled in ${fill.seconds} s; RSS ${fmtMb(rssBefore)} before, ${fmtMb(target.depthFill.rss_peak_kb)} peak, ${fmtMb(rssAfter)} after`);
+  }
+  const ops = CONFIG.depthOps - (CONFIG.depthOps % 2);
+  for (const [queue, depth, name] of [
+    [SHALLOW_QUEUE, CONFIG.shallowItems, 'depth-shallow'],
+    [DEEP_QUEUE, CONFIG.deepItems, 'depth-deep'],
+  ]) {
+    try {
+      progress(`  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`);
+      const warm = newCounters();
+      await cannon({ url: target.url, connections: 1, amount: 200, requests: [pushRequest(() => queue, warm, 0), popRequest(() => queue, warm)] });
+      const counters = newCounters();
+      const { r, cpu } = await measured(target, { connections: 1, amount: ops, requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)], sequence: ['push', 'pop'] });
+      const left = (await queueCounts(target, [queue])).get(queue);
+      const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === depth && counters.popped === ops / 2;
+      record(target, name, roundNo, r, cpu, { connections: 1, queue_depth: depth, popped_items: counters.popped, empty_pops: counters.emptyPops, check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` } });
+    } catch (error) {
+      failed(target, name, roundNo, error);
+    }
+  }
+}
+
+const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth };
+
+/** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
+async function setUpQueues(target) {
+  const ids = [...(CONFIG.scenarios.some((s) => s === 'push' || s === 'pop') ? QUEUE_IDS : []), ...(CONFIG.scenarios.includes('hot') ? [HOT_QUEUE] : [])];
+  if (ids.length === 0) return;
+  progress(`  ${target.name}: one push to each of the ${ids.length} queues (creates them; not measured) ...`);
+  const t0 = performance.now();
+  const counts = await queueCounts(target, ids);
+  const plan = new Map(ids.filter((id) => counts.get(id) === 0).map((id) => [id, 1]));
+  if (target.kind === 'pushpop') {
+    // through the single push route here too, like the peers
+    const deadline = Date.now() + CONFIG.prefillTimeoutSeconds * 1000;
+    await forEachLimit([...plan.keys()], 16, async (id) => {
+      if (Date.now() > deadline) throw new Error(`creating the queues took longer than BENCH_PREFILL_TIMEOUT=${CONFIG.prefillTimeoutSeconds} s`);
+      const { status, body } = await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/push`, pushBody());
+      if (status !== 200) throw new Error(`push to ${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+    });
+  } else {
+    await addItems(target, plan, { label: 'queue set-up' });
+  }
+  progress(`    done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -848,192 +1155,390 @@ function fmtNum(n) {
 function fmtMs(n) {
   return n === null || n === undefined ? '-' : n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : n.toFixed(0);
 }
-
-function table(headers, rows, alignRight) {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
-  const fmt = (cells) => cells.map((c, i) => (alignRight[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ');
-  return [fmt(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(fmt)].map((line) => line.trimEnd()).join('\n');
+function fmtMb(kb) {
+  return kb === null || kb === undefined ? '-' : `${(kb / 1024).toFixed(0)} MB`;
+}
+function fmtRatio(a, b) {
+  return a && b ? `${(a / b).toFixed(2)}x` : '-';
 }
 
-function printTables(all, meta) {
-  log('');
-  log(`pushpop benchmark — ${meta.date}, Node ${meta.node}, ${meta.cpus} CPU(s), load average at start ${meta.loadavg_start.join(' / ')}, BENCH_SECONDS=${CONFIG.seconds}, ${CONFIG.connections} connections`);
-  log('pushpop is measured over HTTP (loopback, autocannon in the benchmark process, pushpop in a child process);');
-  log('pg-boss is measured IN-PROCESS (direct library calls, no HTTP), on the same PostgreSQL: the comparison is conservative for pushpop.');
-  log('');
-  const rows = all.map((r) => {
-    const by = r.latency_ms_by_op;
-    const lat = by ? `push ${fmtMs(by.push.p50)}/${fmtMs(by.push.p99)}, pop ${fmtMs(by.pop.p50)}/${fmtMs(by.pop.p99)}` : '';
-    const notes = [];
-    if (r.http_429) notes.push(`429 x${r.http_429}`);
-    if (r.ran_dry) notes.push('RAN DRY');
-    if (r.failed) notes.push(`FAILED: ${r.failed.slice(0, 80)}`);
-    if (r.stopped_by) notes.push(`STOPPED EARLY: ${r.stopped_by}`);
-    if (r.timeouts) notes.push(`${r.timeouts} timeouts`);
-    if (r.errors && r.system === 'pushpop') notes.push(`${r.errors} errors`);
-    if (r.check && !r.check.ok) notes.push('CHECK FAILED (see problems)');
-    if (lat) notes.push(lat);
-    if (r.prefill) notes.push(`pre-filled ${fmtNum(r.prefill.items)}, ${fmtNum(r.items_left)} left`);
-    return [
-      `${r.system}/${r.backend}`,
-      r.title,
-      r.connections,
-      fmtNum(r.req_per_s),
-      fmtNum(r.items_per_s),
-      fmtMs(r.latency_ms.p50),
-      fmtMs(r.latency_ms.p99),
-      r.failed ? 'FAILED' : r.non_2xx === null ? `err ${r.errors}` : String(r.non_2xx),
-      notes.join('; '),
-    ];
-  });
-  log(table(['system/backend', 'scenario', 'conns', 'req/s', 'items/s', 'p50 ms', 'p99 ms', 'non-2xx', 'notes (latency p50/p99 ms by op)'], rows, [false, false, true, true, true, true, true, true, false]));
-  log('req/s for pg-boss counts library calls: one send, or one fetch followed by one complete (one item) per call.');
+function table(headers, body, alignRight) {
+  const widths = headers.map((h, i) => Math.max(h.length, ...body.map((r) => String(r[i]).length)));
+  const fmt = (cells) => cells.map((c, i) => (alignRight[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ');
+  return [fmt(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(fmt)].map((line) => line.trimEnd()).join('\n');
+}
 
-  // queue depth
-  const depthRows = [];
-  for (const backend of CONFIG.backends) {
-    const shallow = all.find((r) => r.system === 'pushpop' && r.backend === backend && r.scenario === 'depth_shallow');
-    const deep = all.find((r) => r.system === 'pushpop' && r.backend === backend && r.scenario === 'depth_deep');
-    if (!shallow || !deep) continue;
-    const ratio = (a, b) => (a && b ? `${(b / a).toFixed(2)}x` : '-');
-    depthRows.push([
-      `pushpop/${backend}`,
-      `${fmtMs(shallow.latency_ms.p50)} / ${fmtMs(shallow.latency_ms.p99)}`,
-      `${fmtMs(deep.latency_ms.p50)} / ${fmtMs(deep.latency_ms.p99)}`,
-      `${ratio(shallow.latency_ms.p50, deep.latency_ms.p50)} / ${ratio(shallow.latency_ms.p99, deep.latency_ms.p99)}`,
-      `${fmtNum(shallow.req_per_s)} / ${fmtNum(deep.req_per_s)}`,
+function markdownTable(headers, body, alignRight) {
+  const esc = (c) => String(c).replace(/\|/g, '\\|');
+  return [`| ${headers.map(esc).join(' | ')} |`, `| ${alignRight.map((r) => (r ? '---:' : '---')).join(' | ')} |`, ...body.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+}
+
+/** Per target x scenario: medians over rounds, sums of the problems. */
+function summarizeRows(targets) {
+  const scenarioNames = CONFIG.scenarios.flatMap((s) => (s === 'depth' ? ['depth-shallow', 'depth-deep'] : [s]));
+  const out = [];
+  for (const scenario of scenarioNames) {
+    for (const t of targets) {
+      const mine = runRows.filter((r) => r.target === t.name && r.scenario === scenario);
+      if (mine.length === 0) continue;
+      const okRows = mine.filter((r) => !r.failed);
+      out.push({
+        target: t.name,
+        scenario,
+        title: scenarioTitle(scenario),
+        rounds: okRows.length,
+        failed_rounds: mine.length - okRows.length,
+        req_per_s: round(median(okRows.map((r) => r.req_per_s))),
+        p50_ms: round(median(okRows.map((r) => r.latency_ms.p50)), 3),
+        p99_ms: round(median(okRows.map((r) => r.latency_ms.p99)), 3),
+        server_us_per_req: round(median(okRows.map((r) => r.cpu.server_us_per_req)), 1),
+        postgres_us_per_req: round(median(okRows.map((r) => r.cpu.postgres_us_per_req)), 1),
+        loadgen_us_per_req: round(median(okRows.map((r) => r.cpu.loadgen_us_per_req)), 1),
+        postgres_location: t.pgLocation,
+        non_2xx: okRows.reduce((n, r) => n + r.non_2xx, 0),
+        http_429: okRows.reduce((n, r) => n + r.http_429, 0),
+        errors: okRows.reduce((n, r) => n + r.errors + r.timeouts, 0),
+        empty_pops: okRows.reduce((n, r) => n + (r.empty_pops ?? 0), 0),
+        ran_dry: okRows.some((r) => r.ran_dry),
+        checks_ok: okRows.every((r) => !r.check || r.check.ok),
+        per_round_req_per_s: mine.map((r) => (r.failed ? null : r.req_per_s)),
+      });
+    }
+  }
+  for (const s of out) {
+    const peer = (name) => out.find((x) => x.target === name && x.scenario === s.scenario)?.req_per_s;
+    s.ratio_to_floor = s.req_per_s && peer('floor') ? round(s.req_per_s / peer('floor'), 3) : null;
+    s.ratio_to_pgboss = s.req_per_s && peer('pgboss') ? round(s.req_per_s / peer('pgboss'), 3) : null;
+  }
+  return out;
+}
+
+function pgCell(s) {
+  if (s.postgres_location === 'in process') return 'in process¹';
+  return fmtNum(s.postgres_us_per_req);
+}
+
+function notesOf(s) {
+  const notes = [];
+  if (s.failed_rounds) notes.push(`FAILED in ${s.failed_rounds} round(s)`);
+  if (s.ran_dry) notes.push('RAN DRY');
+  if (!s.checks_ok) notes.push('CHECK FAILED');
+  if (s.http_429) notes.push(`429 x${s.http_429}`);
+  if (s.scenario === 'hot' && s.empty_pops) notes.push(`${fmtNum(s.empty_pops)} empty pops`);
+  if (s.rounds > 1) notes.push(`rounds: ${s.per_round_req_per_s.map((x) => fmtNum(x)).join(' / ')}`);
+  return notes.join('; ');
+}
+
+const HEADERS = ['target', 'scenario', 'req/s', 'vs floor', 'vs pg-boss', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'PostgreSQL CPU µs/req'];
+const RIGHT = [false, false, true, true, true, true, true, true, true];
+
+function tableCells(s) {
+  return [s.target, s.title, fmtNum(s.req_per_s), fmtRatio(s.ratio_to_floor, 1), fmtRatio(s.ratio_to_pgboss, 1), fmtMs(s.p50_ms), fmtMs(s.p99_ms), fmtNum(s.server_us_per_req), pgCell(s)];
+}
+
+function footnotes(meta, targets, summary) {
+  const lines = [];
+  const inProcess = summary.some((s) => s.postgres_location === 'in process');
+  if (summary.some((s) => !s.scenario.startsWith('depth-'))) {
+    lines.push(
+      `Medians over ${CONFIG.rounds} round(s) of ${CONFIG.seconds} s per measurement (after ${CONFIG.warmupSeconds} s of unmeasured warm-up), ${CONFIG.connections} keep-alive connections, ${CONFIG.itemBytes}-byte JSON items at a random priority 0-${CONFIG.priorities - 1}, pop depth 1. "vs floor" and "vs pg-boss" divide req/s by the floor's and pg-boss's in the same scenario.`,
+    );
+  }
+  if (summary.some((s) => s.scenario.startsWith('depth-'))) {
+    lines.push(`Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`);
+  }
+  lines.push('CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole PostgreSQL postmaster tree (backends, background processes, children that exited).');
+  const shared = targets.filter((t) => t.pgLocation === 'machine PostgreSQL (shared)').map((t) => t.name);
+  lines.push(
+    'The load generator (autocannon) runs on the same machine and competes for its CPUs.' +
+      (shared.length > 0
+        ? ` The machine's PostgreSQL serves ${shared.join(', ')}; it is measured while only one target is loaded (the others idle), but anything else using that server at the time is counted too.`
+        : ''),
+  );
+  const child = targets.find((t) => t.pgLocation === 'embedded server (child process)');
+  if (child) lines.push(`${child.name}'s PostgreSQL column is its own embedded server (a child process of the service, ${child.pgVersion ?? 'version unknown'}).`);
+  if (inProcess) lines.push('¹ the embedded database runs inside the service process (PGlite): its CPU is in the server column.');
+  lines.push(`${meta.date}, ${meta.cpus} CPU(s), load average ${meta.loadavg_start.join(' / ')} at the start and ${(meta.loadavg_end ?? []).join(' / ')} at the end; pushpop ${meta.pushpop.git_commit ?? '(no git)'}${meta.pushpop.git_dirty ? ' (uncommitted changes)' : ''}${meta.pushpop.build_stale ? ' (build older than its sources)' : ''}; Node ${meta.node}; PostgreSQL ${meta.postgres.machine ?? '-'}${meta.postgres.embedded ? `, embedded: ${meta.postgres.embedded}` : ''}.`);
+  const rss = targets.filter((t) => t.rss.length > 0).map((t) => `${t.name} ${fmtMb(t.rss[t.rss.length - 1].kb)}`);
+  if (rss.length) lines.push(`Server process RSS after its last scenario: ${rss.join(', ')}.`);
+  return lines;
+}
+
+function depthCells(targets) {
+  const out = [];
+  for (const t of targets) {
+    const sh = runRows.filter((r) => r.target === t.name && r.scenario === 'depth-shallow' && !r.failed);
+    const dp = runRows.filter((r) => r.target === t.name && r.scenario === 'depth-deep' && !r.failed);
+    if (sh.length === 0 && dp.length === 0 && !t.depthFill) continue;
+    const m = (list, key) => median(list.map((r) => r.latency_ms[key]));
+    const f = t.depthFill;
+    out.push([
+      t.name,
+      `${fmtMs(m(sh, 'p50'))} / ${fmtMs(m(sh, 'p99'))}`,
+      `${fmtMs(m(dp, 'p50'))} / ${fmtMs(m(dp, 'p99'))}`,
+      `${fmtRatio(m(dp, 'p50'), m(sh, 'p50'))} / ${fmtRatio(m(dp, 'p99'), m(sh, 'p99'))}`,
+      f ? `${fmtMb(f.rss_before_kb)} → ${fmtMb(f.rss_peak_kb)} peak → ${fmtMb(f.rss_after_kb)}` : '-',
     ]);
   }
+  return out;
+}
+const DEPTH_HEADERS = () => ['target', `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`, `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`, 'deep / shallow', 'RSS while filling the deep queue'];
+
+function printAndWrite(meta, targets, summary) {
+  const mainRows = summary.filter((s) => !s.scenario.startsWith('depth-'));
+  const depthRows = depthCells(targets);
+  const console_ = [];
+  console_.push('');
+  console_.push(`pushpop benchmark — median of ${CONFIG.rounds} round(s)`);
+  console_.push(table([...HEADERS, 'non-2xx', 'errors', 'notes'], summary.map((s) => [...tableCells(s), s.non_2xx, s.errors, notesOf(s)]), [...RIGHT, true, true, false]));
   if (depthRows.length) {
-    log('');
-    log(`Queue depth does not matter: push+pop on one connection, ${CONFIG.depthOps} ops, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`);
-    log(table(['system/backend', `p50 / p99 ms @${fmtNum(CONFIG.shallowItems)}`, `p50 / p99 ms @${fmtNum(CONFIG.deepItems)}`, 'deep / shallow', 'req/s shallow / deep'], depthRows, [false, true, true, true, true]));
+    console_.push('');
+    console_.push(`Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`);
+    console_.push(table(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
   }
+  console_.push('');
+  for (const line of footnotes(meta, targets, summary)) console_.push(line);
+  log(console_.join('\n'));
 
-  // comparison
-  const boss = (s) => all.find((r) => r.system === 'pg-boss' && r.scenario === s);
-  const pp = (s) => all.find((r) => r.system === 'pushpop' && r.backend === 'postgres' && r.scenario === s);
-  if (boss('send') && pp('push_one_queue')) {
-    const cmpRows = [
-      ['enqueue (items/s)', 'push, 100 queues', fmtNum(pp('push_many_queues')?.items_per_s), 'send, one queue', fmtNum(boss('send').items_per_s), ratio(pp('push_many_queues')?.items_per_s, boss('send').items_per_s)],
-      ['enqueue (items/s)', 'push, one queue', fmtNum(pp('push_one_queue').items_per_s), 'send, one queue', fmtNum(boss('send').items_per_s), ratio(pp('push_one_queue').items_per_s, boss('send').items_per_s)],
-    ];
-    if (pp('pop_one_queue') && boss('fetch_complete')) {
-      cmpRows.push(['dequeue (items/s)', 'pop depth 1, one queue', fmtNum(pp('pop_one_queue').items_per_s), 'fetch+complete, one queue', fmtNum(boss('fetch_complete').items_per_s), ratio(pp('pop_one_queue').items_per_s, boss('fetch_complete').items_per_s)]);
-    }
-    log('');
-    log(`pushpop (HTTP, PostgreSQL) vs pg-boss ${meta.versions['pg-boss']} (IN-PROCESS, no HTTP, same PostgreSQL), ${CONFIG.connections} concurrent clients each, ${CONFIG.seconds} s`);
-    log(table(['operation', 'pushpop', 'items/s', 'pg-boss', 'items/s', 'pushpop / pg-boss'], cmpRows, [false, false, true, false, true, true]));
-    log('pushpop pays for HTTP parsing, validation and loopback TCP on every item (and shares the CPU with its load generator); pg-boss pays none of that here.');
+  const md = [];
+  md.push(markdownTable(HEADERS, mainRows.map(tableCells), RIGHT));
+  if (depthRows.length) {
+    md.push('');
+    md.push(`Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`);
+    md.push('');
+    md.push(markdownTable(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
   }
-
-  function ratio(a, b) {
-    return a && b ? `${(a / b).toFixed(2)}x` : '-';
-  }
+  md.push('');
+  for (const line of footnotes(meta, targets, summary)) md.push(`${line}\n`);
+  const bad = summary.filter((s) => s.non_2xx - s.http_429 > 0 || s.errors > 0 || s.ran_dry || !s.checks_ok || s.failed_rounds);
+  md.push(bad.length ? `Problems in this run: ${bad.map((s) => `${s.target} ${s.scenario}`).join(', ')} (see latest.json).\n` : 'Every response was 2xx, every count checked out, no queue ran dry.\n');
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(join(resultsDir, 'latest.md'), `${md.join('\n').trimEnd()}\n`);
 }
 
 // ---------------------------------------------------------------------------------------------
 // main
 
-async function main() {
-  const started = performance.now();
-  let commit = null;
+function gitInfo(dir) {
+  const git = (...args) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 }).trim();
   try {
-    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    // uncommitted changes to what is measured (bench/ itself does not count)
+    return { git_commit: git('rev-parse', '--short', 'HEAD'), git_dirty: git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench').length > 0 };
   } catch {
-    // not a git checkout
+    return { git_commit: null, git_dirty: null };
   }
+}
+
+async function main() {
   const meta = {
     date: new Date().toISOString(),
     node: process.versions.node,
     platform: `${os.platform()} ${os.release()}`,
     cpus: os.cpus().length,
     cpu_model: os.cpus()[0]?.model ?? null,
+    clk_tck: CLK_TCK,
     loadavg_start: os.loadavg().map((x) => round(x, 2)),
     loadavg_end: null,
-    git_commit: commit,
-    build_stale: buildIsStale,
-    versions: { autocannon: packageVersion('autocannon'), 'pg-boss': packageVersion('pg-boss'), postgres: null },
+    pushpop: { dir: pushpopDir, ...gitInfo(pushpopDir), build_stale: buildIsStale, version: null },
+    postgres: { machine: null, embedded: null },
+    versions: { autocannon: packageVersion('autocannon'), pg: packageVersion('pg'), 'pg-boss': packageVersion('pg-boss') },
     config: {
+      targets: CONFIG.targets,
+      scenarios: CONFIG.scenarios,
       seconds: CONFIG.seconds,
+      warmup_seconds: CONFIG.warmupSeconds,
+      rounds: CONFIG.rounds,
       connections: CONFIG.connections,
+      queues: CONFIG.queues,
       item_bytes: CONFIG.itemBytes,
-      many_queues: CONFIG.manyQueues,
-      batch_size: CONFIG.batchSize,
-      depth_ops: CONFIG.depthOps,
+      priorities: `0-${CONFIG.priorities - 1}`,
+      pop_depth: 1,
+      hot_backlog: CONFIG.hotBacklog,
+      max_prefill: CONFIG.maxPrefill,
       shallow_items: CONFIG.shallowItems,
       deep_items: CONFIG.deepItems,
-      max_prefill: CONFIG.maxPrefill,
-      backends: CONFIG.backends,
-      pgboss: CONFIG.pgboss,
-      postgres: CONFIG.pgServer,
+      depth_ops: CONFIG.depthOps,
+      stall_seconds: CONFIG.stallSeconds,
+      postgres_server: CONFIG.pgServer,
     },
-    comparison_note:
-      'pushpop is measured over HTTP (loopback, autocannon in the benchmark process, the service in a child process); pg-boss is measured in-process (direct library calls, no HTTP) on the same PostgreSQL, so the comparison is conservative for pushpop.',
+    notes: [
+      'The load generator (autocannon) runs in the benchmark process on the same machine as the targets and PostgreSQL.',
+      "The machine's PostgreSQL is shared by pushpop-postgres, floor and pgboss; it is measured while only one target is loaded (the others idle). Other clients of that server at the time are counted too.",
+      'Server CPU is the server process alone (utime+stime, children excluded); PostgreSQL CPU is the whole postmaster tree.',
+    ],
   };
+  try {
+    meta.pushpop.version = JSON.parse(readFileSync(join(pushpopDir, 'package.json'), 'utf8')).version ?? null;
+  } catch {
+    // no package.json
+  }
 
-  log(`pushpop benchmark: ${CONFIG.seconds} s per timed scenario, ${CONFIG.connections} connections, ${CONFIG.itemBytes}-byte JSON items, backends ${CONFIG.backends.join(', ')}${CONFIG.pgboss ? ' + pg-boss' : ''}`);
+  const perRun = CONFIG.scenarios.filter((s) => s !== 'depth').length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
+  const estimate = CONFIG.rounds * CONFIG.targets.length * perRun;
+  log(`pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`);
+  log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
+  log(`about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}`);
   log(`load average now ${meta.loadavg_start.join(' / ')} on ${meta.cpus} CPU(s): numbers from a busy machine are noisy`);
-  if (buildIsStale) log('WARNING: dist/ is older than src/ — the benchmark runs the last build; run `npm run build` to measure the current sources');
+  if (buildIsStale) log(`WARNING: ${join(pushpopDir, 'dist')} is older than its src/ — the benchmark runs the last build; run \`npm run build\` there to measure the current sources`);
 
-  const needsPostgres = CONFIG.backends.includes('postgres') || CONFIG.pgboss;
-  if (needsPostgres) {
+  let machine = { version: null, postmaster: null };
+  if (needsMachinePostgres) {
     try {
-      const client = new pg.Client({ connectionString: dbUrl('postgres'), connectionTimeoutMillis: 10_000 });
-      await client.connect();
-      meta.versions.postgres = (await client.query('SHOW server_version')).rows[0].server_version;
-      await client.end();
+      machine = await findMachinePostmaster();
+      meta.postgres.machine = machine.version;
     } catch (error) {
-      console.error(`cannot reach PostgreSQL at ${CONFIG.pgServer} (${error.message}); set BENCH_PG_URL, or BENCH_BACKENDS=pglite BENCH_PGBOSS=0 to run without it`);
-      process.exit(1);
+      console.error(`cannot reach PostgreSQL at ${CONFIG.pgServer} (${errorText(error)}); set BENCH_PG_URL, or BENCH_TARGETS=pushpop-embedded to run without it`);
+      return 1;
+    }
+    if (!machine.postmaster) {
+      problems.push('the postmaster of the machine PostgreSQL was not found in /proc: its CPU is not measured');
+      log('WARNING: the postmaster of the machine PostgreSQL was not found in /proc; its CPU is not measured');
     }
   }
 
-  const problems = [];
-  const all = [];
-  const guarded = async (label, fn) => {
-    try {
-      all.push(...(await fn()));
-    } catch (error) {
-      problems.push(`[${label}] FAILED: ${String(error?.message ?? error).split('\n')[0]}`);
-      log(`[${label}] FAILED: ${error?.stack ?? error}`);
+  const targets = [];
+  try {
+    // ---- start every target; they stay up for the whole run (the ones not being measured idle)
+    for (const name of CONFIG.targets) {
+      if (interrupted) break;
+      if (!name.startsWith('pushpop-') && CONFIG.scenarios.every((sc) => sc === 'depth')) {
+        progress(`${name}: not started (the depth scenario runs on pushpop targets only)`);
+        continue;
+      }
+      progress(`starting ${name} ...`);
+      try {
+        const t = await startTarget(name, machine);
+        targets.push(t);
+        progress(`  ${name} ready in ${t.readySeconds} s on ${t.url} (pid ${t.proc.pid}; PostgreSQL: ${t.pgLocation}${t.postmaster ? `, postmaster pid ${t.postmaster.pid}` : ''})`);
+        if (name === 'pushpop-embedded') meta.postgres.embedded = t.pgVersion;
+      } catch (error) {
+        problems.push(`${name}: FAILED to start: ${errorText(error)}`);
+        progress(`  ${name} FAILED to start: ${error instanceof Error ? error.message : String(error)}`);
+      }
     }
-  };
-  for (const backend of CONFIG.backends) {
-    await guarded(`pushpop/${backend}`, () => benchPushpop(backend, problems));
-    if (backend === 'postgres' && CONFIG.pgboss) {
-      const hint = all.find((r) => r.system === 'pushpop' && r.backend === 'postgres' && r.scenario === 'pop_one_queue')?.prefill?.items;
-      await guarded('pg-boss/postgres', () => benchPgBoss(problems, hint));
+
+    // ---- unmeasured set-up: create the queues
+    for (const t of targets) {
+      if (interrupted) break;
+      try {
+        await setUpQueues(t);
+      } catch (error) {
+        t.dead = `set-up failed: ${errorText(error)}`;
+        problems.push(`${t.name}: set-up FAILED: ${errorText(error)}`);
+        progress(`  ${t.name} set-up FAILED: ${errorText(error)}`);
+      }
     }
+
+    // ---- rounds: every live target through every scenario, the starting target rotating
+    for (let roundNo = 1; roundNo <= CONFIG.rounds && !interrupted; roundNo++) {
+      const order = targets.map((_, i) => targets[(i + roundNo - 1) % targets.length]);
+      progress(`round ${roundNo} of ${CONFIG.rounds}: ${order.map((t) => t.name).join(' → ')}`);
+      for (const t of order) {
+        if (interrupted) break;
+        for (const scenario of CONFIG.scenarios) {
+          if (interrupted || t.dead) break;
+          if (scenario === 'depth' && t.kind !== 'pushpop') continue;
+          if (!t.proc.alive()) {
+            const exit = t.proc.exitInfo();
+            t.dead = `exited (code ${exit?.code}, signal ${exit?.signal})`;
+            problems.push(`${t.name}: the server ${t.dead}; its remaining scenarios are skipped. Last output:\n${t.proc.output().slice(-2000)}`);
+            break;
+          }
+          if (t.postmaster && !isAlive(t.postmaster)) {
+            problems.push(`${t.name}: its PostgreSQL (pid ${t.postmaster.pid}) is gone`);
+            t.postmaster = null;
+          }
+          try {
+            await SCENARIO_FNS[scenario](t, roundNo);
+          } catch (error) {
+            failed(t, scenario, roundNo, error);
+          }
+        }
+        if (t.proc.alive()) t.rss.push({ round: roundNo, kb: rssKb(t.proc.pid) });
+      }
+    }
+  } finally {
+    // ---- stop everything
+    for (const t of targets) {
+      const rss = t.proc.alive() ? rssKb(t.proc.pid) : null;
+      if (rss !== null) t.rssEnd = rss;
+      const exit = await t.proc.stop();
+      if (t.pool) await t.pool.end().catch(() => undefined);
+      if (t.postmaster && t.name === 'pushpop-embedded' && isAlive(t.postmaster)) {
+        await sleep(2000);
+        if (await stopOrphanPostmaster(t.postmaster)) problems.push(`${t.name}: its embedded PostgreSQL (pid ${t.postmaster.pid}) was still running after the service stopped; stopped it`);
+      }
+      if (t.dataDir) {
+        rmSync(t.dataDir, { recursive: true, force: true });
+        tempDirs.delete(t.dataDir);
+      }
+      // the servers log at LOG_LEVEL=warn; shown when something went wrong with the target, always kept in latest.json
+      t.logLines = t.proc
+        .output()
+        .split('\n')
+        .filter((l) => l.trim() && !/ (listening on|stopped \()/.test(l));
+      const troubled = t.dead || problems.some((p) => p.startsWith(`${t.name} `) || p.startsWith(`${t.name}:`));
+      if (t.logLines.length > 0 && troubled) {
+        log(`${t.name} log (${t.logLines.length} line(s)${t.logLines.length > 15 ? ', last 15 shown' : ''}):`);
+        for (const line of t.logLines.slice(-15)) log(`    ${line}`);
+      } else if (t.logLines.length > 0) {
+        log(`${t.name}: ${t.logLines.length} log line(s) at LOG_LEVEL=warn (the last 100 are in latest.json)`);
+      }
+      log(`${t.name} stopped (${exit ? `code ${exit.code}, signal ${exit.signal}` : 'already gone'})`);
+      if (exit && exit.code !== 0 && exit.code !== null && !interrupted) problems.push(`${t.name}: the server exited with code ${exit.code} when stopped`);
+    }
+    if (needsMachinePostgres && !CONFIG.keepDatabases) {
+      for (const t of targets) {
+        if (t.db) await adminQuery(`DROP DATABASE IF EXISTS ${t.db} WITH (FORCE)`).catch((error) => log(`could not drop ${t.db}: ${errorText(error)}`));
+      }
+    }
+    agent.destroy();
   }
-  if (CONFIG.pgboss && !CONFIG.backends.includes('postgres')) await guarded('pg-boss/postgres', () => benchPgBoss(problems, undefined));
 
   meta.loadavg_end = os.loadavg().map((x) => round(x, 2));
-  meta.total_seconds = round((performance.now() - started) / 1000, 1);
-  printTables(all, meta);
-
-  mkdirSync(resultsDir, { recursive: true });
-  const file = join(resultsDir, 'latest.json');
-  writeFileSync(file, `${JSON.stringify({ meta, results: all, problems }, null, 2)}\n`);
+  meta.total_seconds = round((performance.now() - runStarted) / 1000, 1);
+  const summary = summarizeRows(targets);
+  printAndWrite(meta, targets, summary);
+  const targetInfo = Object.fromEntries(
+    targets.map((t) => [
+      t.name,
+      {
+        url: t.url,
+        pid: t.proc.pid,
+        ready_seconds: t.readySeconds,
+        database: t.db ?? (t.dataDir ? 'embedded (temporary DATA_DIR)' : null),
+        postgres: t.pgLocation,
+        postgres_version: t.pgVersion,
+        postmaster_pid: t.postmaster?.pid ?? null,
+        rss_kb_by_round: t.rss,
+        rss_kb_end: t.rssEnd ?? null,
+        depth_fill: t.depthFill,
+        dead: t.dead,
+        log_tail: (t.logLines ?? []).slice(-100),
+      },
+    ]),
+  );
+  writeFileSync(join(resultsDir, 'latest.json'), `${JSON.stringify({ meta, summary, targets: targetInfo, rounds: runRows, problems }, null, 2)}\n`);
   log('');
   if (problems.length) {
     log(`PROBLEMS (${problems.length}):`);
     for (const p of problems) log(`  - ${p}`);
   } else {
-    log('No problems: every pushpop response was 2xx, every count checked out, no queue ran dry.');
+    log('No problems: every response was 2xx, every count checked out, no queue ran dry.');
   }
-  log(`Load average at the end ${meta.loadavg_end.join(' / ')}. Total ${meta.total_seconds} s. Results: ${file}`);
+  log(`Total ${meta.total_seconds} s. Results: ${join(resultsDir, 'latest.md')} and latest.json`);
+  if (interrupted) return 130;
   return problems.length === 0 ? 0 : 1;
 }
 
 main().then(
   (code) => {
-    killChildren();
+    killEverything();
     process.exit(code);
   },
   (error) => {
-    console.error(`\nbenchmark failed: ${error?.stack ?? error}`);
-    killChildren();
+    console.error(`\nbenchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    killEverything();
     process.exit(1);
   },
 );
