@@ -5,6 +5,7 @@ import { ConfigModule } from './config/config.module.js';
 import type { Environment } from './config/environment.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { LockModule } from './lock/lock.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { QueueModule } from './queue/queue.module.js';
 
@@ -14,7 +15,7 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, HealthModule, MetricsModule, AdminModule.forRoot()],
+      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, LockModule, HealthModule, MetricsModule, AdminModule.forRoot()],
     };
   }
 }

@@ -112,6 +112,16 @@ describe('parseEnvironment', () => {
     expect(message).not.toContain('HOST');
   });
 
+  it('DATABASE_SCHEMA: a lower-case identifier, or unset', () => {
+    expect(parseEnvironment({}).DATABASE_SCHEMA).toBeUndefined();
+    expect(parseEnvironment({ DATABASE_SCHEMA: 'pushpop_2' }).DATABASE_SCHEMA).toBe('pushpop_2');
+    for (const bad of ['Pushpop', '2nd', 'a-b', 'x; DROP TABLE queues', 'a'.repeat(64)]) {
+      const error = thrown(() => parseEnvironment({ DATABASE_SCHEMA: bad }));
+      expect((error as EnvironmentError).problems, bad).toHaveLength(1);
+      expect((error as EnvironmentError).problems[0]).toMatch(/^DATABASE_SCHEMA=/);
+    }
+  });
+
   it('refuses BUFFER_SEGMENTS=0 (minimum 1) and accepts 1', () => {
     const error = thrown(() => parseEnvironment({ BUFFER_SEGMENTS: '0' }));
     expect(error).toBeInstanceOf(EnvironmentError);

@@ -1,5 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Max, Min, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
 const toInt = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string' || value.trim() === '') return value;
@@ -25,6 +25,13 @@ export class Environment {
   /** PostgreSQL connection string; unset means the embedded PostgreSQL server under DATA_DIR. */
   @IsOptional() @IsString()
   DATABASE_URL?: string;
+
+  /**
+   * PostgreSQL schema for pushpop's tables (created if missing), so that several services or
+   * test runs can share one database; unset uses the server's default (`public`).
+   */
+  @IsOptional() @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'DATABASE_SCHEMA must be a lower-case PostgreSQL identifier (a-z, 0-9, _)' })
+  DATABASE_SCHEMA?: string;
 
   /** Where the embedded database keeps its files. */
   @IsString()
@@ -79,7 +86,7 @@ export class EnvironmentError extends Error {
 
 /** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
 export function parseEnvironment(env: Record<string, string | undefined>): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL');
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA');
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];

@@ -2,10 +2,11 @@ import { Global, Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseProvider } from './database.provider.js';
 import { DatabaseReadyGuard } from './database-ready.guard.js';
+import { UnitOfWork } from './unit-of-work.js';
 
 @Global()
 @Module({
-  providers: [DatabaseProvider, DatabaseReadyGuard, { provide: DataSource, inject: [DatabaseProvider], useFactory: (db: DatabaseProvider) => db.dataSource }],
-  exports: [DataSource, DatabaseProvider, DatabaseReadyGuard],
+  providers: [DatabaseProvider, DatabaseReadyGuard, UnitOfWork, { provide: DataSource, inject: [DatabaseProvider], useFactory: (db: DatabaseProvider) => db.dataSource }],
+  exports: [DataSource, DatabaseProvider, DatabaseReadyGuard, UnitOfWork],
 })
 export class DatabaseModule {}

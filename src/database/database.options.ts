@@ -1,22 +1,24 @@
 import type { DataSourceOptions } from 'typeorm';
-import { QueueEntity } from '../segment-storage/queue.entity.js';
-import { SegmentItemEntity } from '../segment-storage/segment-item.entity.js';
-import { QueueLockEntity } from '../lock/queue-lock.entity.js';
+import { QueueEntity } from './entities/queue.entity.js';
+import { SegmentItemEntity } from './entities/segment-item.entity.js';
+import { QueueLockEntity } from './entities/queue-lock.entity.js';
 import { InitialSchema1764100000000 } from './migrations/1764100000000-initial-schema.js';
 import { AckLocks1764100000001 } from './migrations/1764100000001-ack-locks.js';
 import { OffloadedSegments1764100000002 } from './migrations/1764100000002-offloaded-segments.js';
-import { OffloadedSegmentEntity } from '../offload/offloaded-segment.entity.js';
+import { TurnStatement1764100000003 } from './migrations/1764100000003-turn-statement.js';
+import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
 
 /** Every entity of the service, for the one options builder below. */
 export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity];
 /** Committed migrations, in order. `synchronize` is never used. */
-export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002];
+export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003];
 
 /** The one place TypeORM options are built, for the service, the CLI data source and the tests. */
-export function buildDataSourceOptions(url: string, poolSize = 10): DataSourceOptions {
+export function buildDataSourceOptions(url: string, poolSize = 10, schema?: string): DataSourceOptions {
   return {
     type: 'postgres',
     url,
+    ...(schema ? { schema } : {}),
     entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
@@ -29,6 +31,8 @@ export function buildDataSourceOptions(url: string, poolSize = 10): DataSourceOp
       // A statement stuck for this long means the store is unwell; fail it rather than pile up.
       statement_timeout: 30_000,
       application_name: 'pushpop',
+      // Every connection resolves pushpop's tables and function in its schema.
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
     },
   };
 }

@@ -27,12 +27,14 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
   readonly embedded?: EmbeddedPostgres;
   private opening?: Promise<void>;
   private opened = false;
+  private readonly schema?: string;
 
   constructor(config: AppConfig) {
     const env = config.env;
+    this.schema = env.DATABASE_SCHEMA;
     this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
     this.url = env.DATABASE_URL ?? this.embedded!.url;
-    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE));
+    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA));
   }
 
   /** Whether the database answered and the schema is current. */
@@ -68,6 +70,7 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
     await runner.connect();
     try {
       await runner.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+      if (this.schema) await runner.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
       const applied = await this.dataSource.runMigrations({ transaction: 'all' });
       for (const m of applied) DatabaseProvider.logger.log(`Applied migration ${m.name}`);
     } finally {

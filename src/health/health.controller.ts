@@ -38,7 +38,7 @@ export class HealthController {
           .check('database')
           .attempt(async () => {
             if (!this.db.isReady) throw new Error('the database is starting');
-            await this.segments.ping(this.db.dataSource.manager);
+            await this.segments.ping();
           })
           .withTimeout(3000),
     ]);

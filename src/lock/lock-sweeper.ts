@@ -2,9 +2,8 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import { DatabaseProvider } from '../database/database.provider.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { LockRepository } from './lock.repository.js';
-import { LockService } from './lock.service.js';
-import { SegmentMover } from '../queue/queue-actor.js';
 
 /** Most queues expired in one sweep; the rest wait for the next tick (which comes at once). */
 const SWEEP_BATCH = 200;
@@ -13,8 +12,9 @@ const SWEEP_BATCH = 200;
  * Returns the items of expired locks even when nobody calls their queue: every
  * LOCK_SWEEP_INTERVAL_MS it asks the partial index on `queue_locks.expires_at` for due locks
  * (cost proportional to the due locks, never to the number of queues) and runs one ordinary
- * turn on each, which expires the lock. Safe with several processes: turns on a queue are
- * serialised by its row lock, and a process that comes second finds the lock already expired.
+ * turn on each, whose expiry hook returns the items. Safe with several processes: a queue's
+ * turns are serialised by its version check, and a process that comes second finds the lock
+ * already expired.
  */
 @Injectable()
 export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
@@ -27,9 +27,8 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly db: DatabaseProvider,
     private readonly locks: LockRepository,
-    private readonly lockService: LockService,
+    private readonly runner: TurnRunner,
     private readonly clock: Clock,
-    private readonly mover: SegmentMover,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -61,10 +60,11 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One sweep; returns how many due locks it found. */
   async sweep(): Promise<number> {
-    const due = await this.locks.findDue(this.db.dataSource.manager, this.clock.now(), SWEEP_BATCH);
+    const due = await this.locks.findDue(this.clock.now(), SWEEP_BATCH);
     for (const queueId of due) {
       if (this.stopped) break;
-      await this.lockService.turn(queueId, 'existing', async () => undefined, this.mover);
+      // An empty turn: the expiry hook at its start does the work.
+      await this.runner.run(queueId, { apply: () => undefined });
     }
     return due.length;
   }

@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
-import { OffloadModule } from '../offload/offload.module.js';
-import { ActorModule } from '../queue/actor.module.js';
+import { RuntimeModule } from '../queue/runtime/runtime.module.js';
+import { LockExpiry } from './lock-expiry.js';
 import { LockRepository } from './lock.repository.js';
-import { LockService } from './lock.service.js';
 import { LockSweeper } from './lock-sweeper.js';
 
+/** Lock expiry: the hook that expires a due lock at the start of every turn, and the sweep that runs turns on queues nobody calls. */
 @Module({
-  imports: [ActorModule, OffloadModule],
-  providers: [LockRepository, LockService, LockSweeper],
-  exports: [LockService, LockSweeper],
+  imports: [RuntimeModule],
+  providers: [LockRepository, LockExpiry, LockSweeper],
+  exports: [LockSweeper],
 })
 export class LockModule {}

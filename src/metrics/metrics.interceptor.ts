@@ -1,7 +1,8 @@
 import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
 import { Observable, tap } from 'rxjs';
 import { PushpopError } from '../common/errors.js';
-import { QueueController } from '../queue/queue.controller.js';
+import { COUNTED_OPERATIONS } from '../common/operations.decorator.js';
 import { MetricsService } from './metrics.service.js';
 
 interface CountedBody {
@@ -16,13 +17,16 @@ function outcomeOf(error: unknown): string {
   return typeof status === 'number' && status < 500 ? 'CLIENT_ERROR' : 'INTERNAL_ERROR';
 }
 
-/** Counts and times every queue operation (the queue controller's handlers) by name; counts items moved. */
+/** Counts and times every queue operation (handlers of controllers marked {@link CountedOperations}) by name; counts items moved. */
 @Injectable()
 export class MetricsInterceptor implements NestInterceptor {
-  constructor(private readonly metrics: MetricsService) {}
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly reflector: Reflector,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getClass() !== QueueController) return next.handle();
+    if (!this.reflector.get<boolean>(COUNTED_OPERATIONS, context.getClass())) return next.handle();
     const operation = context.getHandler().name;
     const stop = this.metrics.operationDuration.startTimer({ operation });
     return next.handle().pipe(

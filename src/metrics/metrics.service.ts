@@ -1,11 +1,12 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DataSource } from 'typeorm';
-import { LockService } from '../lock/lock.service.js';
-import { OffloadPolicy } from '../offload/offload.policy.js';
+import { DatabaseProvider } from '../database/database.provider.js';
+import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
-import { ActorRegistry } from '../queue/actor-registry.js';
 import { QueueEvents } from '../queue/queue-events.js';
+import { ActorRegistry } from '../queue/runtime/actor-registry.js';
+import { LockStats } from '../queue/runtime/lock-stats.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
@@ -31,8 +32,6 @@ export class MetricsService implements OnModuleInit {
   readonly itemsPopped = new Counter({ ...METRICS.itemsPopped, registers: [this.registry] });
   readonly acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers: [this.registry] });
   readonly itemsAcknowledged = new Counter({ ...METRICS.itemsAcknowledged, registers: [this.registry] });
-  readonly lockExpirations = new Counter({ ...METRICS.lockExpirations, registers: [this.registry] });
-  readonly itemsRedelivered = new Counter({ ...METRICS.itemsRedelivered, labelNames: METRICS.itemsRedelivered.labels, registers: [this.registry] });
   readonly storeDuration = new Histogram({
     ...METRICS.storeDuration,
     labelNames: METRICS.storeDuration.labels,
@@ -43,11 +42,12 @@ export class MetricsService implements OnModuleInit {
 
   constructor(
     private readonly actors: ActorRegistry,
+    private readonly runner: TurnRunner,
     private readonly events: QueueEvents,
-    private readonly locks: LockService,
-    private readonly offload: OffloadPolicy,
+    private readonly lockStats: LockStats,
+    private readonly offloadStats: OffloadStats,
     private readonly store: OffloadStore,
-    private readonly dataSource: DataSource,
+    private readonly db: DatabaseProvider,
   ) {}
 
   onModuleInit(): void {
@@ -57,43 +57,35 @@ export class MetricsService implements OnModuleInit {
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
       this.registry.removeSingleMetric(DEFAULT_METRICS_PREFIX + name);
     }
-    this.actors.observer = { turn: (seconds, ok) => this.storeDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds) };
-    this.locks.events = {
-      expired: (items) => {
-        this.lockExpirations.inc();
-        this.itemsRedelivered.inc({ reason: 'expired' }, items);
-      },
-      released: (items) => this.itemsRedelivered.inc({ reason: 'released' }, items),
-    };
+    this.runner.observer = { turnFinished: (seconds, ok) => this.storeDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds) };
     this.registerRuntimeMetrics();
   }
 
   private registerRuntimeMetrics(): void {
-    const { actors, events, offload } = this;
-    const stats = offload.stats;
-    const fromStats = (def: { name: string; help: string }, read: () => number): void => {
-      // A counter mirroring a monotonic count kept by the offload policy.
+    const { actors, events, runner, lockStats } = this;
+    const stats = this.offloadStats;
+    const fromStats = (def: { name: string; help: string; labels?: readonly string[] }, read: () => number | Record<string, number>): void => {
+      // A counter mirroring monotonic counts kept by the runtime (optionally by one label).
       new Counter({
         ...def,
+        labelNames: def.labels ?? [],
         registers: [this.registry],
         collect(this: Counter) {
           this.reset();
-          this.inc(read());
+          const value = read();
+          if (typeof value === 'number') this.inc(value);
+          else for (const [label, n] of Object.entries(value)) this.inc({ [def.labels![0]]: label }, n);
         },
       });
     };
+    fromStats(METRICS.lockExpirations, () => lockStats.lockExpirations);
+    fromStats(METRICS.itemsRedelivered, () => lockStats.itemsRedelivered);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
     fromStats(METRICS.segmentLoadFailures, () => stats.loadFailures);
-    new Histogram({
-      ...METRICS.segmentLoadDuration,
-      buckets: LATENCY_BUCKETS,
-      registers: [this.registry],
-      collect(this: Histogram) {
-        for (const seconds of stats.loadSeconds.splice(0)) this.observe(seconds);
-      },
-    });
+    const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+    stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
       new Gauge({
         ...def,
@@ -105,14 +97,14 @@ export class MetricsService implements OnModuleInit {
     };
     gauge(METRICS.activeActors, () => actors.activeActors);
     gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
-    gauge(METRICS.waitingOperations, () => actors.waitingOperations);
+    gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
     gauge(METRICS.offloadedSegments, () => this.countOffloaded());
   }
 
   private async countOffloaded(): Promise<number> {
     if (Date.now() - this.offloadedCount.at > OFFLOADED_COUNT_TTL_MS) {
-      const value = await this.store.countSegments({ tx: this.dataSource.manager }).catch(() => this.offloadedCount.value);
+      const value = this.db.isReady ? await this.store.countSegments().catch(() => this.offloadedCount.value) : this.offloadedCount.value;
       this.offloadedCount = { value, at: Date.now() };
     }
     return this.offloadedCount.value;

@@ -1,34 +1,43 @@
 import { Injectable } from '@nestjs/common';
-import { OffloadContext, OffloadStore } from './offload-store.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import { OffloadStore } from './offload-store.js';
 
 /**
- * The default offload store: a table of its own in the service's database, written in the
- * turn's transaction, so moving a segment out or back is atomic with the queue's metadata.
+ * The default offload store: a table of its own in the service's database, keyed by queue id
+ * first (like every table, so it can be distributed by queue). Turns write it with their own
+ * statement (moves are atomic with the queue's metadata); the methods here read it, and serve
+ * callers outside a turn.
  */
 @Injectable()
 export class DatabaseOffloadStore extends OffloadStore {
-  readonly transactional = true;
+  constructor(private readonly uow: UnitOfWork) {
+    super();
+  }
 
-  async save(key: string, queueId: string, items: string[], { tx }: OffloadContext): Promise<void> {
-    await tx.query(
-      `INSERT INTO offloaded_segments (key, queue_id, items) VALUES ($1, $2, $3::text[])
-       ON CONFLICT (key) DO UPDATE SET items = EXCLUDED.items, queue_id = EXCLUDED.queue_id, created_at = now()`,
-      [key, queueId, items],
+  override get inDatabase(): boolean {
+    return true;
+  }
+
+  async save(queueId: string, key: string, items: readonly string[]): Promise<void> {
+    await this.uow.executor.query(
+      `INSERT INTO offloaded_segments (queue_id, key, items) VALUES ($1, $2, $3::text[])
+       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()`,
+      [queueId, key, items],
     );
   }
 
-  async load(key: string, { tx }: OffloadContext): Promise<string[] | undefined> {
-    const rows: { items: string[] }[] = await tx.query(`SELECT items FROM offloaded_segments WHERE key = $1`, [key]);
+  async load(queueId: string, key: string): Promise<string[] | undefined> {
+    const rows: { items: string[] }[] = await this.uow.executor.query(`SELECT items FROM offloaded_segments WHERE queue_id = $1 AND key = $2`, [queueId, key]);
     return rows[0]?.items;
   }
 
-  async delete(keys: string[], { tx }: OffloadContext): Promise<void> {
+  async delete(queueId: string, keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
-    await tx.query(`DELETE FROM offloaded_segments WHERE key = ANY($1::varchar[])`, [keys]);
+    await this.uow.executor.query(`DELETE FROM offloaded_segments WHERE queue_id = $1 AND key = ANY($2::varchar[])`, [queueId, keys]);
   }
 
-  async countSegments({ tx }: OffloadContext): Promise<number> {
-    const rows: { n: string }[] = await tx.query(`SELECT count(*) AS n FROM offloaded_segments`);
+  async countSegments(): Promise<number> {
+    const rows: { n: string }[] = await this.uow.executor.query(`SELECT count(*) AS n FROM offloaded_segments`);
     return Number(rows[0]?.n ?? 0);
   }
 }

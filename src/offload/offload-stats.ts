@@ -1,9 +1,15 @@
-/** Counters of the offload policy, published by the metrics module. */
+import { Injectable } from '@nestjs/common';
+
+/**
+ * Counters of segment moves, kept by the turn runner as it carries them out and read by the
+ * metrics module. Moves count once their turn committed; failures count when they happen.
+ */
+@Injectable()
 export class OffloadStats {
   segmentsOffloaded = 0;
   offloadFailures = 0;
   segmentsLoaded = 0;
   loadFailures = 0;
-  /** Seconds each successful load took (drained by the metrics module into a histogram). */
-  readonly loadSeconds: number[] = [];
+  /** Called with the seconds each successful load took (the metrics module observes it). */
+  onLoad?: (seconds: number) => void;
 }

@@ -1,16 +1,11 @@
 import { Module } from '@nestjs/common';
-import { SegmentMover } from '../queue/queue-actor.js';
 import { DatabaseOffloadStore } from './database-offload-store.repository.js';
-import { OffloadPolicy } from './offload.policy.js';
+import { OffloadStats } from './offload-stats.js';
 import { OffloadStore } from './offload-store.js';
 
-/** Offloading: the store (swap the adapter here) and the policy that moves segments. */
+/** Offloading's infrastructure: the store (swap the adapter here) and its counters. The decisions are the queue core's. */
 @Module({
-  providers: [
-    { provide: OffloadStore, useClass: DatabaseOffloadStore },
-    OffloadPolicy,
-    { provide: SegmentMover, useExisting: OffloadPolicy },
-  ],
-  exports: [OffloadStore, OffloadPolicy, SegmentMover],
+  providers: [{ provide: OffloadStore, useClass: DatabaseOffloadStore }, OffloadStats],
+  exports: [OffloadStore, OffloadStats],
 })
 export class OffloadModule {}

@@ -15,6 +15,7 @@ import {
   QueueListDto,
 } from './dto/queue-responses.dto.js';
 import { ApiErrors } from '../common/api-errors.decorator.js';
+import { CountedOperations } from '../common/operations.decorator.js';
 import { LockErrorResponseDto } from '../common/error-response.dto.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
@@ -30,6 +31,7 @@ const QUEUE_ID_PARAM = {
 /** The HTTP contract of the queues; validation only, the service does the work. */
 @ApiTags('queues')
 @Controller()
+@CountedOperations()
 @UseGuards(DatabaseReadyGuard)
 export class QueueController {
   constructor(private readonly queues: QueueService) {}
@@ -40,8 +42,7 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
-    const { priority } = await this.queues.push(queueId, body.item, body.priority);
-    return { success: true, message: `Item pushed to queue ${queueId} at priority ${priority}` };
+    return this.queues.push(queueId, body.item, body.priority);
   }
 
   /** Pushes 1-1000 items, all or nothing, in the given order. */
@@ -50,8 +51,7 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
-    const count = await this.queues.pushBatch(queueId, body.items);
-    return { success: true, count, message: `${count} item(s) pushed to queue ${queueId}` };
+    return this.queues.pushBatch(queueId, body.items);
   }
 
   /**
@@ -82,8 +82,7 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
-    const count = await this.queues.acknowledge(queueId, body.lock_id);
-    return { success: true, message: `Successfully acknowledged ${count} item(s)`, items_acknowledged: count };
+    return this.queues.acknowledge(queueId, body.lock_id);
   }
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
@@ -92,8 +91,7 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
-    const expiresAt = await this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
-    return { success: true, lock_id: body.lock_id!, lock_expires_at: expiresAt };
+    return this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
   }
 
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
@@ -102,8 +100,7 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
-    const returned = await this.queues.release(queueId, body.lock_id);
-    return { success: true, items_returned: returned };
+    return this.queues.release(queueId, body.lock_id);
   }
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
@@ -142,7 +139,6 @@ export class QueueController {
   @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {
-    const itemsDeleted = await this.queues.deleteQueue(queueId);
-    return { success: true, items_deleted: itemsDeleted };
+    return this.queues.deleteQueue(queueId);
   }
 }

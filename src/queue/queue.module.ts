@@ -1,15 +1,12 @@
 import { Module } from '@nestjs/common';
-import { OffloadModule } from '../offload/offload.module.js';
-import { LockModule } from '../lock/lock.module.js';
-import { ActorModule } from './actor.module.js';
-import { QueueEvents } from './queue-events.js';
+import { RuntimeModule } from './runtime/runtime.module.js';
 import { QueueController } from './queue.controller.js';
 import { QueueService } from './queue.service.js';
 
 @Module({
-  imports: [ActorModule, LockModule, OffloadModule],
+  imports: [RuntimeModule],
   controllers: [QueueController],
-  providers: [QueueEvents, QueueService],
-  exports: [QueueService, QueueEvents],
+  providers: [QueueService],
+  exports: [QueueService, RuntimeModule],
 })
 export class QueueModule {}

@@ -1,48 +1,57 @@
 /**
- * Metadata of one priority of one queue, as stored in `queues.priorities` (keyed by the
- * priority as a decimal string). Field names follow seed 003's metadata document.
- *
- * Invariants (hold after every committed turn):
- * - `head_segment <= tail_segment`; items live in segments head..tail, popped from the head,
- *   pushed to the tail.
- * - every segment strictly between head and tail holds exactly `segment_size` items;
- * - the offloaded range, when set, is contiguous and lies inside
- *   `(head_segment + buffer_segments, tail_segment)`;
- * - the entry exists only while `count > 0`.
+ * The stored form of a queue, as the repository reads and writes it. (The queue core has
+ * structurally identical types of its own; neither side imports the other.)
  */
-export interface PriorityMetadata {
+
+/** One priority's entry of `queues.priorities` (keyed by the priority as a decimal string). */
+export interface StoredPriority {
   count: number;
   head_segment: number;
   tail_segment: number;
   head_offloaded_segment: number | null;
   tail_offloaded_segment: number | null;
-  /** Position the next pushed item gets in the tail segment; the tail is full at `segment_size`. */
   next_position: number;
-  /** Position of the first item of the head segment; returned items go just below it. */
   head_position: number;
 }
 
-/** The queue row as the actor needs it. */
-export interface QueueRow {
-  version: string;
-  segmentSize: number;
-  bufferSegments: number;
-  itemCount: number;
-  priorities: Record<string, PriorityMetadata>;
-  createdAt: Date;
+/** A `queue_locks` row (times in epoch milliseconds). */
+export interface StoredLock {
+  readonly lockId: string;
+  readonly state: 'active' | 'expired';
+  readonly items: readonly { readonly priority: number; readonly json: string }[];
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/** A `queues` row with its lock. */
+export interface StoredQueue {
+  readonly version: number;
+  readonly settings: { readonly segmentSize: number; readonly bufferSegments: number };
+  readonly priorities: Record<string, StoredPriority>;
+  readonly lock: StoredLock | null;
 }
 
 /** One item row of a segment. `json` is the item's JSON text, exactly as stored. */
-export interface SegmentEntry {
-  position: number;
-  json: string;
+export interface StoredEntry {
+  readonly position: number;
+  readonly json: string;
 }
 
-/** Rows to insert: all of one priority and segment, positions ascending. */
-export interface SegmentInsert {
-  priority: number;
-  segment: number;
-  entries: SegmentEntry[];
+/** Everything one turn writes; see the `pushpop_write_turn` migration for how it is applied. */
+export interface StoredTurnWrite {
+  readonly expectedVersion: number | null;
+  readonly newVersion: number;
+  readonly deleteQueue: boolean;
+  readonly settings: { readonly segmentSize: number; readonly bufferSegments: number };
+  readonly itemCount: number;
+  readonly priorities: Record<string, StoredPriority>;
+  readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly through: number }[];
+  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
+  readonly lock: { readonly op: 'upsert'; readonly lock: StoredLock } | { readonly op: 'delete' } | undefined;
+  /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store). */
+  readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];
+  /** Keys deleted from the `offloaded_segments` table by this turn (when that is the offload store). */
+  readonly storeDeletes: readonly string[];
 }
 
 /** A listing row for `GET /queues`. */

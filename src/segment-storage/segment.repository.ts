@@ -1,122 +1,124 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
-import type { PriorityMetadata, QueueListRow, QueueRow, SegmentEntry, SegmentInsert } from './queue-metadata.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+import type { QueueListRow, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from './queue-metadata.js';
 
 interface RawQueueRow {
   version: string;
   segment_size: number;
   buffer_segments: number;
-  item_count: string;
-  priorities: Record<string, PriorityMetadata>;
-  created_at: Date;
+  priorities: Record<string, StoredPriority>;
+  lock_id: string | null;
+  lock_state: 'active' | 'expired' | null;
+  lock_priorities: number[] | null;
+  lock_items: string[] | null;
+  lock_created_at: Date | null;
+  lock_expires_at: Date | null;
 }
 
-const QUEUE_COLUMNS = 'version, segment_size, buffer_segments, item_count, priorities, created_at';
+const LOAD_QUEUE = `
+  SELECT q.version, q.segment_size, q.buffer_segments, q.priorities,
+         l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
+         l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
+    FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
+   WHERE q.queue_id = $1`;
 
-function toQueueRow(raw: RawQueueRow): QueueRow {
+const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 26 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+
+function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
-    version: String(raw.version),
-    segmentSize: raw.segment_size,
-    bufferSegments: raw.buffer_segments,
-    itemCount: Number(raw.item_count),
+    version: Number(raw.version),
+    settings: { segmentSize: raw.segment_size, bufferSegments: raw.buffer_segments },
     priorities: raw.priorities,
-    createdAt: raw.created_at,
+    lock:
+      raw.lock_id === null
+        ? null
+        : {
+            lockId: raw.lock_id,
+            state: raw.lock_state!,
+            items: raw.lock_items!.map((json, i) => ({ json, priority: raw.lock_priorities![i] })),
+            createdAt: raw.lock_created_at!.getTime(),
+            expiresAt: raw.lock_expires_at!.getTime(),
+          },
   };
 }
 
 /**
- * The SQL of queue metadata and segments. Every method takes the EntityManager to run on: the
- * turn's transaction inside a turn (a turn holds one pool connection and uses no other).
+ * The SQL of queues, their segments and their locks. Runs on the unit of work's executor: the
+ * turn's transaction when the turn runs under the queue's row lock, else the pool (each
+ * statement its own transaction).
  */
 @Injectable()
 export class SegmentRepository {
+  constructor(private readonly uow: UnitOfWork) {}
+
   /**
-   * Locks the queue row for the rest of the transaction and reads it. This lock is what makes
-   * a queue an actor across processes: a second process's turn on the same queue waits here
-   * until the first commits, then reads the committed version.
+   * The queue row and its lock, or undefined. With `forUpdate` (inside a transaction) the row
+   * stays locked until the transaction ends: a turn of another process on the same queue waits.
    */
-  async lockQueue(tx: EntityManager, queueId: string): Promise<QueueRow | undefined> {
-    const rows: RawQueueRow[] = await tx.query(`SELECT ${QUEUE_COLUMNS} FROM queues WHERE queue_id = $1 FOR UPDATE`, [queueId]);
-    return rows[0] ? toQueueRow(rows[0]) : undefined;
+  async loadQueue(queueId: string, forUpdate = false): Promise<StoredQueue | undefined> {
+    const rows: RawQueueRow[] = await this.uow.executor.query(forUpdate ? `${LOAD_QUEUE} FOR UPDATE OF q` : LOAD_QUEUE, [queueId]);
+    return rows[0] ? toStoredQueue(rows[0]) : undefined;
   }
 
-  /** Like {@link lockQueue}, creating the queue with the given settings when it does not exist. */
-  async lockOrCreateQueue(tx: EntityManager, queueId: string, segmentSize: number, bufferSegments: number): Promise<QueueRow> {
-    const existing = await this.lockQueue(tx, queueId);
-    if (existing) return existing;
-    await tx.query(
-      `INSERT INTO queues (queue_id, segment_size, buffer_segments) VALUES ($1, $2, $3) ON CONFLICT (queue_id) DO NOTHING`,
-      [queueId, segmentSize, bufferSegments],
+  /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
+  async loadSegments(queueId: string, segments: readonly { priority: number; segment: number }[]): Promise<Map<string, StoredEntry[]>> {
+    const rows: { priority: number; segment: string; position: number; item: string }[] = await this.uow.executor.query(
+      `SELECT s.priority, s.segment, s.position, s.item
+         FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment
+        WHERE s.queue_id = $1
+        ORDER BY s.priority, s.segment, s.position`,
+      [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)],
     );
-    const created = await this.lockQueue(tx, queueId);
-    if (!created) throw new Error(`queue ${queueId} vanished while being created`);
-    return created;
-  }
-
-  /** Writes the metadata and gives the queue a new version, returned. */
-  async saveQueue(tx: EntityManager, queueId: string, itemCount: number, priorities: Record<string, PriorityMetadata>): Promise<string> {
-    // For UPDATE, TypeORM's query() answers [rows, affectedCount].
-    const [rows]: [{ version: string }[], number] = await tx.query(
-      `UPDATE queues SET version = nextval('queue_versions'), item_count = $2, priorities = $3::jsonb, updated_at = now()
-        WHERE queue_id = $1 RETURNING version`,
-      [queueId, itemCount, JSON.stringify(priorities)],
-    );
-    if (!rows[0]) throw new Error(`queue ${queueId} vanished during its turn`);
-    return String(rows[0].version);
-  }
-
-  async loadSegment(tx: EntityManager, queueId: string, priority: number, segment: number): Promise<SegmentEntry[]> {
-    const rows: { position: number; item: string }[] = await tx.query(
-      `SELECT position, item FROM segment_items WHERE queue_id = $1 AND priority = $2 AND segment = $3 ORDER BY position`,
-      [queueId, priority, segment],
-    );
-    return rows.map((r) => ({ position: r.position, json: r.item }));
-  }
-
-  /** Inserts items of any number of segments in one statement. */
-  async insertItems(tx: EntityManager, queueId: string, inserts: SegmentInsert[]): Promise<void> {
-    const priorities: number[] = [];
-    const segments: number[] = [];
-    const positions: number[] = [];
-    const items: string[] = [];
-    for (const insert of inserts) {
-      for (const entry of insert.entries) {
-        priorities.push(insert.priority);
-        segments.push(insert.segment);
-        positions.push(entry.position);
-        items.push(entry.json);
-      }
+    const out = new Map<string, StoredEntry[]>();
+    for (const row of rows) {
+      const key = `${row.priority}:${row.segment}`;
+      let list = out.get(key);
+      if (!list) out.set(key, (list = []));
+      list.push({ position: row.position, json: row.item });
     }
-    if (items.length === 0) return;
-    await tx.query(
-      `INSERT INTO segment_items (queue_id, priority, segment, position, item)
-       SELECT $1, p, s, pos, i FROM unnest($2::int[], $3::bigint[], $4::int[], $5::text[]) AS t(p, s, pos, i)`,
-      [queueId, priorities, segments, positions, items],
-    );
+    return out;
   }
 
-  /** Deletes the items of one segment up to and including `lastPosition` (popped from the front). */
-  async deleteThrough(tx: EntityManager, queueId: string, priority: number, segment: number, lastPosition: number): Promise<void> {
-    await tx.query(`DELETE FROM segment_items WHERE queue_id = $1 AND priority = $2 AND segment = $3 AND position <= $4`, [
+  /**
+   * Applies a turn's write in one statement (queue row, segment rows, lock, and the
+   * `offloaded_segments` rows of the in-database offload store), if the queue row still has `expectedVersion`
+   * (or, to create it, has no row). Returns false, having written nothing, otherwise.
+   */
+  async writeTurn(queueId: string, write: StoredTurnWrite): Promise<boolean> {
+    const lock = write.lock?.op === 'upsert' ? write.lock.lock : undefined;
+    const rows: { applied: boolean }[] = await this.uow.executor.query(WRITE_TURN, [
       queueId,
-      priority,
-      segment,
-      lastPosition,
+      write.expectedVersion,
+      write.newVersion,
+      write.deleteQueue,
+      write.settings.segmentSize,
+      write.settings.bufferSegments,
+      write.itemCount,
+      JSON.stringify(write.priorities),
+      write.deletes.map((d) => d.priority),
+      write.deletes.map((d) => d.segment),
+      write.deletes.map((d) => d.through),
+      write.inserts.map((i) => i.priority),
+      write.inserts.map((i) => i.segment),
+      write.inserts.map((i) => i.position),
+      write.inserts.map((i) => i.json),
+      write.lock?.op ?? null,
+      lock?.lockId ?? null,
+      lock?.state ?? null,
+      lock?.items.map((i) => i.priority) ?? null,
+      lock?.items.map((i) => i.json) ?? null,
+      lock?.createdAt ?? null,
+      lock?.expiresAt ?? null,
+      write.storeSaves.map((s) => s.key),
+      write.storeSaves.map((s) => s.items.length),
+      write.storeSaves.flatMap((s) => s.items),
+      write.storeDeletes,
     ]);
-  }
-
-  async deleteSegment(tx: EntityManager, queueId: string, priority: number, segment: number): Promise<void> {
-    await tx.query(`DELETE FROM segment_items WHERE queue_id = $1 AND priority = $2 AND segment = $3`, [queueId, priority, segment]);
-  }
-
-  /** Deletes the queue row and every item; returns how many items were waiting. */
-  async deleteQueue(tx: EntityManager, queueId: string): Promise<void> {
-    await tx.query(`DELETE FROM segment_items WHERE queue_id = $1`, [queueId]);
-    await tx.query(`DELETE FROM queues WHERE queue_id = $1`, [queueId]);
+    return rows[0]?.applied === true;
   }
 
   /** Queues in id order after `cursor`, whose id starts with `prefix`. Uses the primary key index. */
-  async listQueues(tx: EntityManager, prefix: string, after: string | undefined, limit: number): Promise<QueueListRow[]> {
+  async listQueues(prefix: string, after: string | undefined, limit: number): Promise<QueueListRow[]> {
     const params: unknown[] = [];
     const where: string[] = [];
     if (prefix !== '') {
@@ -128,7 +130,7 @@ export class SegmentRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows: { queue_id: string; item_count: string; lock_expires_at: Date | null }[] = await tx.query(
+    const rows: { queue_id: string; item_count: string; lock_expires_at: Date | null }[] = await this.uow.executor.query(
       `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at
          FROM (SELECT queue_id, item_count FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
          LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
@@ -138,23 +140,7 @@ export class SegmentRepository {
     return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null }));
   }
 
-  /**
-   * Runs `fn` under a savepoint: if it fails, only its own statements are undone and the
-   * transaction stays usable (PostgreSQL aborts a whole transaction on any error otherwise).
-   */
-  async withSavepoint<T>(tx: EntityManager, fn: () => Promise<T>): Promise<T> {
-    await tx.query('SAVEPOINT pushpop_step');
-    try {
-      const value = await fn();
-      await tx.query('RELEASE SAVEPOINT pushpop_step');
-      return value;
-    } catch (error) {
-      await tx.query('ROLLBACK TO SAVEPOINT pushpop_step');
-      throw error;
-    }
-  }
-
-  async ping(tx: EntityManager): Promise<void> {
-    await tx.query('SELECT 1');
+  async ping(): Promise<void> {
+    await this.uow.executor.query('SELECT 1');
   }
 }

@@ -65,9 +65,8 @@ const OTHER_ID = 'AAAAAAAAAAA';
 
 describe(`acknowledgement locks (${databaseKind})`, () => {
   /**
-   * In this service only requests expire locks: its sweep is stopped, also because tests here
-   * move its clock minutes ahead, and a sweep on that clock would expire other files' locks on
-   * a shared database.
+   * In this service only requests expire locks (its sweep is stopped): the tests here check
+   * that each kind of request expires a due lock, on a clock they move ahead.
    */
   let svc: TestService;
   beforeAll(async () => {

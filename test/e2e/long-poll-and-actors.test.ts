@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LockSweeper } from '../../src/lock/lock-sweeper.js';
-import { ActorRegistry } from '../../src/queue/actor-registry.js';
+import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -56,9 +55,6 @@ describe('actor lifecycle', () => {
   let svc: TestService;
   beforeAll(async () => {
     svc = await startService({ env: { ACTOR_IDLE_TIMEOUT_MS: '200' } });
-    // Counts below are this test's actors alone: on a shared PostgreSQL this service's lock
-    // sweep would otherwise activate other files' queues (expiring their locks).
-    await svc.app.get(LockSweeper).onModuleDestroy();
   });
   afterAll(async () => {
     await svc.close();

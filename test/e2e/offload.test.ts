@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OffloadPolicy } from '../../src/offload/offload.policy.js';
-import { ActorRegistry } from '../../src/queue/actor-registry.js';
+import { OffloadStats } from '../../src/offload/offload-stats.js';
+import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import {
   expectCountsMatch,
   expectOffloadInvariant,
@@ -190,7 +190,7 @@ describe('FIFO and priority order through offload and load: 5,000 items, 3 prior
     const where = `(seed ${seed}, ${databaseKind})`;
     const q = uniqueQueueId('order');
     const model = new QueueModel();
-    const stats = svc.app.get(OffloadPolicy).stats;
+    const stats = svc.app.get(OffloadStats);
     const before = { ...stats };
     const priorities = [0, 1, 2];
     const next = new Map<number, number>();
@@ -323,12 +323,12 @@ describe('restart with offloaded segments (SEGMENT_SIZE 10, BUFFER_SEGMENTS 2)',
     const mid = await inspectQueue(svc.http, q, where);
     expectCountsMatch(mid, model, `${where} after restart + push`);
     expectOffloadInvariant(mid, 'after-push', `${where} after restart + push`);
-    const loadedBefore = svc.app.get(OffloadPolicy).stats.segmentsLoaded;
+    const loadedBefore = svc.app.get(OffloadStats).segmentsLoaded;
     while (model.count() > 0) {
       await pop(rnd.int(1, 100));
       if (model.count() > 0) expectOffloadInvariant(await inspectQueue(svc.http, q, where), 'at-rest', `${where} draining after restart`);
     }
-    expect(svc.app.get(OffloadPolicy).stats.segmentsLoaded - loadedBefore, `${where}: segments offloaded before the restart were loaded back by the new process`).toBeGreaterThan(10);
+    expect(svc.app.get(OffloadStats).segmentsLoaded - loadedBefore, `${where}: segments offloaded before the restart were loaded back by the new process`).toBeGreaterThan(10);
     expect((await svc.http.post(`/queue/${q}/pop?depth=10`)).body).toStrictEqual({ items: [], count: 0 });
     expect(await storedRows(svc.app, q), `${where}: nothing left in either table`).toStrictEqual({ items: 0, offloaded: 0 });
   });

@@ -1,9 +1,8 @@
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseProvider } from '../../src/database/database.provider.js';
 import { acknowledge, closeWithin, extendLock, LOCK_ID_PATTERN, popAck, pushAll, release } from '../support/lock-helpers.js';
 import { drain, range, seededRandom, sleep, testSeed } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Many consumers racing `pop?require_ack=true` on one queue (one service, then two services on
@@ -268,10 +267,8 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
   let B: TestService;
   beforeAll(async () => {
     A = await startService({ env: { SEGMENT_SIZE: '7' } });
-    const url = A.app.get(DatabaseProvider).url;
-    expect(url).toMatch(/^postgres(ql)?:\/\//);
     // B shares A's database: A's embedded server, or TEST_DATABASE_URL.
-    B = await startService({ env: { SEGMENT_SIZE: '7', DATABASE_URL: url, DB_POOL_SIZE: '4' } });
+    B = await startService({ env: { SEGMENT_SIZE: '7', ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
   });
   afterAll(async () => {
     // B first: on the embedded database, A owns the server B uses.

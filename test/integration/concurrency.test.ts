@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseProvider } from '../../src/database/database.provider.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { answer, Answer, drain, groupBy, range, seededRandom, sleep, testSeed, until, within } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Concurrency of the actor turn: many clients on one queue, two service processes on one
@@ -116,10 +116,8 @@ describe('concurrency', () => {
   beforeAll(async () => {
     // Small segments, so that segments roll over (and get deleted) all the time.
     A = await startService({ env: { SEGMENT_SIZE: '5' } });
-    const url = A.app.get(DatabaseProvider).url;
-    expect(url).toMatch(/^postgres(ql)?:\/\//);
     // B shares A's database: A's embedded server (through its socket, with its password), or TEST_DATABASE_URL.
-    B = await startService({ env: { SEGMENT_SIZE: '5', DATABASE_URL: url, DB_POOL_SIZE: '4' } });
+    B = await startService({ env: { SEGMENT_SIZE: '5', ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
   });
 
   afterAll(async () => {
@@ -415,6 +413,14 @@ describe('concurrency', () => {
     it('30 concurrent batch pushes with MAX_PENDING_PER_QUEUE=2: some 429 QUEUE_BUSY with Retry-After, every 200 really queued', async () => {
       const q = uniqueQueueId('busy');
       const BATCH = 100;
+      // Slow turns (50 ms per write), so that the 30 requests pile up behind the queue's turn
+      // however fast the machine is; the line is what this test is about.
+      const segments = C.app.get(SegmentRepository);
+      const write = segments.writeTurn.bind(segments);
+      const slow = vi.spyOn(segments, 'writeTurn').mockImplementation(async (...args) => {
+        await sleep(50);
+        return write(...args);
+      });
       const responses = await Promise.all(
         range(30).map(async (b) => {
           const items = range(BATCH).map((i) => ({ item: { b, i } }));
@@ -433,6 +439,7 @@ describe('concurrency', () => {
         expect(res.headers['retry-after'], 'Retry-After header').toMatch(/^\d+$/);
       }
       for (const { res } of ok) expect(res.body).toMatchObject({ success: true, count: BATCH });
+      slow.mockRestore();
 
       const info = await answer(C.http.get(`/queue/${q}`));
       expect(info.status).toBe(200);

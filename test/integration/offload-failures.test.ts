@@ -1,5 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { OffloadPolicy } from '../../src/offload/offload.policy.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { OffloadStats } from '../../src/offload/offload-stats.js';
 import { OffloadStore } from '../../src/offload/offload-store.js';
 import {
   expectCountsMatch,
@@ -19,7 +19,11 @@ import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId }
 /**
  * An offload store that fails (CONTRACT.md "Segments and offloading": an offload or load
  * failure is logged and counted, and never fails the push or loses an item; seed 003 "Error
- * Handling"). The store is the service's own singleton, wrapped with vi.spyOn.
+ * Handling"). The store is the service's own singleton, wrapped with vi.spyOn, and told it is
+ * not the database's own table: the service then treats it as any store outside the database
+ * (object storage, a file system), calling it before and after each turn's write, where its
+ * failures can happen. (In the database's own table, moves are written by the turn's single
+ * statement, atomically: it fails only when the database does, and then the turn fails.)
  */
 
 const SIZE = 10;
@@ -28,13 +32,14 @@ const BUFFER = 1;
 describe('offload store failures', () => {
   let svc: TestService;
   let store: OffloadStore;
-  let policy: OffloadPolicy;
+  let stats: OffloadStats;
   let faults: StoreFaults | undefined;
   beforeAll(async () => {
     // LOG_LEVEL fatal: the injected failures would log hundreds of errors.
     svc = await startService({ env: { SEGMENT_SIZE: String(SIZE), BUFFER_SEGMENTS: String(BUFFER), LOG_LEVEL: 'fatal' } });
     store = svc.app.get(OffloadStore);
-    policy = svc.app.get(OffloadPolicy);
+    vi.spyOn(store, 'inDatabase', 'get').mockReturnValue(false);
+    stats = svc.app.get(OffloadStats);
   });
   afterEach(() => {
     faults?.restore();
@@ -63,13 +68,13 @@ describe('offload store failures', () => {
 
     const pop = async (depth: number, label: string): Promise<void> => {
       for (let attempt = 0; ; attempt++) {
-        const loadFailuresBefore = policy.stats.loadFailures;
+        const loadFailuresBefore = stats.loadFailures;
         const res = await svc.http.post(`/queue/${q}/pop?depth=${depth}`);
         pops += 1;
         if (res.status === 503) {
           expect(res.body, `${label}: 503 body`).toMatchObject({ statusCode: 503, error_code: 'STORE_UNAVAILABLE' });
           expect(res.headers['retry-after'], `${label}: Retry-After`).toBeDefined();
-          expect(policy.stats.loadFailures, `${label}: a 503 without a failed load during the pop`).toBeGreaterThan(loadFailuresBefore);
+          expect(stats.loadFailures, `${label}: a 503 without a failed load during the pop`).toBeGreaterThan(loadFailuresBefore);
           expect(model.count(), `${label}: a 503 on a queue the model says is empty`).toBeGreaterThan(0);
           expect(attempt, `${label}: still 503 after ${attempt} retries`).toBeLessThan(20);
           retried503 += 1;
@@ -83,7 +88,7 @@ describe('offload store failures', () => {
         expect(res.body.items, `${label}: the model's next ${count} items`).toStrictEqual(expected);
         if (count < depth && model.count() > 0) {
           // Short only because the next head segment could not be loaded during this pop.
-          expect(policy.stats.loadFailures, `${label}: ${count} < depth ${depth} with ${model.count()} items left and no failed load`).toBeGreaterThan(loadFailuresBefore);
+          expect(stats.loadFailures, `${label}: ${count} < depth ${depth} with ${model.count()} items left and no failed load`).toBeGreaterThan(loadFailuresBefore);
           shortPops += 1;
         }
         if (count === 0) expect(model.count(), `${label}: empty pop with items left`).toBe(0);
@@ -133,11 +138,11 @@ describe('offload store failures', () => {
   it('every second save, load and delete fails: pushes all succeed, nothing is lost or reordered, failures are counted', async () => {
     const seed = testSeed();
     const where = `(seed ${seed}, ${databaseKind}, every 2nd call fails)`;
-    const before = { ...policy.stats };
+    const before = { ...stats };
     faults = injectStoreFaults(store, ['save', 'load', 'delete'], (_m, n) => n % 2 === 0);
     const started = Date.now();
     const result = await runAgainstModel(uniqueQueueId('flaky'), 3000, seed, where);
-    const s = policy.stats;
+    const s = stats;
     const delta = {
       segmentsOffloaded: s.segmentsOffloaded - before.segmentsOffloaded,
       offloadFailures: s.offloadFailures - before.offloadFailures,
@@ -157,23 +162,23 @@ describe('offload store failures', () => {
     expect(delta.loadFailures, `${where}: load failures >= failed loads`).toBeGreaterThanOrEqual(faults.failures.load);
   });
 
-  it('a store that does the work and then reports a failure: the savepoint undoes it, nothing is lost or duplicated', async () => {
+  it('a store that does the work and then reports a failure: the unused copies are deleted again, nothing is lost or duplicated', async () => {
     const seed = testSeed() + 1;
     const where = `(seed ${seed}, ${databaseKind}, every 3rd call fails after the write)`;
-    const before = { ...policy.stats };
+    const before = { ...stats };
     faults = injectStoreFaults(store, ['save', 'load', 'delete'], (_m, n) => n % 3 === 0, () => true);
     const result = await runAgainstModel(uniqueQueueId('flaky-after'), 1500, seed, where);
     console.log(`[offload failures ${databaseKind}] every 3rd call fails after the write: ${JSON.stringify({ ...result, calls: faults.calls, injected: faults.failures })}`);
     expect(faults.failures.save + faults.failures.load + faults.failures.delete, where).toBeGreaterThan(10);
-    expect(policy.stats.offloadFailures - before.offloadFailures, where).toBeGreaterThan(0);
-    expect(policy.stats.loadFailures - before.loadFailures, where).toBeGreaterThan(0);
+    expect(stats.offloadFailures - before.offloadFailures, where).toBeGreaterThan(0);
+    expect(stats.loadFailures - before.loadFailures, where).toBeGreaterThan(0);
   });
 
   it('a store that always fails on save: pushes all succeed, nothing is offloaded, everything pops in order', async () => {
     const seed = testSeed() + 2;
     const rnd = seededRandom(seed);
     const where = `(seed ${seed}, ${databaseKind}, save always fails)`;
-    const before = { ...policy.stats };
+    const before = { ...stats };
     faults = injectStoreFaults(store, ['save'], () => true);
     const q = uniqueQueueId('no-offload');
     const model = new QueueModel();
@@ -201,8 +206,8 @@ describe('offload store failures', () => {
       expect(await stateKey(svc.http, q, `queue_${key.slice(6)}_seg_${metadata.head_segment + 5}`), `${where}: ${key} middle segment`).toHaveLength(SIZE);
       expect(await stateKey(svc.http, q, `offloaded_queue_${key.slice(6)}_seg_${metadata.head_segment + 5}_${q}`), where).toBeUndefined();
     }
-    expect(policy.stats.segmentsOffloaded - before.segmentsOffloaded, `${where}: nothing offloaded`).toBe(0);
-    expect(policy.stats.offloadFailures - before.offloadFailures, `${where}: failures counted`).toBeGreaterThanOrEqual(12);
+    expect(stats.segmentsOffloaded - before.segmentsOffloaded, `${where}: nothing offloaded`).toBe(0);
+    expect(stats.offloadFailures - before.offloadFailures, `${where}: failures counted`).toBeGreaterThanOrEqual(12);
     expect(faults.failures.save, where).toBeGreaterThanOrEqual(12);
 
     while (model.count() > 0) {
@@ -213,7 +218,7 @@ describe('offload store failures', () => {
       expect(res.body, `${where}: pop depth ${depth}`).toStrictEqual({ items: expected, count: expected.length });
     }
     expect((await svc.http.post(`/queue/${q}/pop?depth=100`)).body).toStrictEqual({ items: [], count: 0 });
-    expect(policy.stats.segmentsLoaded - before.segmentsLoaded, `${where}: nothing to load`).toBe(0);
+    expect(stats.segmentsLoaded - before.segmentsLoaded, `${where}: nothing to load`).toBe(0);
   });
 
   it('loads that always fail: a pop returns what it can reach, then 503 STORE_UNAVAILABLE until the store works; nothing lost', async () => {
@@ -221,7 +226,7 @@ describe('offload store failures', () => {
     const res = await svc.http.post(`/queue/${q}/push/batch`).send({ items: range(100).map((n) => ({ item: { n } })) });
     expect(res.status).toBe(200);
     expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({ head_segment: 0, tail_segment: 9, head_offloaded_segment: 2, tail_offloaded_segment: 8 });
-    const before = { ...policy.stats };
+    const before = { ...stats };
     faults = injectStoreFaults(store, ['load'], () => true);
     const ns = (body: { items: { n: number }[] }): number[] => body.items.map((i) => i.n);
 
@@ -242,8 +247,8 @@ describe('offload store failures', () => {
       expect(blocked.headers['retry-after']).toBeDefined();
     }
     expect((await inspectQueue(svc.http, q)).count, 'a 503 pop removes nothing').toBe(80);
-    expect(policy.stats.loadFailures - before.loadFailures).toBeGreaterThanOrEqual(4);
-    expect(policy.stats.segmentsLoaded - before.segmentsLoaded).toBe(0);
+    expect(stats.loadFailures - before.loadFailures).toBeGreaterThanOrEqual(4);
+    expect(stats.segmentsLoaded - before.segmentsLoaded).toBe(0);
     // Pushes still succeed meanwhile.
     const push = await svc.http.post(`/queue/${q}/push`).send({ item: { n: 100 } });
     expect(push.status, JSON.stringify(push.body)).toBe(200);

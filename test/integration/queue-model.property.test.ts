@@ -3,7 +3,7 @@ import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
-import { ActorRegistry } from '../../src/queue/actor-registry.js';
+import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { expectLockError, expectQueueLocked, listed, LOCK_ID_PATTERN } from '../support/lock-helpers.js';
 import { applyCommand, BOGUS_LOCK_ID, Item, LockIdChoice, ModelOutcome, PushEntry, QueueCommand, QueueModel } from '../support/queue-model.js';
 import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -508,9 +508,8 @@ class ModelRunner {
 describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFFER_SEGMENTS 1) (${databaseKind})`, () => {
   let svc: TestService;
   beforeAll(async () => {
-    // The lock sweep at its longest interval, and then stopped altogether: in this service
-    // only requests expire locks, and its sweep never runs on the simulated clock (a year
-    // ahead), which would expire other files' locks on a shared database.
+    // The lock sweep stopped: in this service only requests expire locks, at the moments the
+    // model says (the simulated clock jumps ahead; a sweep would race the model's requests).
     svc = await startService({ env: { SEGMENT_SIZE: '3', BUFFER_SEGMENTS: '1', LOCK_SWEEP_INTERVAL_MS: '60000' } });
     await svc.app.get(LockSweeper).onModuleDestroy();
   });
@@ -547,8 +546,7 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
 describe('queue against the in-memory model, default segments (100), large batches', () => {
   let svc: TestService;
   beforeAll(async () => {
-    // Runs also set the service's clock to the model's (a year ahead): its sweep must not run,
-    // or it would expire other files' locks on a shared database.
+    // Runs also set the service's clock to the model's: only requests expire locks here.
     svc = await startService({ env: { LOCK_SWEEP_INTERVAL_MS: '60000' } });
     await svc.app.get(LockSweeper).onModuleDestroy();
   });

@@ -5,7 +5,7 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
-import type { EnvOverrides } from './service.js';
+import { testDatabase, type EnvOverrides } from './service.js';
 
 /** The repository root (where package.json is). */
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -116,9 +116,8 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Only what this helper sets may configure the child.
-  for (const key of ['DATABASE_URL', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS']) delete env[key];
-  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: options.dataDir, LOG_LEVEL: 'warn' }, options.env);
-  if (process.env.TEST_DATABASE_URL) env.DATABASE_URL = process.env.TEST_DATABASE_URL;
+  for (const key of ['DATABASE_URL', 'DATABASE_SCHEMA', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS']) delete env[key];
+  Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: options.dataDir, LOG_LEVEL: 'warn' }, testDatabase(options.dataDir), options.env);
 
   const child = spawn(process.execPath, [options.build.mainJs], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';

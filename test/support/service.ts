@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
@@ -13,6 +13,22 @@ export type EnvOverrides = Partial<Record<keyof Environment, string>>;
 
 /** Which database the tests run on: the PostgreSQL at TEST_DATABASE_URL, else the embedded PostgreSQL. */
 export const databaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'embedded';
+
+/**
+ * The database settings of a service under test: on TEST_DATABASE_URL each data directory gets
+ * a schema of its own (the same one again when a test restarts a service on it), so test files
+ * sharing one PostgreSQL never see each other's queues, locks or sweeps.
+ */
+export function testDatabase(dataDir: string): EnvOverrides {
+  const url = process.env.TEST_DATABASE_URL;
+  if (!url) return {};
+  return { DATABASE_URL: url, DATABASE_SCHEMA: `t_${basename(dataDir).toLowerCase().replace(/[^a-z0-9]/g, '_')}` };
+}
+
+/** The settings that make another service use `svc`'s database (its embedded server, or its schema on TEST_DATABASE_URL). */
+export function sharedDatabase(svc: TestService): EnvOverrides {
+  return { DATABASE_URL: svc.app.get(DatabaseProvider).url, ...(process.env.TEST_DATABASE_URL ? { DATABASE_SCHEMA: testDatabase(svc.dataDir).DATABASE_SCHEMA } : {}) };
+}
 
 /** A running pushpop on a loopback port. */
 export interface TestService {
@@ -52,8 +68,7 @@ export function removeDataDir(dir: string): void {
  */
 export async function startService(options: { dataDir?: string; env?: EnvOverrides } = {}): Promise<TestService> {
   const dataDir = options.dataDir ?? makeDataDir();
-  const env: EnvOverrides = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...options.env };
-  if (process.env.TEST_DATABASE_URL) env.DATABASE_URL = process.env.TEST_DATABASE_URL;
+  const env: EnvOverrides = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...testDatabase(dataDir), ...options.env };
   const app = await createApp(env, false);
   await app.listen(0, '127.0.0.1');
   try {

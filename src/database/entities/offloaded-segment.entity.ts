@@ -1,15 +1,14 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /** A segment moved out of its queue's state by the database offload store. */
 @Entity('offloaded_segments')
-@Index('IDX_offloaded_segments_queue', ['queueId'])
 export class OffloadedSegmentEntity {
+  @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
+  queueId: string;
+
   /** `offloaded_queue_{priority}_seg_{n}_{queue_id}` */
   @PrimaryColumn({ type: 'varchar', length: 300, collation: 'C' })
   key: string;
-
-  @Column({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
-  queueId: string;
 
   /** The segment's items as JSON texts, in order. */
   @Column({ type: 'text', array: true })

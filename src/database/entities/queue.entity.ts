@@ -1,10 +1,10 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import type { PriorityMetadata } from './queue-metadata.js';
 
 /**
- * One row per queue: the actor's metadata. `version` takes a new value from the
- * `queue_versions` sequence on every committed change, so a process whose cached copy carries
- * another version knows to reload (never equal across a delete and re-create either).
+ * One row per queue: the actor's metadata. `version` goes up by one with every committed turn
+ * and starts at a random number when the queue is created, so a process whose cached copy
+ * carries another version knows to reload (and a deleted and re-created queue does not meet
+ * an old copy's version).
  */
 @Entity('queues')
 export class QueueEntity {
@@ -24,9 +24,9 @@ export class QueueEntity {
   @Column({ name: 'item_count', type: 'bigint', default: 0 })
   itemCount: string;
 
-  /** Per priority: count, segment pointers and the offloaded range; see {@link PriorityMetadata}. */
+  /** Per priority: count, segment pointers and the offloaded range; the segment repository's `StoredPriority`. */
   @Column({ type: 'jsonb', default: {} })
-  priorities: Record<string, PriorityMetadata>;
+  priorities: Record<string, object>;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;

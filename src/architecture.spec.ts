@@ -1,0 +1,82 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The rules that keep the flow one way (controller → service → turn runner → pure core →
+ * repository), checked on the import statements of every source file.
+ */
+const SRC = dirname(fileURLToPath(import.meta.url));
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.spec.ts') ? [path] : [];
+  });
+}
+
+/** Every import of a file: the specifier and, for relative ones, the file it names. */
+function importsOf(file: string): { specifier: string; target?: string }[] {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gms), ...text.matchAll(/import\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]);
+  return specifiers.map((specifier) => ({ specifier, target: specifier.startsWith('.') ? resolve(dirname(file), specifier).replace(/\.js$/, '.ts') : undefined }));
+}
+
+/** The folder under src/ a file belongs to (`app` for files directly in src/). */
+const folderOf = (file: string): string => {
+  const parts = relative(SRC, file).split(sep);
+  return parts.length > 1 ? parts[0] : 'app';
+};
+const rel = (file: string): string => relative(SRC, file);
+
+const files = sourceFiles(SRC);
+
+describe('architecture', () => {
+  it('no import cycles between src/* folders', () => {
+    const edges = new Map<string, Set<string>>();
+    for (const file of files) {
+      for (const { target } of importsOf(file)) {
+        if (!target?.startsWith(SRC)) continue;
+        const [from, to] = [folderOf(file), folderOf(target)];
+        if (from === to) continue;
+        if (!edges.has(from)) edges.set(from, new Set());
+        edges.get(from)!.add(to);
+      }
+    }
+    const cycles: string[] = [];
+    const visit = (node: string, path: string[]): void => {
+      for (const next of edges.get(node) ?? []) {
+        if (path.includes(next)) cycles.push([...path.slice(path.indexOf(next)), next].join(' → '));
+        else visit(next, [...path, next]);
+      }
+    };
+    for (const node of edges.keys()) visit(node, [node]);
+    expect([...new Set(cycles)]).toEqual([]);
+  });
+
+  it('the queue core imports nothing but itself: no NestJS, no TypeORM, no other module', () => {
+    const core = join(SRC, 'queue', 'core');
+    const offending = files
+      .filter((f) => f.startsWith(core))
+      .flatMap((f) => importsOf(f).filter((i) => !i.target?.startsWith(core)).map((i) => `${rel(f)} imports ${i.specifier}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('metrics only observe: nothing imports the metrics module, and it imports no controller', () => {
+    const metrics = join(SRC, 'metrics');
+    const offending = files.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => i.target && ((!f.startsWith(metrics) && folderOf(i.target) === 'metrics' && folderOf(f) !== 'app') || (f.startsWith(metrics) && i.target.endsWith('.controller.ts') && !i.target.startsWith(metrics))))
+        .map((i) => `${rel(f)} imports ${i.specifier}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('only the database layer, repositories, entities and migrations touch TypeORM; domain code sees no EntityManager', () => {
+    const allowed = (f: string): boolean => folderOf(f) === 'database' || /\.(repository|entity)\.ts$/.test(f);
+    const offending = files.filter((f) => !allowed(f) && (importsOf(f).some((i) => i.specifier === 'typeorm') || /\bEntityManager\b/.test(readFileSync(f, 'utf8')))).map(rel);
+    expect(offending).toEqual([]);
+  });
+});

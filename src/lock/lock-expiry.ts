@@ -1,0 +1,32 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { LockStats } from '../queue/runtime/lock-stats.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
+
+/**
+ * The lock expiry hook (seed 004 with the contract's corrections). Every turn starts with it,
+ * so no operation ever sees an expired lock as active: a lock whose time has come gives its
+ * items back to the front of their original priorities, in order, before the turn's
+ * operations look at the queue, in the same write as they, and is kept as `expired` so its id
+ * answers 410.
+ */
+@Injectable()
+export class LockExpiry implements OnModuleInit {
+  private readonly logger = new Logger('Locks');
+
+  constructor(
+    private readonly runner: TurnRunner,
+    private readonly stats: LockStats,
+  ) {}
+
+  onModuleInit(): void {
+    this.runner.addHook((queueId, core, now) => {
+      const returned = core.expireLock(now);
+      if (returned === undefined) return undefined;
+      return () => {
+        this.stats.lockExpirations += 1;
+        this.stats.itemsRedelivered.expired += returned;
+        this.logger.log(`Lock on queue ${queueId} expired; ${returned} item(s) returned to the front`);
+      };
+    });
+  }
+}

@@ -1,0 +1,86 @@
+import type { PopOutcome, QueueView } from './core/queue-core.js';
+import type { QueueListRow } from '../segment-storage/queue-metadata.js';
+import type {
+  AcknowledgeResponseDto,
+  DeleteQueueResponseDto,
+  ExtendLockResponseDto,
+  PopResponseDto,
+  PriorityInfoDto,
+  PushBatchResponseDto,
+  PushResponseDto,
+  QueueInfoDto,
+  QueueListDto,
+  ReleaseResponseDto,
+} from './dto/queue-responses.dto.js';
+
+/** Epoch milliseconds as the contract's unix seconds (with fractions). */
+const seconds = (ms: number): number => ms / 1000;
+
+/** The one place domain results become response bodies. */
+export const QueueMapper = {
+  push(queueId: string, priority: number): PushResponseDto {
+    return { success: true, message: `Item pushed to queue ${queueId} at priority ${priority}` };
+  },
+
+  pushBatch(queueId: string, count: number): PushBatchResponseDto {
+    return { success: true, count, message: `${count} item(s) pushed to queue ${queueId}` };
+  },
+
+  pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean): PopResponseDto {
+    const items = outcome.items.map((i) => JSON.parse(i.json) as Record<string, unknown>);
+    if (!requireAck) return { items, count: items.length };
+    if (!outcome.lock) return { items, count: 0, locked: false };
+    return { items, count: items.length, locked: true, lock_id: outcome.lock.lockId, lock_expires_at: seconds(outcome.lock.expiresAt) };
+  },
+
+  /** The empty answer of a pop on a queue with nothing to give. */
+  emptyPop(requireAck: boolean): PopResponseDto {
+    return requireAck ? { items: [], count: 0, locked: false } : { items: [], count: 0 };
+  },
+
+  acknowledge(count: number): AcknowledgeResponseDto {
+    return { success: true, message: `Successfully acknowledged ${count} item(s)`, items_acknowledged: count };
+  },
+
+  extendLock(lockId: string, expiresAt: number): ExtendLockResponseDto {
+    return { success: true, lock_id: lockId, lock_expires_at: seconds(expiresAt) };
+  },
+
+  release(count: number): ReleaseResponseDto {
+    return { success: true, items_returned: count };
+  },
+
+  queueInfo(queueId: string, view: QueueView): QueueInfoDto {
+    const priorities: Record<string, PriorityInfoDto> = {};
+    for (const [p, m] of view.priorities) {
+      priorities[String(p)] = {
+        count: m.count,
+        head_segment: m.head_segment,
+        tail_segment: m.tail_segment,
+        head_offloaded_segment: m.head_offloaded_segment,
+        tail_offloaded_segment: m.tail_offloaded_segment,
+        head_segment_count: m.head_segment_count,
+        tail_segment_count: m.tail_segment_count,
+      };
+    }
+    const lock = view.lock?.state === 'active' ? view.lock : undefined;
+    return {
+      queue_id: queueId,
+      count: view.count,
+      priorities,
+      config: { segment_size: view.settings.segmentSize, buffer_segments: view.settings.bufferSegments },
+      lock: lock ? { expires_at: seconds(lock.expiresAt), created_at: seconds(lock.createdAt), item_count: lock.items.length } : null,
+    };
+  },
+
+  queueList(rows: readonly QueueListRow[], now: number, nextCursor: string | null): QueueListDto {
+    return {
+      queues: rows.map((r) => ({ queue_id: r.queueId, count: r.count, locked: r.lockExpiresAt !== null && r.lockExpiresAt > now })),
+      next_cursor: nextCursor,
+    };
+  },
+
+  deleteQueue(itemsDeleted: number): DeleteQueueResponseDto {
+    return { success: true, items_deleted: itemsDeleted };
+  },
+};

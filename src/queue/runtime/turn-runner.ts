@@ -1,0 +1,383 @@
+import { randomInt } from 'node:crypto';
+import { Injectable, Logger } from '@nestjs/common';
+import { AppConfig } from '../../config/app-config.js';
+import { Clock } from '../../common/clock.js';
+import { PushpopError, QueueBusyError } from '../../common/errors.js';
+import { UnitOfWork } from '../../database/unit-of-work.js';
+import { OffloadStats } from '../../offload/offload-stats.js';
+import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
+import type { StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
+import { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import { QueueCore } from '../core/queue-core.js';
+import { MissingSegments, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
+import { QueueEvents } from '../queue-events.js';
+import { ActorRegistry } from './actor-registry.js';
+
+/**
+ * One operation on a queue, run inside the queue's turn against its core. `apply` may throw
+ * {@link MissingSegments} (before changing anything: the runner fetches and calls it again) or
+ * a {@link PushpopError} (before changing anything: this operation alone fails). Anything else
+ * fails the whole turn.
+ */
+export interface TurnOp<T> {
+  apply(core: QueueCore, now: number): T;
+  /** Items the operation carries; bounds how much one turn writes. Default 1. */
+  readonly weight?: number;
+  /** Nothing after this operation runs in the same turn (deleting the queue). */
+  readonly endsTurn?: boolean;
+}
+
+/**
+ * Runs at the start of every turn, before its operations (lock expiry is one). May return a
+ * function to run once the turn has committed.
+ */
+export type TurnHook = (queueId: string, core: QueueCore, now: number) => (() => void) | undefined;
+
+/** What the metrics module observes of turns. */
+export interface TurnObserver {
+  turnFinished(seconds: number, ok: boolean, operations: number): void;
+}
+
+interface Pending {
+  readonly op: TurnOp<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+interface SegmentId {
+  priority: number;
+  segment: number;
+}
+
+interface Prepared {
+  core: QueueCore;
+  write: TurnWrite | undefined;
+  results: Settled[];
+  afterCommit: (() => void)[];
+  offloaded: OffloadMove[];
+  loaded: SegmentRef[];
+  /** Saves to a store outside the database that failed, and may have written a copy. */
+  failedSaves: SegmentId[];
+}
+
+/** The queue row changed under an optimistic turn: run it again on the current row (carried when known; null: no row). */
+class VersionConflict extends Error {
+  constructor(readonly current?: StoredQueue | null) {
+    super('the queue changed');
+  }
+}
+
+/** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
+class StoreReadNeeded extends Error {
+  constructor(readonly refs: SegmentRef[]) {
+    super('offload store read needed');
+  }
+}
+
+/** Operations and items one turn takes from a queue's line at most. */
+const MAX_TURN_OPERATIONS = 64;
+const MAX_TURN_WEIGHT = 1000;
+/** Optimistic attempts before a turn takes the row lock. */
+const OPTIMISTIC_ATTEMPTS = 2;
+const MAX_ATTEMPTS = 8;
+/** Rounds of segment fetches one core call may ask for (each round brings everything it asked for). */
+const MAX_FETCH_ROUNDS = 50;
+/** Attempts at deleting unused copies from a store outside the database within one turn. */
+const CLEAN_UP_ATTEMPTS = 3;
+/** Unused copies remembered for later turns at most (beyond it they are logged and left). */
+const MAX_LEFTOVERS = 10_000;
+
+const refKey = (ref: { priority: number; segment: number }): string => `${ref.priority}:${ref.segment}`;
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * The turn runner: every operation on a queue runs here, as part of a turn of the queue's actor.
+ *
+ * **A turn** takes the queue's mutex (one turn at a time per queue in this process), then every
+ * operation waiting in the queue's line, up to a bound (group commit): the hooks and the
+ * operations run in arrival order against the queue's core, which decides everything in
+ * memory; then the turn's changes are written in **one statement** (`pushpop_write_turn`),
+ * applied only if the queue's row still has the version the core was computed from. Only after
+ * it committed does any operation get its answer. A failed operation (a domain error) fails
+ * alone; a failed write fails the turn's operations together, and the actor is dropped so the
+ * next turn reloads it.
+ *
+ * **Across processes** a queue stays one actor: if another process changed the queue, the
+ * version check fails, nothing is written, and the turn runs again on a reloaded core; after
+ * {@link OPTIMISTIC_ATTEMPTS} it runs in a transaction holding the queue's row lock, so it
+ * cannot lose again. A turn that writes nothing checks the version instead (unless it read
+ * nothing but the row it just loaded).
+ *
+ * **Offloading** is planned by the core and carried out here: segments are saved to the store
+ * before the write that removes their rows, read from it before the write that puts them back,
+ * and deleted from it after that write committed (still inside the turn). The store is never
+ * called inside a transaction: under the row lock, segments to load are read first (the
+ * transaction is rolled back, the store read, the turn redone) and offloading waits for a
+ * later turn.
+ */
+@Injectable()
+export class TurnRunner {
+  private readonly logger = new Logger('TurnRunner');
+  private readonly lines = new Map<string, Pending[]>();
+  private readonly hooks: TurnHook[] = [];
+  /** Copies in a store outside the database that nothing refers to and could not be deleted yet, per queue. */
+  private readonly leftovers = new Map<string, Map<string, SegmentId>>();
+  private leftoverCount = 0;
+  observer?: TurnObserver;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly registry: ActorRegistry,
+    private readonly segments: SegmentRepository,
+    private readonly uow: UnitOfWork,
+    private readonly store: OffloadStore,
+    private readonly stats: OffloadStats,
+    private readonly clock: Clock,
+    private readonly events: QueueEvents,
+  ) {}
+
+  /** Adds a hook run at the start of every turn. */
+  addHook(hook: TurnHook): void {
+    this.hooks.push(hook);
+  }
+
+  /**
+   * Runs an operation in a turn of the queue's actor and answers once the turn committed.
+   * @throws QueueBusyError when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
+   */
+  run<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+    let line = this.lines.get(queueId);
+    if (line && line.length >= this.config.env.MAX_PENDING_PER_QUEUE) return Promise.reject(new QueueBusyError(queueId));
+    return new Promise<T>((resolve, reject) => {
+      if (!line) this.lines.set(queueId, (line = []));
+      line.push({ op, resolve: resolve, reject });
+      // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
+      this.registry.turns.run(queueId, () => this.drain(queueId)).catch((error: unknown) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`));
+    });
+  }
+
+  /** Operations waiting for a turn over all queues. */
+  get waitingOperations(): number {
+    let total = 0;
+    for (const line of this.lines.values()) total += line.length;
+    return total;
+  }
+
+  private async drain(queueId: string): Promise<void> {
+    const line = this.lines.get(queueId);
+    if (!line || line.length === 0) return;
+    const batch = [line.shift()!];
+    let weight = batch[0].op.weight ?? 1;
+    while (line.length > 0 && batch.length < MAX_TURN_OPERATIONS && !batch.at(-1)!.op.endsTurn && weight + (line[0].op.weight ?? 1) <= MAX_TURN_WEIGHT) {
+      weight += line[0].op.weight ?? 1;
+      batch.push(line.shift()!);
+    }
+    if (line.length === 0) this.lines.delete(queueId);
+    await this.turn(queueId, batch);
+  }
+
+  private async turn(queueId: string, batch: Pending[]): Promise<void> {
+    const started = performance.now();
+    const prefetched = new Map<string, SegmentFetch>();
+    let current: StoredQueue | null | undefined;
+    for (let attempt = 0; ; attempt++) {
+      const locked = attempt >= OPTIMISTIC_ATTEMPTS;
+      const known = current;
+      current = undefined;
+      let prepared: Prepared;
+      try {
+        prepared = locked ? await this.uow.transaction(() => this.attempt(queueId, batch, true, prefetched)) : await this.attempt(queueId, batch, false, prefetched, known);
+      } catch (error) {
+        this.registry.deactivate(queueId);
+        if (attempt + 1 < MAX_ATTEMPTS && error instanceof VersionConflict) {
+          current = error.current;
+          continue;
+        }
+        if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
+          for (const ref of error.refs) prefetched.set(refKey(ref), await this.readStore(queueId, ref));
+          continue;
+        }
+        this.observer?.turnFinished((performance.now() - started) / 1000, false, batch.length);
+        for (const pending of batch) pending.reject(error);
+        return;
+      }
+      this.observer?.turnFinished((performance.now() - started) / 1000, true, batch.length);
+      await this.committed(queueId, batch, prepared);
+      return;
+    }
+  }
+
+  /** One attempt at the turn: everything up to and including the write (see the class doc). */
+  private async attempt(queueId: string, batch: Pending[], locked: boolean, prefetched: Map<string, SegmentFetch>, known?: StoredQueue | null): Promise<Prepared> {
+    let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
+    const activated = !core;
+    if (!core) {
+      const stored = known !== undefined ? known : await this.segments.loadQueue(queueId, locked);
+      core = stored ? QueueCore.fromRecord(stored) : QueueCore.absent(this.config.queueDefaults);
+    }
+    const actor = core;
+    let fetched = false;
+    const loaded: SegmentRef[] = [];
+    const run = async <T>(fn: () => T): Promise<T> => {
+      for (let round = 0; ; round++) {
+        try {
+          return fn();
+        } catch (error) {
+          if (!(error instanceof MissingSegments) || round >= MAX_FETCH_ROUNDS) throw error;
+          fetched = true;
+          await this.fetch(queueId, actor, error.refs, locked, prefetched, loaded);
+        }
+      }
+    };
+
+    const now = this.clock.now();
+    const afterCommit: (() => void)[] = [];
+    for (const hook of this.hooks) {
+      const after = await run(() => hook(queueId, actor, now));
+      if (after) afterCommit.push(after);
+    }
+    const results: Settled[] = [];
+    for (const pending of batch) {
+      try {
+        results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
+      } catch (error) {
+        if (!(error instanceof PushpopError)) throw error;
+        results.push({ ok: false, error });
+      }
+    }
+    await run(() => actor.loadBack());
+    const moves = await run(() => actor.planOffload());
+    const inDatabase = this.store.inDatabase;
+    const failedSaves: SegmentId[] = [];
+    let offloaded: OffloadMove[] = [];
+    if (inDatabase) {
+      // Written by the turn's own statement.
+      for (const move of moves) actor.offloaded(move.priority, move.segment);
+      offloaded = [...moves];
+    } else if (!locked) {
+      offloaded = await this.offload(queueId, actor, moves, failedSaves);
+    }
+
+    const write = actor.pendingWrite(randomInt(2 ** 40, 2 ** 47));
+    if (write) {
+      const key = (s: SegmentId): string => offloadedSegmentKey(s.priority, s.segment, queueId);
+      const stored: StoredTurnWrite = {
+        ...write,
+        storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items })) : [],
+        storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
+      };
+      if (!(await this.segments.writeTurn(queueId, stored))) throw new VersionConflict();
+    } else if (!locked && (!activated || fetched)) {
+      // Nothing to write: the answers hold if the queue is still the one they were computed from.
+      const stored = (await this.segments.loadQueue(queueId)) ?? null;
+      if ((stored?.version ?? null) !== actor.version) throw new VersionConflict(stored);
+    }
+    return { core: actor, write, results, afterCommit, offloaded, loaded, failedSaves };
+  }
+
+  /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
+  private async committed(queueId: string, batch: Pending[], { core, write, results, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+    const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
+    core.committed(write);
+    if (core.isPresent) this.registry.set(queueId, core);
+    else this.registry.deactivate(queueId);
+    results.forEach((settled, i) => (settled.ok ? batch[i].resolve(settled.value) : batch[i].reject(settled.error)));
+    for (const after of afterCommit) after();
+    this.stats.segmentsOffloaded += offloaded.length;
+    this.stats.segmentsLoaded += loaded.length;
+    for (const m of offloaded) this.logger.log(`Offloaded segment ${m.segment} for priority ${m.priority} to state store (actor ${queueId})`);
+    for (const r of loaded) this.logger.log(`Loaded segment ${r.segment} for priority ${r.priority} from state store (actor ${queueId})`);
+    if (write && core.count > 0) this.events.notify(queueId);
+    // Inside the turn: a later turn of this queue must not save under a key before this delete ran.
+    if (unused.length > 0 || this.leftovers.has(queueId)) await this.cleanUp(queueId, core, unused);
+  }
+
+  /**
+   * Deletes copies in a store outside the database that nothing refers to (segments loaded
+   * back, a deleted queue's segments, saves that failed after writing), and those earlier
+   * turns of the queue could not delete. Never a segment the committed metadata refers to.
+   */
+  private async cleanUp(queueId: string, core: QueueCore, unused: SegmentId[]): Promise<void> {
+    const pending = this.leftovers.get(queueId) ?? new Map<string, SegmentId>();
+    this.leftovers.delete(queueId);
+    this.leftoverCount -= pending.size;
+    for (const s of unused) pending.set(offloadedSegmentKey(s.priority, s.segment, queueId), s);
+    const keys = [...pending].filter(([, s]) => !core.isOffloadedSegment(s.priority, s.segment)).map(([k]) => k);
+    if (keys.length === 0) return;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < CLEAN_UP_ATTEMPTS; attempt++) {
+      try {
+        await this.store.delete(queueId, keys);
+        return;
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    if (this.leftoverCount + keys.length > MAX_LEFTOVERS) {
+      this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; left behind: ${message(lastError)}`);
+      return;
+    }
+    this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`);
+    this.leftovers.set(queueId, new Map(keys.map((k) => [k, pending.get(k)!])));
+    this.leftoverCount += keys.length;
+  }
+
+  /** Fetches the segments a core call asked for and hands them over, in the order asked. */
+  private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], locked: boolean, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
+    const fromState = refs.filter((r) => r.from === 'state');
+    const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState) : new Map<string, never>();
+    const fromStore = new Map<string, SegmentFetch>();
+    const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
+    if (locked && unread.length > 0) throw new StoreReadNeeded(unread);
+    for (const ref of refs) {
+      if (ref.from !== 'offload') continue;
+      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
+      fromStore.set(refKey(ref), fetch);
+      if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
+    }
+    for (const ref of refs) core.provide(ref, ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!);
+  }
+
+  /** Reads an offloaded segment; a failure (or nothing stored, for a segment the metadata says is there) is counted when the segment was needed. */
+  private async readStore(queueId: string, ref: SegmentRef): Promise<SegmentFetch> {
+    const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
+    const started = performance.now();
+    try {
+      const items = await this.store.load(queueId, key);
+      if (ref.purpose === 'use') {
+        if (!items) throw new Error(`nothing stored under ${key}`);
+        this.stats.onLoad?.((performance.now() - started) / 1000);
+      }
+      return { entries: items?.map((json, position) => ({ position, json })) };
+    } catch (error) {
+      if (ref.purpose === 'use') {
+        this.stats.loadFailures += 1;
+        this.logger.error(`Failed to load segment ${ref.segment} for priority ${ref.priority} (actor ${queueId}): ${message(error)}`);
+      }
+      return { failed: true };
+    }
+  }
+
+  /** Saves planned moves to a store outside the database; a priority stops at its first failure (the range stays contiguous). */
+  private async offload(queueId: string, core: QueueCore, moves: readonly OffloadMove[], failedSaves: SegmentId[]): Promise<OffloadMove[]> {
+    const done: OffloadMove[] = [];
+    const failed = new Set<number>();
+    for (const move of moves) {
+      if (failed.has(move.priority)) continue;
+      try {
+        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items);
+      } catch (error) {
+        failed.add(move.priority);
+        failedSaves.push(move);
+        this.stats.offloadFailures += 1;
+        this.logger.warn(`Failed to offload segment ${move.segment} for priority ${move.priority} (actor ${queueId}): ${message(error)}`);
+        continue;
+      }
+      core.offloaded(move.priority, move.segment);
+      done.push(move);
+    }
+    return done;
+  }
+}

@@ -1,0 +1,92 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DataSource } from 'typeorm';
+import { QueueService } from '../../src/queue/queue.service.js';
+import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
+import { range } from '../support/queue-helpers.js';
+import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+
+/**
+ * The turn engine: one statement per turn in the common case, and operations waiting on one
+ * queue taken together (group commit), each with its own answer, in arrival order.
+ */
+describe(`turn engine (${databaseKind})`, () => {
+  let svc: TestService;
+  let queues: QueueService;
+  let segments: SegmentRepository;
+  let statements: ReturnType<typeof vi.spyOn>;
+
+  beforeAll(async () => {
+    svc = await startService({ env: { SEGMENT_SIZE: '100' } });
+    queues = svc.app.get(QueueService);
+    segments = svc.app.get(SegmentRepository);
+  });
+  afterEach(() => vi.restoreAllMocks());
+  afterAll(async () => {
+    await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+  });
+
+  /** Counts every statement the service sends outside a transaction from now on. */
+  const countStatements = (): void => {
+    statements = vi.spyOn(svc.app.get(DataSource).manager, 'query');
+  };
+
+  it('a push or a pop on an active queue is one statement; a pop of a queue that does not exist is one', async () => {
+    const q = uniqueQueueId('one-trip');
+    await queues.pushBatch(q, range(10).map((n) => ({ item: { n } })));
+    await queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
+    countStatements();
+    await queues.push(q, { n: 10 }, 0);
+    expect(statements).toHaveBeenCalledTimes(1);
+    expect(await queues.pop(q, { depth: 2, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 1 }, { n: 2 }], count: 2 });
+    expect(statements).toHaveBeenCalledTimes(2);
+    const lock = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
+    await queues.acknowledge(q, lock.lock_id);
+    expect(statements).toHaveBeenCalledTimes(4);
+    expect(await queues.pop(uniqueQueueId('never'), { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [], count: 0 });
+    expect(statements).toHaveBeenCalledTimes(5);
+  });
+
+  it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {
+    const q = uniqueQueueId('group');
+    const writes = vi.spyOn(segments, 'writeTurn');
+    await Promise.all(range(200).map((n) => queues.push(q, { n }, n % 3)));
+    expect(writes.mock.calls.length, 'turns for 200 concurrent pushes').toBeLessThan(100);
+    const popped = await queues.pop(q, { depth: 100, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
+    const rest = await queues.pop(q, { depth: 100, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
+    const expected = [0, 1, 2].flatMap((p) => range(200).filter((n) => n % 3 === p)).map((n) => ({ n }));
+    expect([...popped.items, ...rest.items]).toEqual(expected);
+  });
+
+  it('an operation refused in a shared turn fails alone; its neighbours commit and answer', async () => {
+    const q = uniqueQueueId('alone');
+    await queues.push(q, { n: 0 }, 0);
+    const results = await Promise.allSettled([
+      queues.push(q, { n: 1 }, 0),
+      queues.acknowledge(q, 'AAAAAAAAAAA'),
+      queues.push(q, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown }, 0),
+      queues.push(q, { n: 2 }, 0),
+      queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 }),
+      queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 }),
+    ]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? 'ok' : (r.reason as { errorCode: string }).errorCode))).toEqual([
+      'ok',
+      'LOCK_NOT_FOUND',
+      'ITEM_TOO_DEEP',
+      'ok',
+      'ok',
+      'QUEUE_LOCKED',
+    ]);
+    expect((results[4] as PromiseFulfilledResult<{ items: unknown[] }>).value.items).toEqual([{ n: 0 }, { n: 1 }]);
+    expect(await queues.getQueue(q)).toMatchObject({ count: 1, lock: { item_count: 2 } });
+  });
+
+  it('a turn takes at most 1000 items: large batches waiting together are written in several statements', async () => {
+    const q = uniqueQueueId('bound');
+    const writes = vi.spyOn(segments, 'writeTurn');
+    await Promise.all(range(3).map((b) => queues.pushBatch(q, range(600).map((n) => ({ item: { b, n } })))));
+    expect(writes.mock.calls.length).toBeGreaterThanOrEqual(3);
+    for (const [, write] of writes.mock.calls) expect(write.inserts.length).toBeLessThanOrEqual(1000);
+    expect((await queues.getQueue(q)).count).toBe(1800);
+  });
+});
