@@ -22,7 +22,7 @@ const LOAD_QUEUE = `
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
-const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 26 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 27 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
 
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
@@ -97,6 +97,7 @@ export class SegmentRepository {
       JSON.stringify(write.priorities),
       write.deletes.map((d) => d.priority),
       write.deletes.map((d) => d.segment),
+      write.deletes.map((d) => d.from),
       write.deletes.map((d) => d.through),
       write.inserts.map((i) => i.priority),
       write.inserts.map((i) => i.segment),

@@ -24,7 +24,7 @@ export class TurnStatement1764100000003 implements MigrationInterface {
       CREATE FUNCTION pushpop_write_turn(
         p_queue_id varchar, p_expected bigint, p_version bigint, p_delete boolean,
         p_segment_size integer, p_buffer_segments integer, p_item_count bigint, p_priorities jsonb,
-        p_del_priority integer[], p_del_segment bigint[], p_del_through integer[],
+        p_del_priority integer[], p_del_segment bigint[], p_del_from integer[], p_del_through integer[],
         p_ins_priority integer[], p_ins_segment bigint[], p_ins_position integer[], p_ins_item text[],
         p_lock_op text, p_lock_id varchar, p_lock_state varchar, p_lock_priorities integer[], p_lock_items text[],
         p_lock_created double precision, p_lock_expires double precision,
@@ -54,8 +54,8 @@ export class TurnStatement1764100000003 implements MigrationInterface {
         END IF;
         IF cardinality(p_del_priority) > 0 THEN
           DELETE FROM segment_items s
-           USING unnest(p_del_priority, p_del_segment, p_del_through) AS d(priority, segment, through)
-           WHERE s.queue_id = p_queue_id AND s.priority = d.priority AND s.segment = d.segment AND s.position <= d.through;
+           USING unnest(p_del_priority, p_del_segment, p_del_from, p_del_through) AS d(priority, segment, first, through)
+           WHERE s.queue_id = p_queue_id AND s.priority = d.priority AND s.segment = d.segment AND s.position BETWEEN d.first AND d.through;
         END IF;
         IF cardinality(p_ins_priority) > 0 THEN
           INSERT INTO segment_items (queue_id, priority, segment, position, item)

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { QueueCore, type PopOutcome } from './queue-core.js';
 import { MissingSegments, type HeldItem, type LockState, type SegmentFetch, type SegmentRef, type TurnWrite } from './types.js';
-import { WHOLE_SEGMENT } from './write-set.js';
+import { FIRST_POSITION, WHOLE_SEGMENT } from './write-set.js';
 
 /**
  * The core against a fake database: a table of segment rows and an offload store, driven the
@@ -39,7 +39,10 @@ class FakeDb {
     for (const d of write.deletes) {
       const rows = this.rows.get(`${d.priority}:${d.segment}`);
       if (!rows) continue;
-      for (const position of [...rows.keys()]) if (position <= d.through) rows.delete(position);
+      for (const position of [...rows.keys()]) {
+        expect(position >= d.from || position > d.through, `a row at ${position} below the delete's first position ${d.from}`).toBe(true);
+        if (position >= d.from && position <= d.through) rows.delete(position);
+      }
     }
     for (const i of write.inserts) {
       const k = `${i.priority}:${i.segment}`;
@@ -190,9 +193,9 @@ describe('QueueCore', () => {
     const write = endTurn(db, core)!;
     expect(write.deletes).toEqual(
       expect.arrayContaining([
-        { priority: 1, segment: 0, through: WHOLE_SEGMENT },
-        { priority: 1, segment: 1, through: WHOLE_SEGMENT },
-        { priority: 2, segment: 0, through: 0 },
+        { priority: 1, segment: 0, from: FIRST_POSITION, through: WHOLE_SEGMENT },
+        { priority: 1, segment: 1, from: FIRST_POSITION, through: WHOLE_SEGMENT },
+        { priority: 2, segment: 0, from: 0, through: 0 },
       ]),
     );
     expect(db.stored(2)).toEqual([item(2, 1).json]);
@@ -207,7 +210,7 @@ describe('QueueCore', () => {
     expect(items(core.pop(2))).toEqual([item(0, 0).json, item(0, 1).json]);
     const write = endTurn(db, core)!;
     expect(write.inserts).toEqual([{ priority: 0, segment: 0, position: 2, json: item(0, 2).json }]);
-    expect(write.deletes).toEqual([{ priority: 0, segment: 0, through: 1 }]);
+    expect(write.deletes).toEqual([{ priority: 0, segment: 0, from: 0, through: 1 }]);
     expect(db.stored(0)).toEqual([item(0, 2).json]);
   });
 
@@ -219,7 +222,7 @@ describe('QueueCore', () => {
     expect(items(core.pop(1))).toEqual([item(0, 0).json]);
     core.push([item(0, 1)]);
     const write = endTurn(db, core)!;
-    expect(write.deletes).toEqual([{ priority: 0, segment: 0, through: WHOLE_SEGMENT }]);
+    expect(write.deletes).toEqual([{ priority: 0, segment: 0, from: FIRST_POSITION, through: WHOLE_SEGMENT }]);
     expect(write.inserts).toEqual([{ priority: 0, segment: 0, position: 0, json: item(0, 1).json }]);
     expect(db.stored(0)).toEqual([item(0, 1).json]);
   });

@@ -234,7 +234,7 @@ export class QueueCore {
       meta.count -= take;
       this.headTouched.add(priority);
       if (seg.offset < seg.entries.length) {
-        if (take > 0) this.writes.deleteThrough(priority, segment, seg.entries[seg.offset - 1].position);
+        if (take > 0) this.writes.deleteRange(priority, segment, seg.entries[seg.offset - take].position, seg.entries[seg.offset - 1].position);
         meta.head_position = seg.entries[seg.offset].position;
         // Keep memory proportional to what is still queued in this segment.
         if (seg.offset > 64 && seg.offset * 2 > seg.entries.length) {

@@ -113,8 +113,8 @@ export interface TurnWrite {
   readonly settings: QueueSettings;
   readonly itemCount: number;
   readonly priorities: Record<string, PriorityMetadata>;
-  /** Per segment, rows with `position <= through` are deleted (before the inserts). */
-  readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly through: number }[];
+  /** Per segment, rows with `from <= position <= through` are deleted (before the inserts); none lies below `from`. */
+  readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
   readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
 }

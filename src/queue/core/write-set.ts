@@ -1,6 +1,7 @@
 import type { LockState, SegmentEntry } from './types.js';
 
-/** Deleting a whole segment: every position is at most this. */
+/** Deleting a whole segment: every position lies between these. */
+export const FIRST_POSITION = -2_147_483_648;
 export const WHOLE_SEGMENT = 2_147_483_647;
 
 const key = (priority: number, segment: number): string => `${priority}:${segment}`;
@@ -9,6 +10,10 @@ const key = (priority: number, segment: number): string => `${priority}:${segmen
  * The row changes of one turn, accumulated operation by operation and netted so that one
  * statement can apply them: deletes first, then inserts.
  *
+ * A delete covers positions `from..through` of a segment; no row of the segment lies below
+ * `from` (its head's first item, everything before it is gone), so the statement's index scan
+ * starts there instead of walking the entries of rows popped earlier.
+ *
  * Netting rule: a delete through position P of a segment drops the turn's own pending inserts
  * at positions <= P there (an item pushed and popped in the same turn never reaches the
  * table); an insert recorded after a delete is kept, and applying deletes before inserts makes
@@ -16,7 +21,7 @@ const key = (priority: number, segment: number): string => `${priority}:${segmen
  */
 export class WriteSet {
   private readonly inserts = new Map<string, { priority: number; segment: number; rows: Map<number, string> }>();
-  private readonly deletes = new Map<string, { priority: number; segment: number; through: number }>();
+  private readonly deletes = new Map<string, { priority: number; segment: number; from: number; through: number }>();
   lock: { op: 'upsert'; lock: LockState } | { op: 'delete' } | undefined;
   /** Offloaded segments to delete from the offload store once the turn has committed. */
   readonly storeDeletes: { priority: number; segment: number }[] = [];
@@ -31,7 +36,7 @@ export class WriteSet {
     this.metadataChanged = true;
   }
 
-  deleteThrough(priority: number, segment: number, through: number): void {
+  deleteRange(priority: number, segment: number, from: number, through: number): void {
     const k = key(priority, segment);
     const pending = this.inserts.get(k);
     if (pending) {
@@ -39,12 +44,12 @@ export class WriteSet {
       if (pending.rows.size === 0) this.inserts.delete(k);
     }
     const existing = this.deletes.get(k);
-    if (!existing || existing.through < through) this.deletes.set(k, { priority, segment, through });
+    this.deletes.set(k, { priority, segment, from: Math.min(from, existing?.from ?? from), through: Math.max(through, existing?.through ?? through) });
     this.metadataChanged = true;
   }
 
   deleteSegment(priority: number, segment: number): void {
-    this.deleteThrough(priority, segment, WHOLE_SEGMENT);
+    this.deleteRange(priority, segment, FIRST_POSITION, WHOLE_SEGMENT);
   }
 
   /** Through which position the turn deletes a segment's rows (-Infinity: none). */
@@ -57,7 +62,7 @@ export class WriteSet {
     return !this.metadataChanged && this.lock === undefined && this.inserts.size === 0 && this.deletes.size === 0;
   }
 
-  deleteRows(): { priority: number; segment: number; through: number }[] {
+  deleteRows(): { priority: number; segment: number; from: number; through: number }[] {
     return [...this.deletes.values()];
   }
 
