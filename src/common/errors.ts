@@ -76,3 +76,22 @@ export class SegmentUnavailableError extends PushpopError {
     super(503, 'STORE_UNAVAILABLE', `Segment ${segment} of priority ${priority} of queue ${queueId} is in the offload store, which is unavailable; retry shortly`, {}, { 'Retry-After': '2' });
   }
 }
+
+/** The request body is not JSON (or, outside an item, not a JSON object or array). */
+export class MalformedJsonError extends PushpopError {
+  constructor(message = 'request body is not valid JSON') {
+    super(400, 'MALFORMED_JSON', message);
+  }
+}
+
+export class PayloadTooLargeError extends PushpopError {
+  constructor() {
+    super(413, 'PAYLOAD_TOO_LARGE', 'request body is larger than the limit');
+  }
+}
+
+export class UnsupportedMediaTypeError extends PushpopError {
+  constructor(message: string, headers: Record<string, string> = {}) {
+    super(415, 'UNSUPPORTED_MEDIA_TYPE', message, {}, headers);
+  }
+}

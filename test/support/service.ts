@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
@@ -15,7 +15,7 @@ export const databaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'pglite
 
 /** A running pushpop on a loopback port. */
 export interface TestService {
-  app: NestExpressApplication;
+  app: NestFastifyApplication;
   url: string;
   http: TestAgent;
   dataDir: string;
