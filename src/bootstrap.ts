@@ -6,6 +6,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
+import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
 import { registerBodyParsers } from './common/request-body.parser.js';
 import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
@@ -28,12 +29,14 @@ function routerErrors(error: FastifyError, request: FastifyRequest, reply: Fasti
 }
 
 /**
- * Applies what every pushpop app needs: body parsing and limits, validation, the error filter.
+ * Applies what every pushpop app needs: body parsing and limits, 405 answers, validation, the
+ * error filter. Call before the app is initialised: routes are mirrored as they are registered.
  */
 export function configureApp(app: NestFastifyApplication): void {
   const env = app.get(AppConfig).env;
   const fastify = app.getHttpAdapter().getInstance();
   registerBodyParsers(fastify, env.MAX_BODY_BYTES);
+  answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
   app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
   app.enableShutdownHooks();

@@ -95,3 +95,10 @@ export class UnsupportedMediaTypeError extends PushpopError {
     super(415, 'UNSUPPORTED_MEDIA_TYPE', message, {}, headers);
   }
 }
+
+/** A known path asked with a method it does not take; `Allow` lists the ones it does. */
+export class MethodNotAllowedError extends PushpopError {
+  constructor(method: string, allowed: string[]) {
+    super(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}`, {}, { Allow: allowed.join(', ') });
+  }
+}

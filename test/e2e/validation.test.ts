@@ -479,10 +479,11 @@ describe('bad input', () => {
       expectError(await svc.http.delete(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');
     });
 
-    it('answers 404 with the error body for an unknown route or method', async () => {
+    it('answers 404 with the error body for an unknown route, and 405 for a known path with the wrong method', async () => {
       expectError(await svc.http.get('/no/such/route'), 404, 'NOT_FOUND');
       expectError(await svc.http.post('/queue/abc/shove').send({ item: {} }), 404, 'NOT_FOUND');
-      expectError(await svc.http.put(`/queue/${uniqueQueueId()}`).send({}), 404, 'NOT_FOUND');
+      // CONTRACT.md "Request hygiene" (test/e2e/http-hygiene.test.ts has every path).
+      expectError(await svc.http.put(`/queue/${uniqueQueueId()}`).send({}), 405, 'METHOD_NOT_ALLOWED');
     });
   });
 
