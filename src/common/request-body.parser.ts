@@ -3,6 +3,8 @@ import type { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { MalformedJsonError, UnsupportedMediaTypeError } from './errors.js';
 
+/** `type/subtype+json`, with or without parameters (Fastify matches `application/json` by name). */
+const JSON_SUFFIX_TYPE = /^[^\s/;]+\/[^\s/;]+\+json\s*(?:;|$)/;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
 
 /** The content codings a JSON body may come in. */
@@ -14,12 +16,27 @@ const DECODERS: Record<string, () => Transform> = {
 };
 
 function isJson(contentType: string | undefined): boolean {
-  return contentType?.split(';', 1)[0].trim().toLowerCase() === 'application/json';
+  const mediaType = contentType?.split(';', 1)[0].trim().toLowerCase() ?? '';
+  return mediaType === 'application/json' || JSON_SUFFIX_TYPE.test(mediaType);
 }
 
 /**
- * Replaces Fastify's body parsers with the service's: JSON (`application/json`, UTF-8) up to
- * `bodyLimit` bytes, parsed with `JSON.parse` itself; Fastify answers any other type 415.
+ * The body of a request whose content type the service does not read. Routes that take a body
+ * refuse it with 415 (see `RequestValidationPipe`); the others ignore it, as they ignore any body.
+ */
+export class UnsupportedBody {
+  constructor(readonly contentType: string | undefined) {}
+
+  toError(): UnsupportedMediaTypeError {
+    const what = this.contentType ? `content type ${this.contentType}` : 'a body without a content type';
+    return new UnsupportedMediaTypeError(`${what} is not supported; send application/json`);
+  }
+}
+
+/**
+ * Replaces Fastify's body parsers with the service's: JSON (`application/json`, `*\/*+json`,
+ * UTF-8) up to `bodyLimit` bytes, parsed with `JSON.parse` itself; anything else becomes an
+ * {@link UnsupportedBody}, unread.
  *
  * Fastify's own JSON parser refuses (or strips) `__proto__` and `constructor.prototype` keys;
  * items must keep them. `JSON.parse` makes them ordinary own properties and never sets a
@@ -43,8 +60,12 @@ export function registerBodyParsers(fastify: FastifyInstance, bodyLimit: number)
     done(null, payload.pipe(decoder));
   });
   fastify.removeAllContentTypeParsers();
-  // A throw in the parser reaches Fastify's error handler, that is the global filter.
-  fastify.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit }, (request, body, done) => done(null, parseJson(request, body)));
+  for (const type of ['application/json', JSON_SUFFIX_TYPE]) {
+    // A throw in the parser reaches Fastify's error handler, that is the global filter.
+    fastify.addContentTypeParser(type, { parseAs: 'string', bodyLimit }, (request, body, done) => done(null, parseJson(request, body)));
+  }
+  // 415 is decided by the route (only one that reads a body refuses it), so the body is left unread here.
+  fastify.addContentTypeParser('*', (request, _payload, done) => done(null, new UnsupportedBody(request.headers['content-type'])));
 }
 
 function parseJson(request: FastifyRequest, body: string | Buffer): unknown {
@@ -62,7 +83,7 @@ function parseJson(request: FastifyRequest, body: string | Buffer): unknown {
   } catch {
     throw new MalformedJsonError();
   }
-  // Only an object or an array can be a request.
-  if (value === null || typeof value !== 'object') throw new MalformedJsonError('request body must be a JSON object');
+  // A bare string, number or boolean is no request; `null` is left to validation (400 VALIDATION_FAILED).
+  if (value !== null && typeof value !== 'object') throw new MalformedJsonError('request body must be a JSON object');
   return value;
 }

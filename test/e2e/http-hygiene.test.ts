@@ -1,10 +1,12 @@
+import { gzipSync } from 'node:zlib';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
- * CONTRACT.md "Request hygiene": a known path with the wrong method is 405 with `Allow`, and
- * touches no queue.
+ * CONTRACT.md "Request hygiene": a known path with the wrong method is 405 with `Allow`; a body
+ * that is not JSON on a route that takes one is 415; a JSON `null` body is 400
+ * VALIDATION_FAILED. None of them touches a queue.
  */
 
 function expectError(res: Response, status: number, errorCode: string, label = ''): void {
@@ -27,6 +29,15 @@ const QUEUE_PATHS: [string, string, (q: string) => string][] = [
   ['getQueue and deleteQueue', 'DELETE, GET', (q) => `/queue/${q}`],
   ['getState', 'GET', (q) => `/queue/${q}/state/metadata`],
   ['listQueues', 'GET', () => '/queues'],
+];
+
+/** The routes that take a JSON body, each with a body it would accept. */
+const BODY_ROUTES: [string, string, Record<string, unknown>][] = [
+  ['push', 'push', { item: { a: 1 } }],
+  ['pushBatch', 'push/batch', { items: [{ item: { a: 1 } }] }],
+  ['acknowledge', 'acknowledge', { lock_id: 'abcdefghijk' }],
+  ['extendLock', 'extend-lock', { lock_id: 'abcdefghijk', ttl_seconds: 30 }],
+  ['release', 'release', { lock_id: 'abcdefghijk' }],
 ];
 
 describe('request hygiene', () => {
@@ -99,6 +110,95 @@ describe('request hygiene', () => {
       const res = await svc.http.get('/queue/a*b/push').set('content-type', 'text/plain').send('not json');
       expectError(res, 405, 'METHOD_NOT_ALLOWED');
       expect(res.headers.allow).toBe('POST');
+    });
+  });
+
+  describe('415 UNSUPPORTED_MEDIA_TYPE', () => {
+    const notJson: [string, string | undefined][] = [
+      ['text/plain', 'text/plain'],
+      ['a form', 'application/x-www-form-urlencoded'],
+      ['XML', 'application/xml'],
+      ['a JSON-looking type that is not JSON', 'application/jsonx'],
+      ['JSON in a charset other than UTF-8', 'application/json; charset=latin1'],
+      ['no content type', undefined],
+    ];
+
+    it.each(BODY_ROUTES)('refuses a body that is not JSON on %s, and changes nothing', async (_label, route, body) => {
+      const { q, state } = await queueWith(2);
+      const lock = await svc.http.post(`/queue/${q}/pop?require_ack=true&depth=1`);
+      expect(lock.body.locked).toBe(true);
+      const text = JSON.stringify('lock_id' in body ? { ...body, lock_id: lock.body.lock_id } : body);
+      const before = await state();
+      for (const [label, type] of notJson) {
+        if (type) {
+          expectError(await svc.http.post(`/queue/${q}/${route}`).set('content-type', type).send(text), 415, 'UNSUPPORTED_MEDIA_TYPE', label);
+        } else {
+          // supertest always sends a content type with a body; fetch sends none with bytes.
+          const res = await fetch(`${svc.url}/queue/${q}/${route}`, { method: 'POST', body: new TextEncoder().encode(text) });
+          const json = (await res.json()) as { statusCode: number; error_code: string };
+          expect({ status: res.status, statusCode: json.statusCode, error_code: json.error_code }, label).toEqual({ status: 415, statusCode: 415, error_code: 'UNSUPPORTED_MEDIA_TYPE' });
+        }
+      }
+      expect(await state()).toEqual(before);
+    });
+
+    it.each(BODY_ROUTES)('reads JSON under application/json with a UTF-8 charset, in any case, and any +json type on %s', async (_label, route, body) => {
+      for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON; Charset="UTF-8"', 'application/vnd.pushpop+json', 'application/merge-patch+json; charset=utf-8']) {
+        const q = uniqueQueueId('hyg');
+        const res = await svc.http.post(`/queue/${q}/${route}`).set('content-type', type).send(JSON.stringify(body));
+        // The body was read: push succeeds; the lock endpoints find no lock (404), which they can only know from lock_id.
+        if (route.startsWith('push')) expect(res.status, type).toBe(200);
+        else expectError(res, 404, 'LOCK_NOT_FOUND', type);
+      }
+    });
+
+    it('needs no content type where a route takes no body, and ignores a body sent there', async () => {
+      const { q } = await queueWith(4);
+      const bare = await fetch(`${svc.url}/queue/${q}/pop`, { method: 'POST' });
+      expect(bare.status).toBe(200);
+      expect(await bare.json()).toEqual({ items: [{ i: 0 }], count: 1 });
+      const form = await svc.http.post(`/queue/${q}/pop`).set('content-type', 'application/x-www-form-urlencoded').send('');
+      expect(form.body).toEqual({ items: [{ i: 1 }], count: 1 });
+      const text = await svc.http.post(`/queue/${q}/pop`).set('content-type', 'text/plain').send('hello');
+      expect(text.body).toEqual({ items: [{ i: 2 }], count: 1 });
+      const emptyJson = await svc.http.post(`/queue/${q}/pop`).set('content-type', 'application/json').send('');
+      expect(emptyJson.body).toEqual({ items: [{ i: 3 }], count: 1 });
+      expect((await svc.http.get(`/queue/${q}`).set('content-type', 'text/plain')).status).toBe(200);
+      const del = await svc.http.delete(`/queue/${q}`).set('content-type', 'text/plain').send('x');
+      expect(del.body).toEqual({ success: true, items_deleted: 0 });
+    });
+
+    /** A gzipped JSON body (supertest would send a Buffer as JSON). */
+    async function pushGzip(q: string, text: string): Promise<{ status: number; body: { error_code?: string } }> {
+      const res = await fetch(`${svc.url}/queue/${q}/push`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(text) });
+      return { status: res.status, body: (await res.json()) as { error_code?: string } };
+    }
+
+    it('refuses a content coding it cannot decode with 415, and reads gzip', async () => {
+      const q = uniqueQueueId('hyg');
+      const res = await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').set('content-encoding', 'compress').send('{"item":{"a":1}}');
+      expectError(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expect(res.headers['accept-encoding']).toContain('gzip');
+      expect(await pushGzip(q, '{"item":{"a":2}}')).toMatchObject({ status: 200 });
+      expect((await svc.http.post(`/queue/${q}/pop?depth=10`)).body).toEqual({ items: [{ a: 2 }], count: 1 });
+    });
+
+    it('applies the body limit to a compressed body as it is decompressed', async () => {
+      const q = uniqueQueueId('hyg');
+      const text = JSON.stringify({ item: { s: 'z'.repeat(2_000_000) } });
+      expect(gzipSync(text).length).toBeLessThan(100_000);
+      expect(await pushGzip(q, text)).toMatchObject({ status: 413, body: { error_code: 'PAYLOAD_TOO_LARGE' } });
+      expectError(await svc.http.get(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');
+    });
+  });
+
+  describe('a JSON null body', () => {
+    it.each(BODY_ROUTES)('is 400 VALIDATION_FAILED on %s', async (_label, route) => {
+      const { q, state } = await queueWith(1);
+      const before = await state();
+      expectError(await svc.http.post(`/queue/${q}/${route}`).set('content-type', 'application/json').send('null'), 400, 'VALIDATION_FAILED');
+      expectError(await svc.http.post(`/queue/${q}/${route}`).set('content-type', 'application/json').send(' null\n'), 400, 'VALIDATION_FAILED');
+      expect(await state()).toEqual(before);
     });
   });
 });

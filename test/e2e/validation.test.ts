@@ -144,7 +144,8 @@ describe('bad input', () => {
       expect(arrayBody.body.statusCode).toBe(400);
       expect(['VALIDATION_FAILED', 'MALFORMED_JSON']).toContain(arrayBody.body.error_code);
       expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('"text"'), 400, 'MALFORMED_JSON');
-      expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('null'), 400, 'MALFORMED_JSON');
+      // CONTRACT.md "Request hygiene": a JSON null body is a validation failure, not malformed JSON.
+      expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('null'), 400, 'VALIDATION_FAILED');
       await expectNothingPushed(q);
     });
   });
