@@ -532,6 +532,19 @@ describe('bad input', () => {
       expect(pop.text).toBe(`{"items":[${itemText}],"count":1}`);
     });
 
+    it('never takes a prototype from a body: __proto__ keys are data in items and ignored around them', async () => {
+      const q = uniqueQueueId('protosafe');
+      const itemText = '{"__proto__":{"polluted":1,"priority":9},"a":1}';
+      const push = await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send(`{"item":${itemText},"__proto__":{"priority":7,"polluted":2}}`);
+      expect(push.status).toBe(200);
+      expect(push.body.message).toContain('at priority 0');
+      // The service runs in this process: nothing reached Object.prototype.
+      expect(Object.prototype).not.toHaveProperty('polluted');
+      expect(Object.prototype).not.toHaveProperty('priority');
+      const pop = await svc.http.post(`/queue/${q}/pop`);
+      expect(pop.text).toBe(`{"items":[${itemText}],"count":1}`);
+    });
+
     it('keeps a __proto__ key inside a batch entry', async () => {
       const q = uniqueQueueId('protob');
       const itemText = '{"__proto__":{"x":1},"a":1}';
