@@ -1,21 +1,49 @@
-import { DynamicModule, MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
-import { ServeStaticModule } from '@nestjs/serve-static';
-import type { ServerResponse } from 'node:http';
+import { relative, sep } from 'node:path';
+import { DynamicModule, Module, NotFoundException, OnModuleInit } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { AdminAssets } from './admin-assets.js';
-import { AdminMiddleware } from './admin.middleware.js';
+import { AdminNotBuiltError } from './admin.errors.js';
 
 /** Hashed bundles never change under their name; everything else (index.html) is revalidated. */
-function setCacheHeaders(res: ServerResponse, path: string): void {
-  res.setHeader('Cache-Control', /[\\/]assets[\\/]/.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache');
+function setCacheHeaders(root: string): (reply: FastifyReply, path: string) => void {
+  return (reply, path) => {
+    reply.header('Cache-Control', relative(root, path).startsWith(`assets${sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache');
+  };
 }
 
 /**
- * Serves the admin console (`apps/admin`, a Vite SPA built separately) at `/admin/`, as
- * Ghostfolio serves its client: `ServeStaticModule` with the API left alone. The static
- * handler is mounted on `/admin` only, so no API route (`/queue…`, `/queues`, `/health…`,
- * `/metrics`, `/docs`, `/openapi.json`) can reach it; unknown paths under `/admin/` get
- * `index.html` (the console routes by hash, but a reload of a deep link must not 404),
- * except under `/admin/assets/`, where a missing file is a 404 rather than HTML served as script.
+ * The console as a Fastify plugin, registered with the prefix `/admin`, so nothing it does can
+ * reach an API route. Its not-found handler covers `/admin` and everything under it:
+ * - with a build, `@fastify/static` serves the files; a path with no file gets `index.html`
+ *   (the console routes by hash, but a reload of a deep link must not 404), except under
+ *   `/admin/assets/`, where a missing file is a 404 rather than HTML served as script;
+ *   `/admin` moves to `/admin/`, so the page's relative URLs resolve under the console;
+ * - without one, every request gets 503 ADMIN_NOT_BUILT.
+ * Errors go to the app's error handler, that is the global filter.
+ */
+async function adminConsole(admin: FastifyInstance, { assets }: { assets: AdminAssets }): Promise<void> {
+  if (!assets.built) {
+    admin.setNotFoundHandler(() => {
+      throw new AdminNotBuiltError();
+    });
+    return;
+  }
+  await admin.register(fastifyStatic, { root: assets.root, index: 'index.html', dotfiles: 'ignore', setHeaders: setCacheHeaders(assets.root) });
+  admin.get('/', { prefixTrailingSlash: 'no-slash' }, (request, reply) => {
+    const q = request.url.indexOf('?');
+    return reply.redirect(`/admin/${q < 0 ? '' : request.url.slice(q)}`, 301);
+  });
+  admin.setNotFoundHandler((request, reply) => {
+    if (request.url.startsWith('/admin/assets/')) throw new NotFoundException(`Cannot ${request.method} ${request.url}`);
+    return reply.sendFile('index.html');
+  });
+}
+
+/**
+ * Serves the admin console (`apps/admin`, a Vite SPA built separately) at `/admin/`, beside the
+ * API, as Ghostfolio serves its client (see {@link adminConsole}).
  *
  * Whether a build exists is decided when the app is created ({@link AdminModule.forRoot} is
  * called by `AppModule.forRoot`): without one the service starts anyway and `/admin/` answers
@@ -23,25 +51,18 @@ function setCacheHeaders(res: ServerResponse, path: string): void {
  * module has no controller, so the OpenAPI document is unaffected.
  */
 @Module({})
-export class AdminModule implements NestModule {
+export class AdminModule implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly assets: AdminAssets,
+  ) {}
+
   static forRoot(assets: AdminAssets = AdminAssets.find()): DynamicModule {
-    return {
-      module: AdminModule,
-      imports: assets.built
-        ? [
-            ServeStaticModule.forRoot({
-              rootPath: assets.root,
-              serveRoot: '/admin',
-              exclude: ['/admin/assets/{*path}'],
-              serveStaticOptions: { index: 'index.html', redirect: false, setHeaders: setCacheHeaders },
-            }),
-          ]
-        : [],
-      providers: [{ provide: AdminAssets, useValue: assets }],
-    };
+    return { module: AdminModule, providers: [{ provide: AdminAssets, useValue: assets }] };
   }
 
-  configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(AdminMiddleware).forRoutes({ path: 'admin', method: RequestMethod.ALL }, { path: 'admin/{*path}', method: RequestMethod.ALL });
+  onModuleInit(): void {
+    // Loaded when Fastify gets ready, after Nest has installed its error and not-found handlers.
+    void this.adapterHost.httpAdapter.getInstance<FastifyInstance>().register(adminConsole, { prefix: '/admin', assets: this.assets });
   }
 }

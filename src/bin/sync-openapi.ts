@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { AppModule } from '../app.module.js';
 import { buildOpenApiDocument, stableJson } from '../bootstrap.js';
 
@@ -11,7 +12,7 @@ import { buildOpenApiDocument, stableJson } from '../bootstrap.js';
  * the committed file changes only where the API does.
  */
 async function main(): Promise<void> {
-  const app = await NestFactory.create(AppModule.forRoot(), { preview: true, logger: false });
+  const app = await NestFactory.create(AppModule.forRoot(), new FastifyAdapter(), { preview: true, logger: false });
   const target = resolve(process.argv[2] ?? 'openapi.json');
   writeFileSync(target, stableJson(buildOpenApiDocument(app)));
   await app.close();

@@ -113,3 +113,29 @@ export class QueueLockedError extends PushpopError {
     super(423, 'QUEUE_LOCKED', 'Queue is locked pending acknowledgement', { lock_expires_at: expiresAt / 1000 });
   }
 }
+
+/** The request body is not JSON (or, outside an item, not a JSON object or array). */
+export class MalformedJsonError extends PushpopError {
+  constructor(message = 'request body is not valid JSON') {
+    super(400, 'MALFORMED_JSON', message);
+  }
+}
+
+export class PayloadTooLargeError extends PushpopError {
+  constructor() {
+    super(413, 'PAYLOAD_TOO_LARGE', 'request body is larger than the limit');
+  }
+}
+
+export class UnsupportedMediaTypeError extends PushpopError {
+  constructor(message: string, headers: Record<string, string> = {}) {
+    super(415, 'UNSUPPORTED_MEDIA_TYPE', message, {}, headers);
+  }
+}
+
+/** A known path asked with a method it does not take; `Allow` lists the ones it does. */
+export class MethodNotAllowedError extends PushpopError {
+  constructor(method: string, allowed: string[]) {
+    super(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}`, {}, { Allow: allowed.join(', ') });
+  }
+}

@@ -1,5 +1,6 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidationFailedError } from './errors.js';
+import { UnsupportedBody } from './request-body.parser.js';
 
 /** Nesting allowed in a request body outside its items (items have their own, larger limit). */
 const MAX_BODY_DEPTH = 16;
@@ -44,7 +45,9 @@ function itemHolders(body: unknown): Holder[] {
 
 /**
  * The global validation pipe: class-validator DTO rules (unknown fields refused), with every
- * error answered as 400 VALIDATION_FAILED.
+ * error answered as 400 VALIDATION_FAILED. It is also where a route that takes a body refuses
+ * one it cannot read (415 UNSUPPORTED_MEDIA_TYPE) and a JSON `null` (400): only here is it
+ * known which routes read a body, so routes that take none (pop, GET) ignore any.
  *
  * Items are arbitrary JSON and must come back exactly as pushed, so they never go through
  * class-transformer or Nest's prototype-key stripping (which would drop keys such as
@@ -65,6 +68,8 @@ export class RequestValidationPipe extends ValidationPipe {
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type !== 'body') return super.transform(value, metadata);
+    if (value instanceof UnsupportedBody) throw value.toError();
+    if (value === null) throw new ValidationFailedError('request body must be a JSON object, not null');
     const holders = itemHolders(value);
     const items = holders.map((holder) => holder.item);
     holders.forEach((holder) => {

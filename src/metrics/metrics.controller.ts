@@ -1,6 +1,6 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
+import type { FastifyReply } from 'fastify';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('operations')
@@ -13,9 +13,9 @@ export class MetricsController {
   @Header('Cache-Control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
-  async metrics(@Res() res: Response): Promise<void> {
+  async metrics(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const { contentType, body } = await this.service.exposition();
-    res.setHeader('Content-Type', contentType);
-    res.send(body);
+    reply.type(contentType);
+    return body;
   }
 }

@@ -38,7 +38,7 @@ export class QueueController {
 
   /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
   @Post('queue/:queue_id/push')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'] })
+  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
@@ -47,7 +47,7 @@ export class QueueController {
 
   /** Pushes 1-1000 items, all or nothing, in the given order. */
   @Post('queue/:queue_id/push/batch')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'] })
+  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
@@ -78,7 +78,7 @@ export class QueueController {
    * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
    */
   @Post('queue/:queue_id/acknowledge')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
@@ -87,7 +87,7 @@ export class QueueController {
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
   @Post('queue/:queue_id/extend-lock')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
@@ -96,7 +96,7 @@ export class QueueController {
 
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
   @Post('queue/:queue_id/release')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'] }, LockErrorResponseDto)
+  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {

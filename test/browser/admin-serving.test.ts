@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminAssets } from '../../src/admin/admin-assets.js';
@@ -13,17 +13,19 @@ import { AllExceptionsFilter } from '../../src/common/all-exceptions.filter.js';
 // How /admin is served, without Chromium and without building the console: the module alone,
 // over a stand-in build directory (or none), with the service's error filter.
 
-async function adminApp(assets: AdminAssets): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AdminModule.forRoot(assets), { logger: false });
+async function adminApp(assets: AdminAssets): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(AdminModule.forRoot(assets), new FastifyAdapter(), { logger: false });
   app.useGlobalFilters(new AllExceptionsFilter());
   await app.init();
+  // Fastify loads its plugins (the console among them) when it gets ready; `listen()` would do this.
+  await app.getHttpAdapter().getInstance().ready();
   return app;
 }
 
 describe('admin console serving', () => {
   let dir: string;
-  let built: NestExpressApplication;
-  let missing: NestExpressApplication;
+  let built: NestFastifyApplication;
+  let missing: NestFastifyApplication;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'pushpop-admin-'));

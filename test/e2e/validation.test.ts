@@ -144,7 +144,8 @@ describe('bad input', () => {
       expect(arrayBody.body.statusCode).toBe(400);
       expect(['VALIDATION_FAILED', 'MALFORMED_JSON']).toContain(arrayBody.body.error_code);
       expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('"text"'), 400, 'MALFORMED_JSON');
-      expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('null'), 400, 'MALFORMED_JSON');
+      // CONTRACT.md "Request hygiene": a JSON null body is a validation failure, not malformed JSON.
+      expectError(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('null'), 400, 'VALIDATION_FAILED');
       await expectNothingPushed(q);
     });
   });
@@ -479,10 +480,11 @@ describe('bad input', () => {
       expectError(await svc.http.delete(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');
     });
 
-    it('answers 404 with the error body for an unknown route or method', async () => {
+    it('answers 404 with the error body for an unknown route, and 405 for a known path with the wrong method', async () => {
       expectError(await svc.http.get('/no/such/route'), 404, 'NOT_FOUND');
       expectError(await svc.http.post('/queue/abc/shove').send({ item: {} }), 404, 'NOT_FOUND');
-      expectError(await svc.http.put(`/queue/${uniqueQueueId()}`).send({}), 404, 'NOT_FOUND');
+      // CONTRACT.md "Request hygiene" (test/e2e/http-hygiene.test.ts has every path).
+      expectError(await svc.http.put(`/queue/${uniqueQueueId()}`).send({}), 405, 'METHOD_NOT_ALLOWED');
     });
   });
 
@@ -527,6 +529,19 @@ describe('bad input', () => {
       expect(push.status).toBe(200);
       const pop = await svc.http.post(`/queue/${q}/pop`);
       expect(pop.status).toBe(200);
+      expect(pop.text).toBe(`{"items":[${itemText}],"count":1}`);
+    });
+
+    it('never takes a prototype from a body: __proto__ keys are data in items and ignored around them', async () => {
+      const q = uniqueQueueId('protosafe');
+      const itemText = '{"__proto__":{"polluted":1,"priority":9},"a":1}';
+      const push = await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send(`{"item":${itemText},"__proto__":{"priority":7,"polluted":2}}`);
+      expect(push.status).toBe(200);
+      expect(push.body.message).toContain('at priority 0');
+      // The service runs in this process: nothing reached Object.prototype.
+      expect(Object.prototype).not.toHaveProperty('polluted');
+      expect(Object.prototype).not.toHaveProperty('priority');
+      const pop = await svc.http.post(`/queue/${q}/pop`);
       expect(pop.text).toBe(`{"items":[${itemText}],"count":1}`);
     });
 

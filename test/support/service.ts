@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
@@ -32,7 +32,7 @@ export function sharedDatabase(svc: TestService): EnvOverrides {
 
 /** A running pushpop on a loopback port. */
 export interface TestService {
-  app: NestExpressApplication;
+  app: NestFastifyApplication;
   url: string;
   http: TestAgent;
   dataDir: string;

@@ -823,6 +823,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
             /** @description QUEUE_BUSY */
             429: {
                 headers: {
@@ -922,6 +934,18 @@ export interface operations {
                     "application/json": components["schemas"]["LockErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
@@ -1089,6 +1113,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
             /** @description QUEUE_BUSY */
             429: {
                 headers: {
@@ -1164,6 +1200,18 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
@@ -1266,6 +1314,18 @@ export interface operations {
                     "application/json": components["schemas"]["LockErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
