@@ -1,30 +1,61 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable } from '@nestjs/common';
-import { DataSource, EntityManager } from 'typeorm';
+import type { Pool, PoolClient } from 'pg';
+import { DataSource } from 'typeorm';
 
 /**
- * The database side of a turn, so that domain code never holds a connection: repositories
- * ask the unit of work which executor to use. Inside {@link transaction} that is the
- * transaction (carried through every await by AsyncLocalStorage); outside, the pool, where
- * every statement commits on its own.
+ * Where a repository runs a statement: the pool, where each statement is its own transaction,
+ * or one open transaction. Repositories take it from their caller; domain code never sees one.
+ */
+export interface DbSession {
+  /**
+   * Runs a statement and returns its rows. With `name` it is a prepared statement, parsed and
+   * planned once per connection (use one name per statement text).
+   */
+  query<R>(text: string, values?: readonly unknown[], name?: string): Promise<R[]>;
+}
+
+const sessionOf = (db: Pool | PoolClient): DbSession => ({
+  query: async <R>(text: string, values: readonly unknown[] = [], name?: string): Promise<R[]> =>
+    (await db.query({ text, values: values as unknown[], ...(name ? { name } : {}) })).rows as R[],
+});
+
+/**
+ * The unit of work of a turn. Statements go straight to the `pg` pool that TypeORM opened (the
+ * migrations and the connection settings stay TypeORM's): on the hot path that skips a query
+ * runner per statement and lets the turn's statements be prepared once per connection, which
+ * measured lower CPU per request both in the service and in PostgreSQL.
  */
 @Injectable()
 export class UnitOfWork {
-  private readonly current = new AsyncLocalStorage<EntityManager>();
+  private autocommitSession?: DbSession;
 
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: () => Promise<T>): Promise<T> {
-    return this.dataSource.transaction((manager) => this.current.run(manager, fn));
+  private get pool(): Pool {
+    return (this.dataSource.driver as unknown as { master: Pool }).master;
   }
 
-  /** Where repositories run their SQL now. */
-  get executor(): EntityManager {
-    return this.current.getStore() ?? this.dataSource.manager;
+  /** The pool: every statement commits on its own. */
+  get autocommit(): DbSession {
+    this.autocommitSession ??= sessionOf(this.pool);
+    return this.autocommitSession;
   }
 
-  get inTransaction(): boolean {
-    return this.current.getStore() !== undefined;
+  /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  async transaction<T>(fn: (session: DbSession) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(sessionOf(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
+      throw error;
+    } finally {
+      // A connection whose rollback failed is not given back to the pool.
+      client.release(broken);
+    }
   }
 }

@@ -11,7 +11,7 @@ export class LockRepository {
    * `expires_at`: the cost is proportional to the number of due locks, not of queues.
    */
   async findDue(now: number, limit: number): Promise<string[]> {
-    const rows: { queue_id: string }[] = await this.uow.executor.query(
+    const rows = await this.uow.autocommit.query<{ queue_id: string }>(
       `SELECT queue_id FROM queue_locks WHERE state = 'active' AND expires_at <= to_timestamp($1 / 1000.0) ORDER BY expires_at LIMIT $2`,
       [now, limit],
     );

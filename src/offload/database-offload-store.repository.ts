@@ -19,7 +19,7 @@ export class DatabaseOffloadStore extends OffloadStore {
   }
 
   async save(queueId: string, key: string, items: readonly string[]): Promise<void> {
-    await this.uow.executor.query(
+    await this.uow.autocommit.query(
       `INSERT INTO offloaded_segments (queue_id, key, items) VALUES ($1, $2, $3::text[])
        ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()`,
       [queueId, key, items],
@@ -27,17 +27,17 @@ export class DatabaseOffloadStore extends OffloadStore {
   }
 
   async load(queueId: string, key: string): Promise<string[] | undefined> {
-    const rows: { items: string[] }[] = await this.uow.executor.query(`SELECT items FROM offloaded_segments WHERE queue_id = $1 AND key = $2`, [queueId, key]);
+    const rows = await this.uow.autocommit.query<{ items: string[] }>(`SELECT items FROM offloaded_segments WHERE queue_id = $1 AND key = $2`, [queueId, key]);
     return rows[0]?.items;
   }
 
   async delete(queueId: string, keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.uow.executor.query(`DELETE FROM offloaded_segments WHERE queue_id = $1 AND key = ANY($2::varchar[])`, [queueId, keys]);
+    await this.uow.autocommit.query(`DELETE FROM offloaded_segments WHERE queue_id = $1 AND key = ANY($2::varchar[])`, [queueId, keys]);
   }
 
   async countSegments(): Promise<number> {
-    const rows: { n: string }[] = await this.uow.executor.query(`SELECT count(*) AS n FROM offloaded_segments`);
+    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM offloaded_segments`);
     return Number(rows[0]?.n ?? 0);
   }
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type { QueueListRow, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from './queue-metadata.js';
 
 interface RawQueueRow {
@@ -43,9 +43,10 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
 }
 
 /**
- * The SQL of queues, their segments and their locks. Runs on the unit of work's executor: the
- * turn's transaction when the turn runs under the queue's row lock, else the pool (each
- * statement its own transaction).
+ * The SQL of queues, their segments and their locks. A turn's statements run on the session its
+ * runner gives: the pool (each statement its own transaction), or the transaction that holds
+ * the queue's row lock. The turn's statements are prepared (named), so each connection parses
+ * and plans them once.
  */
 @Injectable()
 export class SegmentRepository {
@@ -55,19 +56,20 @@ export class SegmentRepository {
    * The queue row and its lock, or undefined. With `forUpdate` (inside a transaction) the row
    * stays locked until the transaction ends: a turn of another process on the same queue waits.
    */
-  async loadQueue(queueId: string, forUpdate = false): Promise<StoredQueue | undefined> {
-    const rows: RawQueueRow[] = await this.uow.executor.query(forUpdate ? `${LOAD_QUEUE} FOR UPDATE OF q` : LOAD_QUEUE, [queueId]);
+  async loadQueue(queueId: string, session: DbSession = this.uow.autocommit, forUpdate = false): Promise<StoredQueue | undefined> {
+    const rows = forUpdate ? await session.query<RawQueueRow>(`${LOAD_QUEUE} FOR UPDATE OF q`, [queueId], 'pushpop_lock_queue') : await session.query<RawQueueRow>(LOAD_QUEUE, [queueId], 'pushpop_load_queue');
     return rows[0] ? toStoredQueue(rows[0]) : undefined;
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
-  async loadSegments(queueId: string, segments: readonly { priority: number; segment: number }[]): Promise<Map<string, StoredEntry[]>> {
-    const rows: { priority: number; segment: string; position: number; item: string }[] = await this.uow.executor.query(
+  async loadSegments(queueId: string, segments: readonly { priority: number; segment: number }[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredEntry[]>> {
+    const rows = await session.query<{ priority: number; segment: string; position: number; item: string }>(
       `SELECT s.priority, s.segment, s.position, s.item
          FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment
         WHERE s.queue_id = $1
         ORDER BY s.priority, s.segment, s.position`,
       [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)],
+      'pushpop_load_segments',
     );
     const out = new Map<string, StoredEntry[]>();
     for (const row of rows) {
@@ -84,9 +86,9 @@ export class SegmentRepository {
    * `offloaded_segments` rows of the in-database offload store), if the queue row still has `expectedVersion`
    * (or, to create it, has no row). Returns false, having written nothing, otherwise.
    */
-  async writeTurn(queueId: string, write: StoredTurnWrite): Promise<boolean> {
+  async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
     const lock = write.lock?.op === 'upsert' ? write.lock.lock : undefined;
-    const rows: { applied: boolean }[] = await this.uow.executor.query(WRITE_TURN, [
+    const values = [
       queueId,
       write.expectedVersion,
       write.newVersion,
@@ -114,7 +116,8 @@ export class SegmentRepository {
       write.storeSaves.map((s) => s.items.length),
       write.storeSaves.flatMap((s) => s.items),
       write.storeDeletes,
-    ]);
+    ];
+    const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
   }
 
@@ -131,7 +134,7 @@ export class SegmentRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows: { queue_id: string; item_count: string; lock_expires_at: Date | null }[] = await this.uow.executor.query(
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null }>(
       `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at
          FROM (SELECT queue_id, item_count FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
          LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
@@ -142,6 +145,6 @@ export class SegmentRepository {
   }
 
   async ping(): Promise<void> {
-    await this.uow.executor.query('SELECT 1');
+    await this.uow.autocommit.query('SELECT 1');
   }
 }

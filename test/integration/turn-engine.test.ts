@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DataSource } from 'typeorm';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { range } from '../support/queue-helpers.js';
@@ -28,7 +28,7 @@ describe(`turn engine (${databaseKind})`, () => {
 
   /** Counts every statement the service sends outside a transaction from now on. */
   const countStatements = (): void => {
-    statements = vi.spyOn(svc.app.get(DataSource).manager, 'query');
+    statements = vi.spyOn(svc.app.get(UnitOfWork).autocommit, 'query');
   };
 
   it('a push or a pop on an active queue is one statement; a pop of a queue that does not exist is one', async () => {

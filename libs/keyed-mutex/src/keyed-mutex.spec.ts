@@ -315,6 +315,40 @@ describe('KeyedMutex', () => {
     });
   });
 
+  describe('7b. re-entrancy off ({ reentrant: false })', () => {
+    it('exclusive and FIFO as ever; a nested run on the same key waits for the turn like any caller', async () => {
+      const mutex = new KeyedMutex({ reentrant: false });
+      const order: number[] = [];
+      let inside = 0;
+      let maxInside = 0;
+      await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          mutex.run('q', async () => {
+            inside++;
+            maxInside = Math.max(maxInside, inside);
+            await tick();
+            order.push(i);
+            inside--;
+          }),
+        ),
+      );
+      expect(maxInside).toBe(1);
+      expect(order).toEqual(Array.from({ length: 30 }, (_, i) => i));
+
+      const steps: string[] = [];
+      let nested: Promise<void> | undefined;
+      await mutex.run('q', async () => {
+        nested = mutex.run('q', () => void steps.push('nested'));
+        await tick();
+        expect(mutex.waiting('q'), 'the nested call waits').toBe(1);
+        steps.push('outer done');
+      });
+      await withTimeout(nested!);
+      expect(steps).toEqual(['outer done', 'nested']);
+      expect(mutex.size).toBe(0);
+    });
+  });
+
   it('8. supports synchronous fns, including synchronous throws', async () => {
     const mutex = new KeyedMutex();
 

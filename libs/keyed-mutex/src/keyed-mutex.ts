@@ -22,6 +22,14 @@ export interface KeyedMutexOptions {
    * Default: `Infinity` (unbounded).
    */
   maxWaitersPerKey?: number;
+  /**
+   * Whether a `run` from inside an active turn of the same key joins that turn (see
+   * {@link KeyedMutex.run}). Tracking it takes an AsyncLocalStorage, whose promise hooks cost
+   * every promise of the process some CPU; a caller that never re-enters can turn it off, and
+   * a re-entrant call then waits like any other (and so waits for its own turn for ever).
+   * Default: `true`.
+   */
+  reentrant?: boolean;
 }
 
 /** A caller waiting for its turn; singly linked FIFO node. */
@@ -87,6 +95,7 @@ export class KeyedMutex {
   private readonly entries = new Map<string, Entry>();
   private readonly turns = new AsyncLocalStorage<TurnStack>();
   private readonly maxWaiters: number;
+  private readonly reentrant: boolean;
   private waitingTotal = 0;
 
   /**
@@ -102,6 +111,7 @@ export class KeyedMutex {
       );
     }
     this.maxWaiters = max;
+    this.reentrant = options.reentrant ?? true;
   }
 
   /**
@@ -121,7 +131,7 @@ export class KeyedMutex {
    *   `maxWaitersPerKey` callers are already waiting for `key`.
    */
   run<T>(key: string, fn: () => Promise<T> | T): Promise<T> {
-    const reentrant = this.activeTurn(key);
+    const reentrant = this.reentrant ? this.activeTurn(key) : undefined;
     if (reentrant !== undefined) {
       return this.reenter(reentrant, fn);
     }
@@ -192,11 +202,12 @@ export class KeyedMutex {
     fn: () => Promise<T> | T,
   ): Promise<T> {
     const turn: Turn = { key, entry, active: true, pending: 1 };
-    // Keep only turns still active, so the stack cannot grow across chains of
-    // continuations that outlive their turns.
-    const outer = this.turns.getStore() ?? [];
-    const stack: TurnStack = [...outer.filter((t) => t.active), turn];
     try {
+      if (!this.reentrant) return await fn();
+      // Keep only turns still active, so the stack cannot grow across chains of
+      // continuations that outlive their turns.
+      const outer = this.turns.getStore() ?? [];
+      const stack: TurnStack = [...outer.filter((t) => t.active), turn];
       return await this.turns.run(stack, fn);
     } finally {
       this.leave(turn);

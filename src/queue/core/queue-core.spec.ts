@@ -107,7 +107,7 @@ function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
     db.store.set(`${move.priority}:${move.segment}`, [...move.items]);
     core.offloaded(move.priority, move.segment);
   }
-  const write = core.pendingWrite(1000);
+  const write = core.pendingWrite(() => 1000);
   if (write) db.apply(write);
   for (const d of core.storeDeletes()) db.store.delete(`${d.priority}:${d.segment}`);
   core.committed(write);
@@ -439,7 +439,7 @@ describe('QueueCore', () => {
       { priority: 0, segment: 2 },
       { priority: 0, segment: 3 },
     ]);
-    expect(core.pendingWrite(1)).toMatchObject({ deleteQueue: true });
+    expect(core.pendingWrite(() => 1)).toMatchObject({ deleteQueue: true });
     endTurn(db, core);
     expect(db.store.size).toBe(0);
     expect(core.isPresent).toBe(false);

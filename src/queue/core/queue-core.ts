@@ -78,7 +78,8 @@ export class QueueCore {
   readonly settings: QueueSettings;
   private readonly priorities = new Map<number, PriorityMetadata>();
   private sortedPriorities: number[] | undefined;
-  private readonly cache = new Map<string, CachedSegment>();
+  /** Segments in memory, per priority, by number. */
+  private readonly cache = new Map<number, Map<number, CachedSegment>>();
   private cachedItems = 0;
   lock: LockState | null;
   private writes = new WriteSet();
@@ -149,12 +150,7 @@ export class QueueCore {
 
   /** Segment numbers of a priority held in memory, ascending. */
   cachedSegments(priority: number): number[] {
-    const out: number[] = [];
-    for (const k of this.cache.keys()) {
-      const [p, s] = k.split(':').map(Number);
-      if (p === priority) out.push(s);
-    }
-    return out.sort((a, b) => a - b);
+    return [...(this.cache.get(priority)?.keys() ?? [])].sort((a, b) => a - b);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -177,7 +173,7 @@ export class QueueCore {
       meta.next_position += 1;
       meta.count += 1;
       this.writes.insert(priority, meta.tail_segment, [entry]);
-      const cached = this.cache.get(segKey(priority, meta.tail_segment));
+      const cached = this.cached(priority, meta.tail_segment);
       if (cached) {
         cached.entries.push(entry);
         this.cachedItems += 1;
@@ -208,7 +204,7 @@ export class QueueCore {
           blocked = { priority, segment };
           break outer;
         }
-        const cached = this.cache.get(k);
+        const cached = this.cached(priority, segment);
         if (!cached) {
           missing.push(...this.refsFor(priority, segment, 'use'));
           // One offloaded segment per round: the next one comes back only after this one did
@@ -227,7 +223,7 @@ export class QueueCore {
     const items: HeldItem[] = [];
     for (const { priority, segment, take } of plan) {
       const meta = this.priorities.get(priority)!;
-      const seg = this.cache.get(segKey(priority, segment))!;
+      const seg = this.cached(priority, segment)!;
       for (let i = 0; i < take; i++) items.push({ priority, json: seg.entries[seg.offset + i].json });
       seg.offset += take;
       this.cachedItems -= take;
@@ -353,7 +349,7 @@ export class QueueCore {
     const [priority, segment] = [Number(match[1]), Number(match[2])];
     const meta = this.priorities.get(priority);
     if (!meta || segment < meta.head_segment || segment > meta.tail_segment || this.isOffloaded(meta, segment)) return 'not-found';
-    const cached = this.cache.get(segKey(priority, segment));
+    const cached = this.cached(priority, segment);
     const entries = cached ? cached.entries.slice(cached.offset) : (this.peek({ priority, segment, from: 'state', purpose: 'peek' }) as { entries: SegmentEntry[] }).entries;
     return entries.length > 0 ? { value: entries.map((e) => JSON.parse(e.json) as unknown) } : 'not-found';
   }
@@ -408,7 +404,7 @@ export class QueueCore {
       if (!meta) continue;
       const first = meta.tail_offloaded_segment !== null ? meta.tail_offloaded_segment + 1 : meta.head_segment + this.settings.bufferSegments + 1;
       for (let segment = first; segment < meta.tail_segment; segment++) {
-        const cached = this.cache.get(segKey(priority, segment));
+        const cached = this.cached(priority, segment);
         if (!cached) missing.push(...this.refsFor(priority, segment, 'use'));
         else moves.push({ priority, segment, items: cached.entries.slice(cached.offset).map((e) => e.json) });
       }
@@ -474,9 +470,9 @@ export class QueueCore {
   /**
    * The turn's row changes as one write, or undefined when the turn changed nothing (the
    * runner then only checks that the stored version is still the one this core holds).
-   * @param createdVersion - the version a queue created by this turn starts at
+   * @param createdVersion - gives the version a queue created by this turn starts at
    */
-  pendingWrite(createdVersion: number): TurnWrite | undefined {
+  pendingWrite(createdVersion: () => number): TurnWrite | undefined {
     if (this.deleted) {
       if (this.storedVersion === null) return undefined;
       return { expectedVersion: this.storedVersion, newVersion: this.storedVersion + 1, deleteQueue: true, settings: this.settings, itemCount: 0, priorities: {}, deletes: [], inserts: [], lock: undefined };
@@ -486,7 +482,7 @@ export class QueueCore {
     for (const p of this.priorityList()) priorities[String(p)] = { ...this.priorities.get(p)! };
     return {
       expectedVersion: this.storedVersion,
-      newVersion: this.storedVersion === null ? createdVersion : this.storedVersion + 1,
+      newVersion: this.storedVersion === null ? createdVersion() : this.storedVersion + 1,
       deleteQueue: false,
       settings: this.settings,
       itemCount: this.count,
@@ -512,7 +508,7 @@ export class QueueCore {
     this.rowsOfOffloaded.clear();
     this.pushed.clear();
     this.headTouched.clear();
-    for (const priority of new Set([...this.cache.keys()].map((k) => Number(k.split(':')[0])))) this.evictOutsideWindow(priority);
+    for (const priority of [...this.cache.keys()]) this.evictOutsideWindow(priority);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -557,7 +553,7 @@ export class QueueCore {
       meta.count += entries.length;
       if (existing) meta.head_position = start;
       else meta.next_position = entries.length;
-      const cached = this.cache.get(segKey(priority, meta.head_segment));
+      const cached = this.cached(priority, meta.head_segment);
       if (cached) {
         cached.entries = existing ? entries.concat(cached.entries.slice(cached.offset)) : entries;
         cached.offset = 0;
@@ -610,22 +606,29 @@ export class QueueCore {
 
   private cacheSegment(priority: number, segment: number, entries: SegmentEntry[]): void {
     this.dropSegment(priority, segment);
-    this.cache.set(segKey(priority, segment), { entries, offset: 0 });
+    let segments = this.cache.get(priority);
+    if (!segments) this.cache.set(priority, (segments = new Map()));
+    segments.set(segment, { entries, offset: 0 });
     this.cachedItems += entries.length;
   }
 
+  private cached(priority: number, segment: number): CachedSegment | undefined {
+    return this.cache.get(priority)?.get(segment);
+  }
+
   private dropSegment(priority: number, segment: number): void {
-    const k = segKey(priority, segment);
-    const seg = this.cache.get(k);
+    const segments = this.cache.get(priority);
+    const seg = segments?.get(segment);
     if (!seg) return;
     this.cachedItems -= seg.entries.length - seg.offset;
-    this.cache.delete(k);
+    segments!.delete(segment);
+    if (segments!.size === 0) this.cache.delete(priority);
   }
 
   /** Keeps in memory only the window: head..head+buffer_segments and the tail. */
   private evictOutsideWindow(priority: number): void {
     const meta = this.priorities.get(priority);
-    for (const segment of this.cachedSegments(priority)) {
+    for (const segment of [...(this.cache.get(priority)?.keys() ?? [])]) {
       const inWindow = meta && (segment === meta.tail_segment || (segment >= meta.head_segment && segment <= meta.head_segment + this.settings.bufferSegments));
       if (!inWindow) this.dropSegment(priority, segment);
     }

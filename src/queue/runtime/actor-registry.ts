@@ -15,8 +15,8 @@ import type { QueueCore } from '../core/queue-core.js';
 export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('ActorRegistry');
   private readonly actors = new Map<string, { core: QueueCore; lastUsed: number }>();
-  /** One turn at a time per queue id, in arrival order. */
-  readonly turns = new KeyedMutex();
+  /** One turn at a time per queue id, in arrival order. No turn runs another of its queue, so no re-entrancy (and no AsyncLocalStorage). */
+  readonly turns = new KeyedMutex({ reentrant: false });
   private sweepTimer?: NodeJS.Timeout;
 
   constructor(private readonly config: AppConfig) {}

@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
 import { PushpopError, QueueBusyError } from '../../common/errors.js';
-import { UnitOfWork } from '../../database/unit-of-work.js';
+import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
 import type { StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
@@ -188,7 +188,9 @@ export class TurnRunner {
       current = undefined;
       let prepared: Prepared;
       try {
-        prepared = locked ? await this.uow.transaction(() => this.attempt(queueId, batch, true, prefetched)) : await this.attempt(queueId, batch, false, prefetched, known);
+        prepared = locked
+          ? await this.uow.transaction((session) => this.attempt(queueId, batch, session, prefetched))
+          : await this.attempt(queueId, batch, undefined, prefetched, known);
       } catch (error) {
         this.registry.deactivate(queueId);
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof VersionConflict) {
@@ -209,12 +211,17 @@ export class TurnRunner {
     }
   }
 
-  /** One attempt at the turn: everything up to and including the write (see the class doc). */
-  private async attempt(queueId: string, batch: Pending[], locked: boolean, prefetched: Map<string, SegmentFetch>, known?: StoredQueue | null): Promise<Prepared> {
+  /**
+   * One attempt at the turn: everything up to and including the write (see the class doc).
+   * @param transaction - the transaction holding the queue's row lock, or undefined (optimistic, on the pool)
+   */
+  private async attempt(queueId: string, batch: Pending[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, known?: StoredQueue | null): Promise<Prepared> {
+    const locked = transaction !== undefined;
+    const session = transaction ?? this.uow.autocommit;
     let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
     const activated = !core;
     if (!core) {
-      const stored = known !== undefined ? known : await this.segments.loadQueue(queueId, locked);
+      const stored = known !== undefined ? known : await this.segments.loadQueue(queueId, session, locked);
       core = stored ? QueueCore.fromRecord(stored) : QueueCore.absent(this.config.queueDefaults);
     }
     const actor = core;
@@ -227,7 +234,7 @@ export class TurnRunner {
         } catch (error) {
           if (!(error instanceof MissingSegments) || round >= MAX_FETCH_ROUNDS) throw error;
           fetched = true;
-          await this.fetch(queueId, actor, error.refs, locked, prefetched, loaded);
+          await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
         }
       }
     };
@@ -260,7 +267,7 @@ export class TurnRunner {
       offloaded = await this.offload(queueId, actor, moves, failedSaves);
     }
 
-    const write = actor.pendingWrite(randomInt(2 ** 40, 2 ** 47));
+    const write = actor.pendingWrite(() => randomInt(2 ** 40, 2 ** 47));
     if (write) {
       const key = (s: SegmentId): string => offloadedSegmentKey(s.priority, s.segment, queueId);
       const stored: StoredTurnWrite = {
@@ -268,10 +275,10 @@ export class TurnRunner {
         storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items })) : [],
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
       };
-      if (!(await this.segments.writeTurn(queueId, stored))) throw new VersionConflict();
+      if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
     } else if (!locked && (!activated || fetched)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
-      const stored = (await this.segments.loadQueue(queueId)) ?? null;
+      const stored = (await this.segments.loadQueue(queueId, session)) ?? null;
       if ((stored?.version ?? null) !== actor.version) throw new VersionConflict(stored);
     }
     return { core: actor, write, results, afterCommit, offloaded, loaded, failedSaves };
@@ -325,12 +332,12 @@ export class TurnRunner {
   }
 
   /** Fetches the segments a core call asked for and hands them over, in the order asked. */
-  private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], locked: boolean, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
+  private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
     const fromState = refs.filter((r) => r.from === 'state');
-    const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState) : new Map<string, never>();
+    const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
     const fromStore = new Map<string, SegmentFetch>();
     const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
-    if (locked && unread.length > 0) throw new StoreReadNeeded(unread);
+    if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
     for (const ref of refs) {
       if (ref.from !== 'offload') continue;
       const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
