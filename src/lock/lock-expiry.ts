@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { LockStats } from '../queue/runtime/lock-stats.js';
+import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 
 /**
@@ -15,7 +15,7 @@ export class LockExpiry implements OnModuleInit {
 
   constructor(
     private readonly runner: TurnRunner,
-    private readonly stats: LockStats,
+    private readonly stats: QueueStats,
   ) {}
 
   onModuleInit(): void {

@@ -1,14 +1,14 @@
 import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
+import { DiscoveryModule } from '@nestjs/core';
 import { RuntimeModule } from '../queue/runtime/runtime.module.js';
 import { MetricsController } from './metrics.controller.js';
-import { MetricsInterceptor } from './metrics.interceptor.js';
 import { MetricsService } from './metrics.service.js';
+import { OperationMetrics } from './operation-metrics.js';
 
 @Module({
-  imports: [RuntimeModule],
+  imports: [RuntimeModule, DiscoveryModule],
   controllers: [MetricsController],
-  providers: [MetricsService, { provide: APP_INTERCEPTOR, useClass: MetricsInterceptor }],
+  providers: [MetricsService, OperationMetrics],
   exports: [MetricsService],
 })
 export class MetricsModule {}

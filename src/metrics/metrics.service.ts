@@ -5,7 +5,7 @@ import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
 import { QueueEvents } from '../queue/queue-events.js';
 import { ActorRegistry } from '../queue/runtime/actor-registry.js';
-import { LockStats } from '../queue/runtime/lock-stats.js';
+import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
@@ -15,8 +15,8 @@ const OFFLOADED_COUNT_TTL_MS = 10_000;
 
 /**
  * The service's Prometheus registry (one per app, so several apps in one process never share
- * state). It observes: counters are fed by the operations interceptor and by hooks on the actor
- * runtime, gauges are read from the runtime when scraped.
+ * state). It observes: operation counters are fed by Fastify's response hooks
+ * ({@link OperationMetrics}), the rest mirror the runtime's counters and gauges when scraped.
  */
 @Injectable()
 export class MetricsService implements OnModuleInit {
@@ -28,10 +28,7 @@ export class MetricsService implements OnModuleInit {
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  readonly itemsPushed = new Counter({ ...METRICS.itemsPushed, registers: [this.registry] });
-  readonly itemsPopped = new Counter({ ...METRICS.itemsPopped, registers: [this.registry] });
   readonly acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers: [this.registry] });
-  readonly itemsAcknowledged = new Counter({ ...METRICS.itemsAcknowledged, registers: [this.registry] });
   readonly storeDuration = new Histogram({
     ...METRICS.storeDuration,
     labelNames: METRICS.storeDuration.labels,
@@ -44,7 +41,7 @@ export class MetricsService implements OnModuleInit {
     private readonly actors: ActorRegistry,
     private readonly runner: TurnRunner,
     private readonly events: QueueEvents,
-    private readonly lockStats: LockStats,
+    private readonly queueStats: QueueStats,
     private readonly offloadStats: OffloadStats,
     private readonly store: OffloadStore,
     private readonly db: DatabaseProvider,
@@ -62,7 +59,7 @@ export class MetricsService implements OnModuleInit {
   }
 
   private registerRuntimeMetrics(): void {
-    const { actors, events, runner, lockStats } = this;
+    const { actors, events, runner, queueStats } = this;
     const stats = this.offloadStats;
     const fromStats = (def: { name: string; help: string; labels?: readonly string[] }, read: () => number | Record<string, number>): void => {
       // A counter mirroring monotonic counts kept by the runtime (optionally by one label).
@@ -78,8 +75,11 @@ export class MetricsService implements OnModuleInit {
         },
       });
     };
-    fromStats(METRICS.lockExpirations, () => lockStats.lockExpirations);
-    fromStats(METRICS.itemsRedelivered, () => lockStats.itemsRedelivered);
+    fromStats(METRICS.itemsPushed, () => queueStats.itemsPushed);
+    fromStats(METRICS.itemsPopped, () => queueStats.itemsPopped);
+    fromStats(METRICS.itemsAcknowledged, () => queueStats.itemsAcknowledged);
+    fromStats(METRICS.lockExpirations, () => queueStats.lockExpirations);
+    fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);

@@ -30,7 +30,7 @@ import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './queue-events.js';
 import { QUEUE_ID_PATTERN } from './queue-id.pipe.js';
 import { QueueMapper } from './queue.mapper.js';
-import { LockStats } from './runtime/lock-stats.js';
+import { QueueStats } from './runtime/queue-stats.js';
 import { TurnRunner } from './runtime/turn-runner.js';
 
 export interface PopOptions {
@@ -65,7 +65,7 @@ export class QueueService {
     private readonly clock: Clock,
     private readonly events: QueueEvents,
     private readonly segments: SegmentRepository,
-    private readonly lockStats: LockStats,
+    private readonly stats: QueueStats,
   ) {}
 
   private checkPriority(priority: number | undefined, field = 'priority'): number {
@@ -77,6 +77,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined): Promise<PushResponseDto> {
     const entry = { priority: this.checkPriority(priority), json: encodeItem(item, this.config.env.MAX_ITEM_BYTES) };
     await this.runner.run(queueId, { apply: (core) => core.push([entry]) });
+    this.stats.itemsPushed += 1;
     return QueueMapper.push(queueId, entry.priority);
   }
 
@@ -86,6 +87,7 @@ export class QueueService {
       json: encodeItem(entry.item, this.config.env.MAX_ITEM_BYTES, `items.${i}.item`),
     }));
     await this.runner.run(queueId, { apply: (core) => core.push(items), weight: items.length });
+    this.stats.itemsPushed += items.length;
     return QueueMapper.pushBatch(queueId, items.length);
   }
 
@@ -105,6 +107,7 @@ export class QueueService {
           return result;
         },
       });
+      this.stats.itemsPopped += outcome.items.length;
       const remaining = deadline - Date.now();
       if (outcome.items.length > 0 || remaining <= 0 || this.events.closed) return QueueMapper.pop(outcome, options.requireAck);
       await this.events.wait(queueId, Math.min(remaining, LONG_POLL_RECHECK_MS));
@@ -115,6 +118,7 @@ export class QueueService {
   async acknowledge(queueId: string, lockId: unknown): Promise<AcknowledgeResponseDto> {
     const id = this.requireLockId(lockId);
     const count = await this.runner.run(queueId, { apply: (core) => this.lockResult(core.acknowledge(id)) });
+    this.stats.itemsAcknowledged += count;
     return QueueMapper.acknowledge(count);
   }
 
@@ -129,7 +133,7 @@ export class QueueService {
   async release(queueId: string, lockId: unknown): Promise<ReleaseResponseDto> {
     const id = this.requireLockId(lockId);
     const returned = await this.runner.run(queueId, { apply: (core) => this.lockResult(core.release(id)) });
-    this.lockStats.itemsRedelivered.released += returned;
+    this.stats.itemsRedelivered.released += returned;
     return QueueMapper.release(returned);
   }
 

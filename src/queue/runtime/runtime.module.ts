@@ -3,13 +3,13 @@ import { OffloadModule } from '../../offload/offload.module.js';
 import { SegmentStorageModule } from '../../segment-storage/segment-storage.module.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
-import { LockStats } from './lock-stats.js';
+import { QueueStats } from './queue-stats.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [SegmentStorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, QueueEvents, LockStats],
-  exports: [ActorRegistry, TurnRunner, QueueEvents, LockStats, SegmentStorageModule, OffloadModule],
+  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats],
+  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, SegmentStorageModule, OffloadModule],
 })
 export class RuntimeModule {}

@@ -1,0 +1,15 @@
+import { Injectable } from '@nestjs/common';
+
+/**
+ * Counters of what committed turns did, kept as they commit and read by the metrics module when
+ * it is scraped (metrics only observe: nothing here knows about them).
+ */
+@Injectable()
+export class QueueStats {
+  itemsPushed = 0;
+  itemsPopped = 0;
+  itemsAcknowledged = 0;
+  lockExpirations = 0;
+  /** Items put back at the front of their queue, by reason. */
+  readonly itemsRedelivered = { expired: 0, released: 0 };
+}
