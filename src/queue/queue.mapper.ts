@@ -33,11 +33,6 @@ export const QueueMapper = {
     return { items, count: items.length, locked: true, lock_id: outcome.lock.lockId, lock_expires_at: seconds(outcome.lock.expiresAt) };
   },
 
-  /** The empty answer of a pop on a queue with nothing to give. */
-  emptyPop(requireAck: boolean): PopResponseDto {
-    return requireAck ? { items: [], count: 0, locked: false } : { items: [], count: 0 };
-  },
-
   acknowledge(count: number): AcknowledgeResponseDto {
     return { success: true, message: `Successfully acknowledged ${count} item(s)`, items_acknowledged: count };
   },
