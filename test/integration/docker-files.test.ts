@@ -106,9 +106,9 @@ describe('docker/Dockerfile', () => {
   const [build, runtime] = [stages[0], stages.at(-1)!];
   const runs = (stage: Instruction[]): string[] => all(stage, 'RUN');
 
-  it('is multi-stage on node:20-bookworm-slim', () => {
+  it('is multi-stage on node:24-bookworm-slim (the current Node LTS)', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    for (const stage of stages) expect(stage[0].args).toMatch(/^node:20-bookworm-slim(\s+AS\s+\S+)?$/i);
+    for (const stage of stages) expect(stage[0].args).toMatch(/^node:24-bookworm-slim(\s+AS\s+\S+)?$/i);
   });
 
   it('builds with npm ci, then the build script CI uses, then prunes dev dependencies', () => {
