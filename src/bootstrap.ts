@@ -39,7 +39,6 @@ export function configureApp(app: NestFastifyApplication): void {
   answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
   app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
-  app.enableShutdownHooks();
 }
 
 /** Recursively sorts object keys, so the document serialises the same way every time. */
@@ -77,7 +76,14 @@ function logLevels(level: LogLevelName): LogLevelName[] {
 export async function createApp(overrides: Partial<Record<keyof Environment, string>> = {}, withDocs = true): Promise<NestFastifyApplication> {
   const module = AppModule.forRoot(overrides);
   const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
-  const app = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter({ routerOptions: ROUTER_OPTIONS, frameworkErrors: routerErrors }), {
+  const app = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter({
+      routerOptions: ROUTER_OPTIONS,
+      frameworkErrors: routerErrors,
+      // While shutting down, requests already on an open connection are served (with
+      // `Connection: close`) rather than answered with Fastify's own 503 body: the pool stays open
+      // until the server has drained, and every answer keeps the contract's shape.
+      return503OnClosing: false,
+    }), {
     bodyParser: false,
     logger: LOG_LEVELS.includes(level) ? logLevels(level) : undefined,
   });

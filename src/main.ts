@@ -5,10 +5,35 @@ import { AppConfig } from './config/app-config.js';
 import { EnvironmentError } from './config/environment.js';
 import { DatabaseProvider } from './database/database.provider.js';
 
+/** How long a graceful shutdown may take before the process gives up on it and exits with 1. */
+const SHUTDOWN_TIMEOUT_MS = 20_000;
+
 async function main(): Promise<void> {
   const app = await createApp();
   const { PORT, HOST } = app.get(AppConfig).env;
   const logger = new Logger('pushpop');
+  // Graceful shutdown: waiting long polls are answered, the HTTP server stops accepting and
+  // lets requests in flight (and so their turns) finish, then the pool closes and the embedded
+  // database stops; exit 0. Nest's own signal hooks would re-raise the signal (exit 143).
+  const shutdown = (signal: string): void => {
+    logger.log(`${signal}: shutting down`);
+    setTimeout(() => {
+      logger.error(`Shutdown took longer than ${SHUTDOWN_TIMEOUT_MS / 1000} s; exiting`);
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS).unref();
+    app.close().then(
+      () => {
+        logger.log('Stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error(`Shutdown failed: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
   // Listen while the database opens: /health answers at once, /health/ready once it is open.
   await app.listen(PORT, HOST);
   logger.log(`Listening on http://${HOST}:${PORT} (Swagger UI at /docs)`);

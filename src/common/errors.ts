@@ -24,7 +24,7 @@ export class ValidationFailedError extends PushpopError {
 
 export class InvalidQueueIdError extends PushpopError {
   constructor() {
-    super(400, 'INVALID_QUEUE_ID', 'queue id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -');
+    super(400, 'INVALID_QUEUE_ID', 'queue id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
   }
 }
 

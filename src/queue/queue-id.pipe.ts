@@ -3,11 +3,16 @@ import { InvalidQueueIdError } from '../common/errors.js';
 
 export const QUEUE_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,200}$/;
 
-/** Refuses queue ids outside the contract's alphabet with 400 INVALID_QUEUE_ID. */
+/** Whether a queue id is valid: the contract's alphabet, and not `.` or `..` (URL normalisation in clients and proxies makes those unreachable). */
+export function isQueueId(value: unknown): value is string {
+  return typeof value === 'string' && QUEUE_ID_PATTERN.test(value) && value !== '.' && value !== '..';
+}
+
+/** Refuses queue ids outside the contract's alphabet, and `.` and `..`, with 400 INVALID_QUEUE_ID. */
 @Injectable()
 export class QueueIdPipe implements PipeTransform<unknown, string> {
   transform(value: unknown): string {
-    if (typeof value !== 'string' || !QUEUE_ID_PATTERN.test(value)) throw new InvalidQueueIdError();
+    if (!isQueueId(value)) throw new InvalidQueueIdError();
     return value;
   }
 }

@@ -28,7 +28,7 @@ import type {
 } from './dto/queue-responses.dto.js';
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './queue-events.js';
-import { QUEUE_ID_PATTERN } from './queue-id.pipe.js';
+import { isQueueId } from './queue-id.pipe.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { TurnRunner } from './runtime/turn-runner.js';
@@ -175,7 +175,7 @@ export class QueueService {
     let after: string | undefined;
     if (cursor !== undefined && cursor !== '') {
       after = Buffer.from(cursor, 'base64url').toString('utf8');
-      if (!QUEUE_ID_PATTERN.test(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
+      if (!isQueueId(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
     }
     const rows = await this.segments.listQueues(prefix, after, limit + 1);
     const page = rows.slice(0, limit);

@@ -59,6 +59,8 @@ describe('bad input', () => {
       ['a percent sign', 'a%25b'],
       ['a comma', 'a,b'],
       ['an emoji', encodeURIComponent('q😀')],
+      ['only a dot', '.'],
+      ['only two dots', '..'],
     ];
 
     it.each(badIds)('refuses an id with %s on every queue endpoint with 400 INVALID_QUEUE_ID', async (_label, id) => {

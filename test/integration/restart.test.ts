@@ -240,7 +240,7 @@ describe('restart', () => {
       // 4. SIGTERM shuts down cleanly and promptly.
       svc.child.kill('SIGTERM');
       const exit = await within(svc.exited, 15_000, undefined);
-      expect(exit, `no exit within 15 s of SIGTERM\n${svc.output()}`).toBeDefined();
+      expect(exit, `no exit 0 within 15 s of SIGTERM\n${svc.output()}`).toEqual({ code: 0, signal: null });
     });
   });
 });
