@@ -2,23 +2,12 @@ import { STATUS_CODES } from 'node:http';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { PayloadTooLargeError, PushpopError, StoreUnavailableError } from './errors.js';
+import { isConnectionFailure } from './store-errors.js';
 
 /** The error_code of a status the service does not name itself: its reason phrase, e.g. 404 NOT_FOUND. */
 function statusCode(status: number): string {
   if (status >= 500) return 'INTERNAL_ERROR';
   return STATUS_CODES[status]?.toUpperCase().replace(/[^A-Z0-9]+/g, '_') ?? 'BAD_REQUEST';
-}
-
-/** Error codes of the pg driver and PostgreSQL that mean "the store is not reachable right now". */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
-
-function isStoreUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error/i.test(
-    error.message,
-  );
 }
 
 /**
@@ -59,7 +48,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       if (status === 503) return new PushpopError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', typeof body === 'object' && body !== null ? { details: body } : {});
       return new PushpopError(status, statusCode(status), message);
     }
-    if (isStoreUnavailable(exception)) return new StoreUnavailableError();
+    if (isConnectionFailure(exception)) return new StoreUnavailableError();
     return new PushpopError(500, 'INTERNAL_ERROR', 'Internal server error');
   }
 }

@@ -59,8 +59,10 @@ export class QueueBusyError extends PushpopError {
 }
 
 export class StoreUnavailableError extends PushpopError {
-  constructor() {
+  /** @param cause - the driver's error, for the log (never shown to the client) */
+  constructor(cause?: unknown) {
     super(503, 'STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', {}, { 'Retry-After': '2' });
+    if (cause !== undefined) this.cause = cause;
   }
 }
 

@@ -184,7 +184,7 @@ export class EmbeddedPostgres {
     private readonly socketDir: string,
     private readonly password: string,
     /** Whether the password file was made just now (a new cluster is expected). */
-    private readonly passwordCreated: boolean,
+    private passwordCreated: boolean,
     /** The connection string of the `pushpop` role (the socket directory in `host=`). */
     readonly url: string,
   ) {}
@@ -208,7 +208,7 @@ export class EmbeddedPostgres {
     return new EmbeddedPostgres(layout, socketDir, password, created, url);
   }
 
-  /** Initialises the cluster if needed, takes over from a leftover server, starts PostgreSQL and waits until it accepts the role's login. */
+  /** Initialises the cluster if needed, takes over from a leftover server, starts PostgreSQL and waits until it accepts the role's login. May be called again after {@link stop}. */
   async start(): Promise<void> {
     const logger = EmbeddedPostgres.logger;
     const started = performance.now();
@@ -224,6 +224,7 @@ export class EmbeddedPostgres {
       rmSync(layout.passwordFile);
       throw new Error(`${layout.passwordFile} is missing, so the embedded database in ${layout.pgdata} cannot be opened: restore the file, or remove ${layout.pgdata} to start over`);
     }
+    this.passwordCreated = false;
 
     privateDir(this.socketDir, owner);
     const child = spawn(
@@ -238,6 +239,7 @@ export class EmbeddedPostgres {
       },
     );
     this.child = child;
+    this.exited = false;
     child.once('exit', () => (this.exited = true));
     // Last resort if the process exits without closing the app (an uncaught error): PostgreSQL
     // must not outlive it. A kill signal never gets here; the next start handles that case.

@@ -1,6 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
+import { StoreUnavailableError } from '../common/errors.js';
+import { isConnectionFailure } from '../common/store-errors.js';
 
 /**
  * Where a repository runs a statement: the pool, where each statement is its own transaction,
@@ -14,9 +16,19 @@ export interface DbSession {
   query<R>(text: string, values?: readonly unknown[], name?: string): Promise<R[]>;
 }
 
+/** A lost or refused connection becomes StoreUnavailableError (503 with Retry-After); anything else stays as it is. */
+function unavailable(error: unknown): unknown {
+  return isConnectionFailure(error) ? new StoreUnavailableError(error) : error;
+}
+
 const sessionOf = (db: Pool | PoolClient): DbSession => ({
-  query: async <R>(text: string, values: readonly unknown[] = [], name?: string): Promise<R[]> =>
-    (await db.query({ text, values: values as unknown[], ...(name ? { name } : {}) })).rows as R[],
+  query: async <R>(text: string, values: readonly unknown[] = [], name?: string): Promise<R[]> => {
+    try {
+      return (await db.query({ text, values: values as unknown[], ...(name ? { name } : {}) })).rows as R[];
+    } catch (error) {
+      throw unavailable(error);
+    }
+  },
 });
 
 /**
@@ -43,8 +55,17 @@ export class UnitOfWork {
 
   /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async transaction<T>(fn: (session: DbSession) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw unavailable(error);
+    }
     let broken: Error | undefined;
+    // A connection lost between statements emits 'error' on the client; while it is checked out
+    // nothing else listens, and an unheard 'error' would end the process.
+    const onError = (error: Error): void => void (broken = error);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await fn(sessionOf(client));
@@ -54,7 +75,8 @@ export class UnitOfWork {
       await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
       throw error;
     } finally {
-      // A connection whose rollback failed is not given back to the pool.
+      client.removeListener('error', onError);
+      // A connection that failed is not given back to the pool.
       client.release(broken);
     }
   }
