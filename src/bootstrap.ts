@@ -39,6 +39,8 @@ export function configureApp(app: NestFastifyApplication): void {
   answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
   app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
+  // Cross-origin calls only from the origins an operator listed (the console itself is same-origin).
+  if (env.CORS_ORIGINS) app.enableCors({ origin: env.CORS_ORIGINS.split(',').map((o) => o.trim()), maxAge: 600 });
 }
 
 /** Recursively sorts object keys, so the document serialises the same way every time. */

@@ -3,8 +3,35 @@ import { DynamicModule, Module, NotFoundException, OnModuleInit } from '@nestjs/
 import { HttpAdapterHost } from '@nestjs/core';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import helmet from 'helmet';
 import { AdminAssets } from './admin-assets.js';
 import { AdminNotBuiltError } from './admin.errors.js';
+
+/**
+ * The console's security headers, from helmet: a Content-Security-Policy that lets the page load
+ * and connect to its own origin only (no inline script, no framing), `X-Content-Type-Options:
+ * nosniff`, `Referrer-Policy: no-referrer`. No HSTS: the service speaks plain HTTP unless a proxy
+ * in front of it terminates TLS, and that proxy decides.
+ */
+const consoleHeaders = helmet({
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'self'"],
+      scriptSrc: ["'self'"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", 'data:'],
+      fontSrc: ["'self'"],
+      connectSrc: ["'self'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'self'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  strictTransportSecurity: false,
+  referrerPolicy: { policy: 'no-referrer' },
+});
 
 /** Hashed bundles never change under their name; everything else (index.html) is revalidated. */
 function setCacheHeaders(root: string): (reply: FastifyReply, path: string) => void {
@@ -24,6 +51,8 @@ function setCacheHeaders(root: string): (reply: FastifyReply, path: string) => v
  * Errors go to the app's error handler, that is the global filter.
  */
 async function adminConsole(admin: FastifyInstance, { assets }: { assets: AdminAssets }): Promise<void> {
+  // This plugin's own hook: the API's answers do not carry the console's policy.
+  admin.addHook('onRequest', (request, reply, done) => consoleHeaders(request.raw, reply.raw, (error?: unknown) => done(error instanceof Error ? error : undefined)));
   if (!assets.built) {
     admin.setNotFoundHandler(() => {
       throw new AdminNotBuiltError();

@@ -122,6 +122,16 @@ describe('parseEnvironment', () => {
     }
   });
 
+  it('CORS_ORIGINS: origins separated by commas, or unset', () => {
+    expect(parseEnvironment({}).CORS_ORIGINS).toBeUndefined();
+    for (const good of ['https://console.example.com', 'http://localhost:5173, https://a.example:8443']) expect(parseEnvironment({ CORS_ORIGINS: good }).CORS_ORIGINS).toBe(good);
+    for (const bad of ['*', 'console.example.com', 'https://a.example/', 'https://a.example,', 'ftp://a.example', 'https://a.example https://b.example']) {
+      const error = thrown(() => parseEnvironment({ CORS_ORIGINS: bad }));
+      expect((error as EnvironmentError).problems, bad).toHaveLength(1);
+      expect((error as EnvironmentError).problems[0]).toMatch(/^CORS_ORIGINS=/);
+    }
+  });
+
   it('refuses BUFFER_SEGMENTS=0 (minimum 1) and accepts 1', () => {
     const error = thrown(() => parseEnvironment({ BUFFER_SEGMENTS: '0' }));
     expect(error).toBeInstanceOf(EnvironmentError);

@@ -53,6 +53,13 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(2) @Max(64 * 1024 * 1024)
   MAX_ITEM_BYTES = 262_144;
 
+  /**
+   * Origins (`scheme://host[:port]`, comma-separated) whose browser pages may call the API
+   * across origins; unset, no cross-origin call is allowed (no CORS headers at all).
+   */
+  @IsOptional() @Matches(/^https?:\/\/[^\s,/]+(\s*,\s*https?:\/\/[^\s,/]+)*$/, { message: 'CORS_ORIGINS must be origins such as https://console.example.com, separated by commas' })
+  CORS_ORIGINS?: string;
+
   /** Largest request body in bytes. */
   @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
   MAX_BODY_BYTES = 1_048_576;
@@ -86,7 +93,7 @@ export class EnvironmentError extends Error {
 
 /** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
 export function parseEnvironment(env: Record<string, string | undefined>): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA');
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS');
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];

@@ -57,7 +57,12 @@ export class SegmentRepository {
    * stays locked until the transaction ends: a turn of another process on the same queue waits.
    */
   async loadQueue(queueId: string, session: DbSession = this.uow.autocommit, forUpdate = false): Promise<StoredQueue | undefined> {
-    const rows = forUpdate ? await session.query<RawQueueRow>(`${LOAD_QUEUE} FOR UPDATE OF q`, [queueId], 'pushpop_lock_queue') : await session.query<RawQueueRow>(LOAD_QUEUE, [queueId], 'pushpop_load_queue');
+    // Locked, the row is locked first and read by a statement of its own. `SELECT … JOIN … FOR
+    // UPDATE OF q` would not do: after waiting for another turn's commit it re-reads the queue
+    // row alone and joins the lock row as it was before the wait (read committed re-checks only
+    // the rows it locks), pairing the new version with the old lock.
+    if (forUpdate) await session.query(`SELECT 1 FROM queues WHERE queue_id = $1 FOR UPDATE`, [queueId], 'pushpop_lock_queue');
+    const rows = await session.query<RawQueueRow>(LOAD_QUEUE, [queueId], 'pushpop_load_queue');
     return rows[0] ? toStoredQueue(rows[0]) : undefined;
   }
 

@@ -68,6 +68,22 @@ describe('admin console serving', () => {
     expect(gone.body).toMatchObject({ statusCode: 404, error_code: 'NOT_FOUND' });
   });
 
+  it('sends the console with security headers: a policy that allows its own origin only, nosniff, no referrer; the API without them', async () => {
+    for (const path of ['/admin/', '/admin/assets/index-abc123.js', '/admin/queue/x']) {
+      const res = await request(built.getHttpServer()).get(path);
+      const csp = String(res.headers['content-security-policy']);
+      expect(csp, path).toContain("default-src 'self'");
+      expect(csp, path).toContain("script-src 'self'");
+      expect(csp, path).toContain("connect-src 'self'");
+      expect(csp, path).toContain("frame-ancestors 'none'");
+      expect(csp, path).not.toMatch(/unsafe-inline|unsafe-eval|\*|https?:/);
+      expect(res.headers['x-content-type-options'], path).toBe('nosniff');
+      expect(res.headers['referrer-policy'], path).toBe('no-referrer');
+    }
+    const api = await request(built.getHttpServer()).get('/health');
+    expect(api.headers['content-security-policy']).toBeUndefined();
+  });
+
   it('leaves other paths to the API (404 from the service, not the console)', async () => {
     for (const path of ['/', '/queues', '/administrator', '/health']) {
       const res = await request(built.getHttpServer()).get(path);

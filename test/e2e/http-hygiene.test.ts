@@ -201,4 +201,45 @@ describe('request hygiene', () => {
       expect(await state()).toEqual(before);
     });
   });
+
+  describe('cross-origin calls', () => {
+    const ORIGIN = 'https://console.example.com';
+    let cors: TestService;
+    beforeAll(async () => {
+      cors = await startService({ env: { CORS_ORIGINS: `${ORIGIN}, http://localhost:5173` } });
+    });
+    afterAll(async () => {
+      await cors?.close();
+      if (cors) removeDataDir(cors.dataDir);
+    });
+
+    const preflight = (s: TestService, origin: string) =>
+      s.http.options(`/queue/${uniqueQueueId('cors')}/push`).set('origin', origin).set('access-control-request-method', 'POST').set('access-control-request-headers', 'content-type');
+
+    it('are not allowed by default: no CORS headers, and a preflight is 405 like any OPTIONS', async () => {
+      const res = await svc.http.get('/queues').set('origin', ORIGIN);
+      expect(res.status).toBe(200);
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+      expectError(await preflight(svc, ORIGIN), 405, 'METHOD_NOT_ALLOWED');
+    });
+
+    it('are allowed from the origins in CORS_ORIGINS only', async () => {
+      const ok = await preflight(cors, ORIGIN);
+      expect(ok.status).toBe(204);
+      expect(ok.headers['access-control-allow-origin']).toBe(ORIGIN);
+      expect(ok.headers['access-control-allow-methods']).toContain('POST');
+      expect(ok.headers['access-control-max-age']).toBe('600');
+      expect((await preflight(cors, 'http://localhost:5173')).headers['access-control-allow-origin']).toBe('http://localhost:5173');
+
+      const q = uniqueQueueId('cors');
+      const push = await cors.http.post(`/queue/${q}/push`).set('origin', ORIGIN).send({ item: { a: 1 } });
+      expect(push.status).toBe(200);
+      expect(push.headers['access-control-allow-origin']).toBe(ORIGIN);
+
+      for (const other of ['https://evil.example', 'https://console.example.com.evil.example', 'null']) {
+        expect((await preflight(cors, other)).headers['access-control-allow-origin'], other).toBeUndefined();
+        expect((await cors.http.get(`/queue/${q}`).set('origin', other)).headers['access-control-allow-origin'], other).toBeUndefined();
+      }
+    });
+  });
 });

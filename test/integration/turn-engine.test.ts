@@ -81,6 +81,35 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(await queues.getQueue(q)).toMatchObject({ count: 1, lock: { item_count: 2 } });
   });
 
+  it('a locked load that waited for another turn sees that turn\'s lock, not the lock from before it waited', async () => {
+    // Another process's turn (here a transaction of our own) gives the queue a lock and a new
+    // version while the locked load waits for the row: the load must return both, as committed.
+    const q = uniqueQueueId('wait-lock');
+    await queues.push(q, { n: 0 }, 0);
+    const uow = svc.app.get(UnitOfWork);
+    let commit!: () => void;
+    const held = new Promise<void>((r) => (commit = r));
+    let updated!: () => void;
+    const rowLocked = new Promise<void>((r) => (updated = r));
+    const other = uow.transaction(async (s) => {
+      await s.query(`UPDATE queues SET version = 4242 WHERE queue_id = $1`, [q]);
+      await s.query(
+        `INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at) VALUES ($1, 'AAAAAAAAAAA', 'active', '{0}', '{"{}"}', now(), now() + interval '1 minute')`,
+        [q],
+      );
+      updated();
+      await held;
+    });
+    await rowLocked;
+    const load = uow.transaction((s) => segments.loadQueue(q, s, true));
+    await new Promise((r) => setTimeout(r, 200));
+    commit();
+    await other;
+    const loaded = await load;
+    expect(loaded?.version).toBe(4242);
+    expect(loaded?.lock).toMatchObject({ lockId: 'AAAAAAAAAAA', state: 'active' });
+  });
+
   it('a turn takes at most 1000 items: large batches waiting together are written in several statements', async () => {
     const q = uniqueQueueId('bound');
     const writes = vi.spyOn(segments, 'writeTurn');
