@@ -1,0 +1,16 @@
+/** What an API key may do (CONTRACT.md "Authentication and authorisation"); `admin` may do everything. */
+export const SCOPES = ['produce', 'consume', 'read', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Who is calling: the name of the API key a request carried (never the key itself) and its scopes. */
+export interface Principal {
+  readonly name: string;
+  readonly scopes: ReadonlySet<Scope>;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the authentication hook when the request carried a known key; absent when no keys are configured. */
+    principal?: Principal;
+  }
+}
