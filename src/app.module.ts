@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module.js';
+import { AuthModule } from './auth/auth.module.js';
 import { CommonModule } from './common/common.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Environment } from './config/environment.js';
@@ -15,7 +16,7 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), CommonModule, DatabaseModule, QueueModule, LockModule, HealthModule, MetricsModule, AdminModule.forRoot()],
+      imports: [ConfigModule.forRoot(overrides), CommonModule, AuthModule, DatabaseModule, QueueModule, LockModule, HealthModule, MetricsModule, AdminModule.forRoot()],
     };
   }
 }

@@ -5,6 +5,8 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
+import { registerAuthentication } from './auth/authentication.hook.js';
+import { API_KEY_SCHEME, BEARER_SCHEME } from './auth/scopes.decorator.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
 import { registerBodyParsers } from './common/request-body.parser.js';
@@ -41,6 +43,7 @@ export function configureApp(app: NestFastifyApplication): void {
   app.useGlobalFilters(new AllExceptionsFilter());
   // Cross-origin calls only from the origins an operator listed (the console itself is same-origin).
   if (env.CORS_ORIGINS) app.enableCors({ origin: env.CORS_ORIGINS.split(',').map((o) => o.trim()), maxAge: 600 });
+  registerAuthentication(fastify, app.get(AppConfig));
 }
 
 /** Recursively sorts object keys, so the document serialises the same way every time. */
@@ -63,6 +66,8 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('pushpop')
     .setDescription('Priority queues where every queue id is a virtual actor, stored in fixed-size segments on PostgreSQL.')
     .setVersion('0.1.0')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (README "Security"), as `Authorization: Bearer <key>`. Needed when the service has keys configured; each operation lists the scopes that let a key in under `x-pushpop-scopes`.' }, BEARER_SCHEME)
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same API key, as `X-API-Key: <key>`.' }, API_KEY_SCHEME)
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,
@@ -92,7 +97,7 @@ export async function createApp(overrides: Partial<Record<keyof Environment, str
   configureApp(app);
   if (withDocs) {
     const document = buildOpenApiDocument(app);
-    SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json' });
+    SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', swaggerOptions: { showExtensions: true } });
   }
   return app;
 }

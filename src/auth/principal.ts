@@ -1,6 +1,6 @@
-/** What an API key may do (CONTRACT.md "Authentication and authorisation"); `admin` may do everything. */
-export const SCOPES = ['produce', 'consume', 'read', 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
+import type { Scope } from '../config/api-keys.js';
+
+export { SCOPES, type Scope } from '../config/api-keys.js';
 
 /** Who is calling: the name of the API key a request carried (never the key itself) and its scopes. */
 export interface Principal {

@@ -141,3 +141,17 @@ export class MethodNotAllowedError extends PushpopError {
     super(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}`, {}, { Allow: allowed.join(', ') });
   }
 }
+
+/** No API key, or one the service does not know (keys are configured). */
+export class UnauthorizedError extends PushpopError {
+  constructor(message: string) {
+    super(401, 'UNAUTHORIZED', message, {}, { 'WWW-Authenticate': 'Bearer realm="pushpop"' });
+  }
+}
+
+/** A known API key without the scope the route needs. */
+export class ForbiddenError extends PushpopError {
+  constructor(keyName: string, needs: readonly string[]) {
+    super(403, 'FORBIDDEN', `API key ${keyName} may not do this: it needs the scope ${[...needs, 'admin'].filter((s, i, all) => all.indexOf(s) === i).join(' or ')}`);
+  }
+}

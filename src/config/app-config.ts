@@ -1,3 +1,4 @@
+import type { ApiKey } from './api-keys.js';
 import { Environment } from './environment.js';
 
 /**
@@ -5,7 +6,11 @@ import { Environment } from './environment.js';
  * token) so that consumers get types without casts.
  */
 export class AppConfig {
-  constructor(readonly env: Environment) {}
+  /** @param apiKeys - the configured API keys; none: every route is open */
+  constructor(
+    readonly env: Environment,
+    readonly apiKeys: readonly ApiKey[] = [],
+  ) {}
 
   get queueDefaults(): { segmentSize: number; bufferSegments: number } {
     return { segmentSize: this.env.SEGMENT_SIZE, bufferSegments: this.env.BUFFER_SEGMENTS };

@@ -1,5 +1,11 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+
+const toBool = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string') return value;
+  const v = value.trim().toLowerCase();
+  return v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : value;
+};
 
 const toInt = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string' || value.trim() === '') return value;
@@ -60,6 +66,26 @@ export class Environment {
   @IsOptional() @Matches(/^https?:\/\/[^\s,/]+(\s*,\s*https?:\/\/[^\s,/]+)*$/, { message: 'CORS_ORIGINS must be origins such as https://console.example.com, separated by commas' })
   CORS_ORIGINS?: string;
 
+  /**
+   * API keys, comma-separated `<name>:<key>:<scope>[+<scope>…]` entries (README "Security");
+   * unset (and no API_KEYS_FILE), every route is open. Parsed by `loadApiKeys`, whose messages
+   * never contain a key.
+   */
+  @IsOptional() @IsString()
+  API_KEYS?: string;
+
+  /** A file of API keys, one entry per line (`#` comments and blank lines ignored); instead of API_KEYS. */
+  @IsOptional() @IsString()
+  API_KEYS_FILE?: string;
+
+  /** Serve a non-loopback HOST without API keys (refused otherwise). */
+  @Transform(toBool) @IsBoolean({ message: 'ALLOW_UNAUTHENTICATED must be true or false' })
+  ALLOW_UNAUTHENTICATED = false;
+
+  /** `/metrics` without a key even when keys are configured (for a scraper inside a private network). */
+  @Transform(toBool) @IsBoolean({ message: 'METRICS_PUBLIC must be true or false' })
+  METRICS_PUBLIC = false;
+
   /** Largest request body in bytes. */
   @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
   MAX_BODY_BYTES = 1_048_576;
@@ -93,7 +119,7 @@ export class EnvironmentError extends Error {
 
 /** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
 export function parseEnvironment(env: Record<string, string | undefined>): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS');
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS', 'API_KEYS', 'API_KEYS_FILE');
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];
@@ -103,7 +129,7 @@ export function parseEnvironment(env: Record<string, string | undefined>): Envir
   const errors = validateSync(parsed, { whitelist: false, forbidUnknownValues: false });
   if (errors.length > 0) {
     throw new EnvironmentError(
-      errors.map((e) => `${e.property}=${JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join(', ')}`),
+      errors.map((e) => `${e.property}=${e.property === 'API_KEYS' ? '…' : JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join(', ')}`),
     );
   }
   return parsed;

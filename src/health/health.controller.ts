@@ -1,6 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiProperty, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorService } from '@nestjs/terminus';
+import { Public } from '../auth/scopes.decorator.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 
@@ -24,12 +25,14 @@ export class HealthController {
 
   /** 200 while the process runs. */
   @Get()
+  @Public()
   live(): LivenessDto {
     return { status: 'healthy', uptime_seconds: Math.round(process.uptime()) };
   }
 
   /** 200 when the database answers within 3 s, else 503. */
   @Get('ready')
+  @Public()
   @HealthCheck()
   ready(): Promise<HealthCheckResult> {
     return this.health.check([

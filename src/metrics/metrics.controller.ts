@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { ScopesUnless } from '../auth/scopes.decorator.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('operations')
@@ -10,6 +11,7 @@ export class MetricsController {
 
   /** Prometheus text exposition; every name starts with `pushpop_`. */
   @Get()
+  @ScopesUnless('METRICS_PUBLIC', 'read')
   @Header('Cache-Control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })

@@ -14,6 +14,7 @@ import {
   QueueInfoDto,
   QueueListDto,
 } from './dto/queue-responses.dto.js';
+import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
 import { LockErrorResponseDto } from '../common/error-response.dto.js';
@@ -38,6 +39,7 @@ export class QueueController {
 
   /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
   @Post('queue/:queue_id/push')
+  @Scopes('produce')
   @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -47,6 +49,7 @@ export class QueueController {
 
   /** Pushes 1-1000 items, all or nothing, in the given order. */
   @Post('queue/:queue_id/push/batch')
+  @Scopes('produce')
   @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -60,6 +63,7 @@ export class QueueController {
    * acknowledged, released or expired.
    */
   @Post('queue/:queue_id/pop')
+  @Scopes('consume')
   @ApiErrors({ 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -78,6 +82,7 @@ export class QueueController {
    * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
    */
   @Post('queue/:queue_id/acknowledge')
+  @Scopes('consume')
   @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -87,6 +92,7 @@ export class QueueController {
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
   @Post('queue/:queue_id/extend-lock')
+  @Scopes('consume')
   @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -96,6 +102,7 @@ export class QueueController {
 
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
   @Post('queue/:queue_id/release')
+  @Scopes('consume')
   @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
@@ -105,6 +112,7 @@ export class QueueController {
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
   @Get('queue/:queue_id')
+  @Scopes('read')
   @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
@@ -116,6 +124,7 @@ export class QueueController {
    * actor's state) or `offloaded_queue_<p>_seg_<n>_<queue_id>` (a segment in the offload store).
    */
   @Get('queue/:queue_id/state/:key')
+  @Scopes('read')
   @ApiErrors({ 404: ['STATE_KEY_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   @ApiParam({ name: 'key', example: 'metadata' })
@@ -129,6 +138,7 @@ export class QueueController {
 
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
+  @Scopes('read')
   @ApiErrors({}, undefined, { queueIdInPath: false })
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
@@ -136,6 +146,7 @@ export class QueueController {
 
   /** Deletes a queue with all its segments, offloaded segments and lock. */
   @Delete('queue/:queue_id')
+  @Scopes('admin')
   @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {

@@ -38,7 +38,7 @@ interface OpenApiDocument {
 
 /** The operationIds of the service: its controller method names. */
 const QUEUE_OPERATIONS = ['push', 'pushBatch', 'pop', 'acknowledge', 'extendLock', 'release', 'getQueue', 'getState', 'listQueues', 'deleteQueue'];
-const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics'];
+const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 const committedText = readFileSync(join(repoRoot, 'openapi.json'), 'utf8');

@@ -4,10 +4,12 @@
  * `npm start`, runs as a non-root user, its HEALTHCHECK command works, the compose services
  * and the Prometheus scrape target agree, and `promtool check config` accepts prometheus.yml.
  */
-import { readFileSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadApiKeys } from '../../src/config/api-keys.js';
 import { repoRoot } from '../support/child-service.js';
 import { missingBinaries, onCI, PROMTOOL_BIN, requireBinary, runProcess } from '../support/prometheus.js';
 
@@ -285,9 +287,56 @@ describe('docker/compose.yaml and docker/prometheus.yml', () => {
     expect(job!.scrape_interval).toBe('5s');
   });
 
+  it('pushpop reads its API keys from a compose secret, and Prometheus scrapes with a read key from another', () => {
+    type WithSecrets = ComposeService & { secrets?: (string | { source: string })[] };
+    const secretsOf = (name: string): string[] => ((compose.services[name] as WithSecrets).secrets ?? []).map((x) => (typeof x === 'string' ? x : x.source));
+    const declared = (compose as unknown as { secrets?: Record<string, { file?: string }> }).secrets ?? {};
+    expect(secretsOf('pushpop')).toContain('pushpop_api_keys');
+    expect(environment(compose.services.pushpop).API_KEYS_FILE).toBe('/run/secrets/pushpop_api_keys');
+    expect(secretsOf('prometheus')).toContain('pushpop_metrics_key');
+    const job = prometheus.scrape_configs.find((c) => c.job_name === 'pushpop') as { authorization?: { type?: string; credentials_file?: string } };
+    expect(job.authorization).toEqual({ type: 'Bearer', credentials_file: '/run/secrets/pushpop_metrics_key' });
+    // The files docker/make-secrets.sh writes, kept out of git and of the image.
+    expect(declared).toEqual({ pushpop_api_keys: { file: './secrets/api-keys' }, pushpop_metrics_key: { file: './secrets/metrics-key' } });
+    expect(read('.gitignore').split('\n')).toContain('docker/secrets/');
+    expect(read('.dockerignore').split('\n')).toContain('docker/secrets');
+  });
+
+  it('docker/make-secrets.sh writes keys the service accepts, with the scopes compose needs, and keeps existing ones', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pushpop-secrets-'));
+    try {
+      cpSync(join(dockerDir, 'make-secrets.sh'), join(dir, 'make-secrets.sh'));
+      const first = await runProcess('bash', [join(dir, 'make-secrets.sh')], { timeoutMs: 30_000 });
+      expect(first.code, first.stderr).toBe(0);
+      const keys = loadApiKeys({ API_KEYS_FILE: join(dir, 'secrets/api-keys') });
+      expect(keys.map((k) => [k.name, k.scopes])).toEqual([
+        ['ops', ['admin']],
+        ['prometheus', ['read']],
+      ]);
+      expect(readFileSync(join(dir, 'secrets/metrics-key'), 'utf8')).toBe(keys[1].key);
+      expect(first.stdout).toContain(keys[0].key);
+      const again = await runProcess('bash', [join(dir, 'make-secrets.sh')], { timeoutMs: 30_000 });
+      expect(again.code).toBe(0);
+      expect(loadApiKeys({ API_KEYS_FILE: join(dir, 'secrets/api-keys') })).toEqual(keys);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it.skipIf(missingBinaries(PROMTOOL_BIN).length > 0 && !onCI)('promtool check config accepts prometheus.yml', async () => {
     requireBinary(PROMTOOL_BIN);
-    const result = await runProcess(PROMTOOL_BIN, ['check', 'config', join(dockerDir, 'prometheus.yml')], { timeoutMs: 30_000 });
-    expect(result.code, `${result.stdout}${result.stderr}`).toBe(0);
+    // promtool checks that the credentials file exists: the secret is mounted only in the
+    // container, so a copy of the config points at a stand-in file.
+    const dir = mkdtempSync(join(tmpdir(), 'pushpop-promtool-'));
+    try {
+      writeFileSync(join(dir, 'key'), 'stand-in-key-0123456789');
+      const config = read('docker/prometheus.yml');
+      expect(config).toContain('/run/secrets/pushpop_metrics_key');
+      writeFileSync(join(dir, 'prometheus.yml'), config.replace('/run/secrets/pushpop_metrics_key', join(dir, 'key')));
+      const result = await runProcess(PROMTOOL_BIN, ['check', 'config', join(dir, 'prometheus.yml')], { timeoutMs: 30_000 });
+      expect(result.code, `${result.stdout}${result.stderr}`).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -32,8 +32,17 @@ export type LockErrorResponse = Schemas['LockErrorResponseDto'];
 /** 423 `QUEUE_LOCKED` answer to a pop, with the lock's `lock_expires_at`. */
 export type QueueLockedResponse = Schemas['QueueLockedResponseDto'];
 
+/** What `GET /whoami` answers: the key's name and scopes. */
+export type WhoAmI = Schemas['WhoAmIDto'];
+
 /** A pushpop client: one typed method per HTTP verb (`GET`, `POST`, `DELETE`, ...), paths as in the OpenAPI document. */
 export type PushpopClient = Client<paths>;
+
+/** Options of {@link createPushpopClient}: openapi-fetch's, and the API key to send. */
+export interface PushpopClientOptions extends Omit<ClientOptions, 'baseUrl'> {
+  /** An API key (README "Security"), sent as `Authorization: Bearer <key>` with every call. */
+  apiKey?: string;
+}
 
 /**
  * Creates a typed client for a pushpop service. Every call resolves (it does not throw on an
@@ -42,18 +51,29 @@ export type PushpopClient = Client<paths>;
  * committed OpenAPI document. Network failures reject.
  *
  * @param baseUrl - where the service listens, e.g. `http://127.0.0.1:8000` (no trailing path)
- * @param init - further openapi-fetch options: headers, a custom `fetch`, `RequestInit` fields
+ * @param options - `apiKey` when the service has keys configured; further openapi-fetch
+ *   options: headers, a custom `fetch`, `RequestInit` fields
  * @returns an openapi-fetch client typed with the generated `paths`
  *
  * @example
  * ```ts
- * const client = createPushpopClient('http://127.0.0.1:8000');
+ * const client = createPushpopClient('http://127.0.0.1:8000', { apiKey: process.env.PUSHPOP_API_KEY });
  * const { data, error } = await client.POST('/queue/{queue_id}/pop', {
  *   params: { path: { queue_id: 'orders' }, query: { depth: 10, require_ack: true } },
  * });
  * if (error) console.warn(error.error_code);
  * ```
  */
-export function createPushpopClient(baseUrl: string, init?: Omit<ClientOptions, 'baseUrl'>): PushpopClient {
-  return createClient<paths>({ ...init, baseUrl });
+export function createPushpopClient(baseUrl: string, options: PushpopClientOptions = {}): PushpopClient {
+  const { apiKey, ...init } = options;
+  const client = createClient<paths>({ ...init, baseUrl });
+  if (apiKey !== undefined) {
+    client.use({
+      onRequest: ({ request }) => {
+        request.headers.set('authorization', `Bearer ${apiKey}`);
+        return request;
+      },
+    });
+  }
+  return client;
 }

@@ -220,6 +220,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The name and scopes of the API key the request carries (any known key may ask), so that a
+         *     client such as the admin console can show what its key may do. With no keys configured it
+         *     answers `authentication: false` and every scope.
+         */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -406,6 +427,31 @@ export interface components {
             /** @description Items given back to the front of their priorities. */
             items_returned: number;
             success: boolean;
+        };
+        /**
+         * @description What the caller may do (every scope when keys are off)
+         * @enum {string}
+         */
+        Scope: "produce" | "consume" | "read" | "admin";
+        WhoAmIDto: {
+            /**
+             * @description true when the service has API keys configured; false: every route is open
+             * @example true
+             */
+            authentication: boolean;
+            /**
+             * @description The name of the key the request carried (null when keys are off)
+             * @example ops
+             */
+            name: string | null;
+            /**
+             * @description What the caller may do (every scope when keys are off)
+             * @example [
+             *       "read",
+             *       "admin"
+             *     ]
+             */
+            scopes: components["schemas"]["Scope"][];
         };
     };
     responses: never;
@@ -1461,6 +1507,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueueListDto"];
+                };
+            };
+            /** @description VALIDATION_FAILED */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description QUEUE_BUSY */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY";
+                    };
+                };
+            };
+            /** @description STORE_UNAVAILABLE */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WhoAmIDto"];
                 };
             };
             /** @description VALIDATION_FAILED */
