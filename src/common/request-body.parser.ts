@@ -57,6 +57,10 @@ export function registerBodyParsers(fastify: FastifyInstance, bodyLimit: number)
     // Fastify checks Content-Length against the bytes that came over the wire.
     Object.defineProperty(decoder, 'receivedEncodedLength', { get: () => (decoder as Transform & { bytesWritten: number }).bytesWritten });
     payload.on('error', (error) => decoder.destroy(error));
+    // Bad data makes the decoder emit 'error'. Fastify listens while it reads a body, but it
+    // never reads one on a GET or HEAD, and an 'error' nobody hears ends the process: so the
+    // decoder always has a listener (Fastify's own, when it reads, still gets the error).
+    decoder.on('error', () => undefined);
     done(null, payload.pipe(decoder));
   });
   fastify.removeAllContentTypeParsers();

@@ -478,11 +478,11 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect((await acknowledge(svc.http, q, lock.lockId)).body).toMatchObject({ success: true, items_acknowledged: 1 });
     });
 
-    it('ttl_seconds 0, 301, 2.5 or "10": 400 VALIDATION_FAILED and the lock is unchanged; 1 and 300 are accepted', async () => {
+    it('ttl_seconds 0, 301, 2.5, "10" or null: 400 VALIDATION_FAILED and the lock is unchanged; 1 and 300 are accepted', async () => {
       const q = uniqueQueueId('ext-ttl');
       await pushAll(svc.http, q, entries(0, 'a0'));
       const lock = await lockItems<Item>(svc.http, q, { ttl: 60 });
-      for (const ttl of [0, 301, 2.5, '10', -1]) {
+      for (const ttl of [0, 301, 2.5, '10', -1, null]) {
         expectValidationFailed(await lockCall(svc.http, 'extend-lock', q, { lock_id: lock.lockId, ttl_seconds: ttl }), `ttl_seconds ${JSON.stringify(ttl)}`);
       }
       expect((await svc.http.get(`/queue/${q}`)).body.lock.expires_at).toBeCloseTo(lock.expiresAt, 3);

@@ -183,6 +183,22 @@ describe('request hygiene', () => {
       expect((await svc.http.post(`/queue/${q}/pop?depth=10`)).body).toEqual({ items: [{ a: 2 }], count: 1 });
     });
 
+    it('survives a corrupt compressed body on any route, read or not: an answer below 500, and the service goes on', async () => {
+      const q = uniqueQueueId('hyg');
+      for (const coding of ['gzip', 'deflate', 'br']) {
+        const garbage = Buffer.from('this is not compressed at all');
+        const read = await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').set('content-encoding', coding).send(garbage);
+        expect(read.status, `POST with corrupt ${coding}`).toBeGreaterThanOrEqual(400);
+        expect(read.status, `POST with corrupt ${coding}`).toBeLessThan(500);
+        // A GET never reads its body: the decoder's error must still be heard.
+        const unread = await svc.http.get('/queues').set('content-type', 'application/json').set('content-encoding', coding).send(garbage);
+        expect(unread.status, `GET with corrupt ${coding}`).toBe(200);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      expect((await svc.http.get('/health')).status).toBe(200);
+      expectError(await svc.http.get(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');
+    });
+
     it('applies the body limit to a compressed body as it is decompressed', async () => {
       const q = uniqueQueueId('hyg');
       const text = JSON.stringify({ item: { s: 'z'.repeat(2_000_000) } });

@@ -161,6 +161,7 @@ describe('bad input', () => {
       ['far above MAX_PRIORITY', 1e9],
       ['a boolean', true],
       ['an object', { p: 1 }],
+      ['null (not the same as leaving it out)', null],
     ];
 
     it.each(badPriorities)('refuses a %s priority with 400 VALIDATION_FAILED on push and batch push', async (_label, priority) => {
@@ -397,6 +398,10 @@ describe('bad input', () => {
       'depth=-1',
       'depth=',
       'depth=1&depth=2',
+      'depth=0x10',
+      'depth=1e1',
+      'depth=%205',
+      'wait_seconds=0x1',
       'ttl_seconds=0',
       'ttl_seconds=301',
       'ttl_seconds=1.5',

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { QueryInt } from '../../common/validation.js';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 
 export class ListQueuesQueryDto {
@@ -16,7 +16,7 @@ export class ListQueuesQueryDto {
    */
   @ApiPropertyOptional({ type: 'integer' })
   @IsOptional()
-  @Type(() => Number)
+  @QueryInt()
   @IsInt()
   @Min(1)
   @Max(1000)

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Allow, IsInt, IsOptional, Max, Min } from 'class-validator';
+import { Allow, IsInt, Max, Min } from 'class-validator';
+import { IsOmittable } from '../../common/validation.js';
 
 export class LockRequestDto {
   /**
@@ -17,7 +18,7 @@ export class ExtendLockRequestDto extends LockRequestDto {
    * @example 30
    */
   @ApiPropertyOptional({ type: 'integer' })
-  @IsOptional()
+  @IsOmittable()
   @IsInt()
   @Min(1)
   @Max(300)

@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOmittable } from '../../common/validation.js';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, IsOptional, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, Min, ValidateNested } from 'class-validator';
 
 export class PushItemDto {
   /**
@@ -18,7 +19,7 @@ export class PushItemDto {
    * @example 0
    */
   @ApiPropertyOptional({ type: 'integer' })
-  @IsOptional()
+  @IsOmittable()
   @IsInt()
   @Min(0)
   priority?: number = 0;
