@@ -12,6 +12,7 @@ import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import type { Environment, LogLevelName } from './config/environment.js';
 import { LOG_LEVELS } from './config/environment.js';
+import { registerRateLimit } from './rate-limit/rate-limit.hook.js';
 
 /**
  * Fastify's router, as the service uses it. Route parameters are judged by the pipes (a queue id
@@ -29,13 +30,19 @@ function routerErrors(error: FastifyError, request: FastifyRequest, reply: Fasti
 }
 
 /**
- * Applies what every pushpop app needs: body parsing and limits, 405 answers, validation, the
- * error filter. Call before the app is initialised: routes are mirrored as they are registered.
+ * Applies what every pushpop app needs: body parsing and limits, rate limits, 405 answers,
+ * validation, the error filter. Call before the app is initialised: routes are mirrored as they are registered.
  */
 export function configureApp(app: NestFastifyApplication): void {
   const env = app.get(AppConfig).env;
   const fastify = app.getHttpAdapter().getInstance();
   registerBodyParsers(fastify, env.MAX_BODY_BYTES);
+  // Request hooks, which Fastify runs in the order they are added here:
+  // 1. authentication (sets request.principal) goes here, first;
+  // 2. the rate limit, after authentication: the bucket is the API key's when there is one;
+  registerRateLimit(fastify, env);
+  // 3. 405 for a known path with another method, after both: it costs a token and carries
+  //    the RateLimit-* headers like any other answer.
   answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
   app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
