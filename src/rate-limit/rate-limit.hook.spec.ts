@@ -119,6 +119,7 @@ describe('clientNetwork', () => {
     ['2001:db8:0:1::', '2001:db8:0:1::/64'],
     ['fe80::1%eth0', 'fe80:0:0:0::/64'],
     ['64:ff9b::192.0.2.1', '64:ff9b:0:0::/64'],
+    ['::ffff:abcd:192.0.2.1', '0:0:0:0::/64'],
   ])('%s → %s', (ip, expected) => {
     expect(clientNetwork(ip)).toBe(expected);
   });

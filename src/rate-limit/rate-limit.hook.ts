@@ -62,6 +62,8 @@ export function rateLimitKey(request: Pick<FastifyRequest, 'principal' | 'ip'>):
  */
 export function clientNetwork(ip: string): string {
   if (!ip.includes(':')) return ip;
+  // What Node reports for an IPv4 client of a dual-stack listener (HOST=::): no parsing needed.
+  if (ip.startsWith('::ffff:') && ip.lastIndexOf(':') === 6 && ip.includes('.')) return ip.slice(7);
   const address = ip.split('%')[0].toLowerCase();
   const v4 = /\d{1,3}(?:\.\d{1,3}){3}$/.exec(address)?.[0];
   const groups = ipv6Groups(v4 ? `${address.slice(0, -v4.length)}0:0` : address);
