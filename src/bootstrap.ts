@@ -2,10 +2,11 @@ import { maxHeaderSize } from 'node:http';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { AppModule } from './app.module.js';
-import { registerAuthentication } from './auth/authentication.hook.js';
+import { authenticationHooks } from './auth/authentication.hook.js';
 import { API_KEY_SCHEME, BEARER_SCHEME } from './auth/scopes.decorator.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
@@ -14,6 +15,7 @@ import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import type { Environment, LogLevelName } from './config/environment.js';
 import { LOG_LEVELS } from './config/environment.js';
+import { rateLimitHook } from './rate-limit/rate-limit.hook.js';
 
 /**
  * Fastify's router, as the service uses it. Route parameters are judged by the pipes (a queue id
@@ -31,19 +33,39 @@ function routerErrors(error: FastifyError, request: FastifyRequest, reply: Fasti
 }
 
 /**
- * Applies what every pushpop app needs: body parsing and limits, 405 answers, validation, the
- * error filter. Call before the app is initialised: routes are mirrored as they are registered.
+ * Applies what every pushpop app needs: body parsing and limits, CORS, API keys, rate limits,
+ * 405 answers, validation, the error filter. Call before the app is initialised: routes are
+ * mirrored as they are registered.
  */
 export function configureApp(app: NestFastifyApplication): void {
-  const env = app.get(AppConfig).env;
+  const config = app.get(AppConfig);
+  const env = config.env;
   const fastify = app.getHttpAdapter().getInstance();
   registerBodyParsers(fastify, env.MAX_BODY_BYTES);
-  answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
+  const methodNotAllowed = answerMethodNotAllowed(fastify, ROUTER_OPTIONS);
   app.useGlobalPipes(new RequestValidationPipe());
   app.useGlobalFilters(new AllExceptionsFilter());
   // Cross-origin calls only from the origins an operator listed (the console itself is same-origin).
   if (env.CORS_ORIGINS) app.enableCors({ origin: env.CORS_ORIGINS.split(',').map((o) => o.trim()), maxAge: 600 });
-  registerAuthentication(fastify, app.get(AppConfig));
+  const auth = authenticationHooks(config);
+  const rateLimit = rateLimitHook(env);
+  // The request gate: onRequest hooks, run in the order added, before any body is read. One
+  // plugin, registered after CORS (whose headers a refusal must carry), not encapsulated:
+  // 1. who is calling (the API key's name and scopes, if it is known);
+  // 2. the rate limit, by key name (else address), so that refusals below are limited too;
+  // 3. 401/403 for what the key may not do;
+  // 4. 405 for a known path asked with another method.
+  void fastify.register(
+    fastifyPlugin(
+      async (gate: FastifyInstance) => {
+        if (auth) gate.addHook('onRequest', auth.identify);
+        if (rateLimit) gate.addHook('onRequest', rateLimit);
+        if (auth) gate.addHook('onRequest', auth.authorise);
+        gate.addHook('onRequest', methodNotAllowed);
+      },
+      { name: 'pushpop-request-gate' },
+    ),
+  );
 }
 
 /** Recursively sorts object keys, so the document serialises the same way every time. */

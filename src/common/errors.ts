@@ -58,6 +58,13 @@ export class QueueBusyError extends PushpopError {
   }
 }
 
+/** The client sent more than its rate limit allows (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST); `Retry-After` says when the next request gets through. */
+export class RateLimitedError extends PushpopError {
+  constructor(retryAfterSeconds: number, ratePerSecond: number, burst: number) {
+    super(429, 'RATE_LIMITED', `Rate limit exceeded (${ratePerSecond} requests per second, bursts of ${burst}); retry in ${retryAfterSeconds} s`, {}, { 'Retry-After': String(retryAfterSeconds) });
+  }
+}
+
 export class StoreUnavailableError extends PushpopError {
   /** @param cause - the driver's error, for the log (never shown to the client) */
   constructor(cause?: unknown) {

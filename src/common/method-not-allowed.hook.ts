@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import Router from 'find-my-way';
 import { MethodNotAllowedError } from './errors.js';
 
@@ -7,11 +7,12 @@ import { MethodNotAllowedError } from './errors.js';
  * `Allow` header; an unknown path stays 404.
  *
  * Fastify's router tells only "no route for this method and path", so every route is mirrored,
- * as it is registered (`onRoute`), into a router of its own built with the same options; an
- * `onRequest` hook asks it about the requests Fastify could not route, before any body is read.
+ * as it is registered (`onRoute`, added at once), into a router of its own built with the same
+ * options; the `onRequest` hook returned (the caller adds it, in its place among the others)
+ * asks it about the requests Fastify could not route, before any body is read.
  * HEAD is answered wherever GET is (Fastify's `exposeHeadRoutes`) and is not listed in `Allow`.
  */
-export function answerMethodNotAllowed(fastify: FastifyInstance, routerOptions: Router.Config<Router.HTTPVersion.V1>): void {
+export function answerMethodNotAllowed(fastify: FastifyInstance, routerOptions: Router.Config<Router.HTTPVersion.V1>): onRequestHookHandler {
   const routes = Router(routerOptions);
   const methods = new Set<Router.HTTPMethod>();
   fastify.addHook('onRoute', (route) => {
@@ -21,11 +22,11 @@ export function answerMethodNotAllowed(fastify: FastifyInstance, routerOptions: 
       methods.add(method);
     }
   });
-  fastify.addHook('onRequest', (request, _reply, done) => {
+  return (request, _reply, done) => {
     if (!request.is404) return done();
     const allowed = [...methods].filter((method) => findsRoute(routes, method, request.url)).sort();
     done(allowed.length > 0 ? new MethodNotAllowedError(request.method, allowed) : undefined);
-  });
+  };
 }
 
 function findsRoute(routes: Router.Instance<Router.HTTPVersion.V1>, method: Router.HTTPMethod, url: string): boolean {

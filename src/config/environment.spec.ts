@@ -24,6 +24,7 @@ const DEFAULTS = {
   MAX_PENDING_PER_QUEUE: 1000,
   LOCK_SWEEP_INTERVAL_MS: 1000,
   DB_POOL_SIZE: 10,
+  RATE_LIMIT_PER_SECOND: 0,
   LOG_LEVEL: 'log',
 };
 
@@ -157,11 +158,31 @@ describe('parseEnvironment', () => {
     ['LOCK_SWEEP_INTERVAL_MS', '49'],
     ['DB_POOL_SIZE', '0'],
     ['DB_POOL_SIZE', '201'],
+    ['RATE_LIMIT_PER_SECOND', '-1'],
+    ['RATE_LIMIT_PER_SECOND', '1000001'],
+    ['RATE_LIMIT_PER_SECOND', '0.0001'],
+    ['RATE_LIMIT_PER_SECOND', '1e3'],
+    ['RATE_LIMIT_PER_SECOND', '.5'],
+    ['RATE_LIMIT_PER_SECOND', 'ten'],
+    ['RATE_LIMIT_BURST', '0'],
+    ['RATE_LIMIT_BURST', '1.5'],
+    ['RATE_LIMIT_BURST', '10000001'],
     ['LOG_LEVEL', 'LOG'],
   ])('refuses %s=%s', (name, value) => {
     const error = thrown(() => parseEnvironment({ [name]: value }));
     expect(error).toBeInstanceOf(EnvironmentError);
     expect((error as EnvironmentError).problems).toEqual([expect.stringMatching(new RegExp(`^${name}=`))]);
+  });
+
+  it('RATE_LIMIT_*: off by default; the burst is twice the rate unless given', () => {
+    expect(parseEnvironment({})).toMatchObject({ RATE_LIMIT_PER_SECOND: 0, RATE_LIMIT_BURST: 0 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '5' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 5, RATE_LIMIT_BURST: 10 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '5', RATE_LIMIT_BURST: '3' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 5, RATE_LIMIT_BURST: 3 });
+    // A fraction of a request per second: the default burst is rounded up to whole requests.
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '0.5' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 0.5, RATE_LIMIT_BURST: 1 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '1.25' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 1.25, RATE_LIMIT_BURST: 3 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '0.001', RATE_LIMIT_BURST: '1' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 0.001, RATE_LIMIT_BURST: 1 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '10000000' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 1_000_000, RATE_LIMIT_BURST: 10_000_000 });
   });
 
   it('accepts the bounds', () => {

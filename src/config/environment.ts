@@ -1,5 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsNumber, IsOptional, IsString, Matches, Max, Min, validateSync } from 'class-validator';
 
 const toBool = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string') return value;
@@ -11,6 +11,17 @@ const toInt = ({ value }: { value: unknown }): unknown => {
   if (typeof value !== 'string' || value.trim() === '') return value;
   return /^-?\d+$/.test(value.trim()) ? Number(value) : value;
 };
+
+/** A plain decimal such as `5` or `0.5` becomes a number; anything else stays a string for the validator to refuse. */
+const toDecimal = ({ value }: { value: unknown }): unknown => {
+  if (typeof value !== 'string' || value.trim() === '') return value;
+  return /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value;
+};
+
+/** The burst allowed when `RATE_LIMIT_BURST` is unset: twice the rate, in whole requests (0 while the limit is off). */
+export function defaultRateLimitBurst(ratePerSecond: number): number {
+  return ratePerSecond > 0 ? Math.max(1, Math.ceil(2 * ratePerSecond)) : 0;
+}
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
@@ -106,6 +117,17 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(1) @Max(200)
   DB_POOL_SIZE = 10;
 
+  /**
+   * Requests per second each client may make on average (a token bucket per API key name, or
+   * per client address without keys); 0 turns rate limiting off. Fractions such as 0.5 allowed.
+   */
+  @Transform(toDecimal) @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 3 }) @Min(0) @Max(1_000_000)
+  RATE_LIMIT_PER_SECOND = 0;
+
+  /** Requests a client may make at once (the bucket's size); unset, twice `RATE_LIMIT_PER_SECOND` (see {@link defaultRateLimitBurst}). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  RATE_LIMIT_BURST?: number;
+
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevelName = 'log';
 }
@@ -119,7 +141,7 @@ export class EnvironmentError extends Error {
 
 /** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
 export function parseEnvironment(env: Record<string, string | undefined>): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS', 'API_KEYS', 'API_KEYS_FILE');
+  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_BURST');
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];
@@ -132,5 +154,6 @@ export function parseEnvironment(env: Record<string, string | undefined>): Envir
       errors.map((e) => `${e.property}=${e.property === 'API_KEYS' ? '…' : JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join(', ')}`),
     );
   }
+  parsed.RATE_LIMIT_BURST ??= defaultRateLimitBurst(parsed.RATE_LIMIT_PER_SECOND);
   return parsed;
 }
