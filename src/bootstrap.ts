@@ -15,7 +15,7 @@ import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
 import type { Environment, LogLevelName } from './config/environment.js';
 import { LOG_LEVELS } from './config/environment.js';
-import { rateLimitHook } from './rate-limit/rate-limit.hook.js';
+import { rateLimitHook } from './auth/rate-limit.hook.js';
 
 /**
  * Fastify's router, as the service uses it. Route parameters are judged by the pipes (a queue id
