@@ -1,8 +1,25 @@
 import { describe, expect, it } from 'vitest';
+import {
+  allows,
+  checkKeyInput,
+  forgetKey,
+  identityLabel,
+  KEY_STORAGE_NAME,
+  loadKey,
+  permissions,
+  saveKey,
+  sessionAfterFailure,
+  sessionFromWhoAmI,
+  sessionIdentity,
+  type Action,
+  type KeyStorage,
+  type Session,
+} from '../../apps/admin/src/access.js';
 import { headline, rate, sumSamples } from '../../apps/admin/src/metrics.js';
 import { segmentChain, segmentKey, type PriorityInfo } from '../../apps/admin/src/segments.js';
 
-// The admin console's pure parts, without a browser: the segment picture and the /metrics numbers.
+// The admin console's pure parts, without a browser: the segment picture, the /metrics numbers,
+// what a key's scopes allow and where the key is kept.
 
 const config = { segment_size: 100, buffer_segments: 1 };
 
@@ -86,5 +103,120 @@ describe('/metrics headline', () => {
     expect(rate(undefined, 50, 1000)).toBeUndefined();
     expect(rate({ value: 50, at: 1000 }, 75, 6000)).toBe(5);
     expect(rate({ value: 50, at: 1000 }, 10, 6000)).toBeUndefined();
+  });
+});
+
+describe('what a key may do', () => {
+  const allowed = (scopes: string[]) => {
+    const p = permissions({ name: 'k', scopes });
+    return (Object.keys(p) as Action[]).filter((a) => p[a].allowed).sort();
+  };
+
+  it('each scope allows its own controls; admin allows everything', () => {
+    expect(allowed(['read'])).toEqual(['metrics', 'read']);
+    expect(allowed(['produce'])).toEqual(['push']);
+    expect(allowed(['consume'])).toEqual(['lock', 'pop']);
+    expect(allowed(['produce', 'consume'])).toEqual(['lock', 'pop', 'push']);
+    expect(allowed(['admin'])).toEqual(['delete', 'lock', 'metrics', 'pop', 'push', 'read']);
+    expect(allowed([])).toEqual([]);
+    expect(allows(['read', 'produce', 'consume'], 'delete')).toBe(false);
+  });
+
+  it('with keys off (or not known) everything is allowed', () => {
+    expect(Object.values(permissions(null)).every((p) => p.allowed)).toBe(true);
+  });
+
+  it('a refused control says which scope it needs and which the key has', () => {
+    const p = permissions({ name: 'viewer', scopes: ['read'] });
+    expect(p.push).toEqual({ allowed: false, reason: 'Pushing needs the produce (or admin) scope; the key “viewer” has read.' });
+    expect(p.delete).toEqual({ allowed: false, reason: 'Deleting a queue needs the admin scope; the key “viewer” has read.' });
+    expect(permissions({ name: 'none', scopes: [] }).read).toMatchObject({ reason: 'Listing and reading queues needs the read (or admin) scope; the key “none” has no scope.' });
+  });
+
+  it('the header names the key and its scopes, or says the service is open', () => {
+    expect(identityLabel({ name: 'ops', scopes: ['admin'] })).toBe('ops · admin');
+    expect(identityLabel({ name: 'worker', scopes: ['produce', 'consume'] })).toBe('worker · produce, consume');
+    expect(identityLabel(null)).toBe('open (no keys)');
+  });
+});
+
+describe('the key held', () => {
+  function fakeStorage(): KeyStorage & { items: Map<string, string> } {
+    const items = new Map<string, string>();
+    return {
+      items,
+      getItem: (name) => items.get(name) ?? null,
+      setItem: (name, value) => void items.set(name, value),
+      removeItem: (name) => void items.delete(name),
+    };
+  }
+  const refusing: KeyStorage = {
+    getItem: () => {
+      throw new Error('SecurityError');
+    },
+    setItem: () => {
+      throw new Error('QuotaExceededError');
+    },
+    removeItem: () => {
+      throw new Error('SecurityError');
+    },
+  };
+
+  it('is kept under one name, read back and forgotten', () => {
+    const storage = fakeStorage();
+    expect(loadKey(storage)).toBeUndefined();
+    expect(saveKey(storage, 'ops-key-0123456789abcdef')).toBe(true);
+    expect([...storage.items]).toEqual([[KEY_STORAGE_NAME, 'ops-key-0123456789abcdef']]);
+    expect(loadKey(storage)).toBe('ops-key-0123456789abcdef');
+    forgetKey(storage);
+    expect(storage.items.size).toBe(0);
+    expect(loadKey(storage)).toBeUndefined();
+  });
+
+  it('storage that is missing or refuses holds nothing and throws nothing', () => {
+    expect(loadKey(undefined)).toBeUndefined();
+    expect(saveKey(undefined, 'k')).toBe(false);
+    expect(loadKey(refusing)).toBeUndefined();
+    expect(saveKey(refusing, 'k')).toBe(false);
+    expect(() => forgetKey(refusing)).not.toThrow();
+    const storage = fakeStorage();
+    storage.items.set(KEY_STORAGE_NAME, '');
+    expect(loadKey(storage)).toBeUndefined();
+  });
+
+  it('what is typed is trimmed; empty, blanks inside and non-ASCII are refused before sending', () => {
+    expect(checkKeyInput('  ops-key+/=~._0123  \n')).toEqual({ key: 'ops-key+/=~._0123' });
+    expect(checkKeyInput('   ')).toEqual({ problem: 'Enter an API key.' });
+    expect(checkKeyInput('two words')).toHaveProperty('problem');
+    expect(checkKeyInput('clé-0123456789abcdef')).toHaveProperty('problem');
+  });
+});
+
+describe('the session', () => {
+  const unauthorized = { status: 401, code: 'UNAUTHORIZED', message: 'Unknown API key' };
+  const down = { status: 0, code: 'NETWORK_ERROR', message: 'The service did not answer' };
+
+  it('follows /whoami: keys off is open, a known key is signed in with its scopes', () => {
+    expect(sessionFromWhoAmI({ authentication: false, name: null, scopes: ['produce', 'consume', 'read', 'admin'] })).toEqual({ kind: 'open' });
+    const signedIn = sessionFromWhoAmI({ authentication: true, name: 'viewer', scopes: ['read'] });
+    expect(signedIn).toEqual({ kind: 'signed-in', identity: { name: 'viewer', scopes: ['read'] } });
+    expect(sessionIdentity(signedIn)).toEqual({ name: 'viewer', scopes: ['read'] });
+    expect(sessionIdentity({ kind: 'open' })).toBeNull();
+  });
+
+  it('a 401 asks for a key, saying why only when one was sent', () => {
+    const signedIn: Session = { kind: 'signed-in', identity: { name: 'viewer', scopes: ['read'] } };
+    expect(sessionAfterFailure({ kind: 'checking' }, unauthorized, false)).toEqual({ kind: 'key-needed' });
+    expect(sessionAfterFailure(signedIn, unauthorized, true)).toEqual({ kind: 'key-needed', problem: unauthorized });
+    expect(sessionAfterFailure({ kind: 'open' }, unauthorized, false)).toEqual({ kind: 'key-needed' });
+  });
+
+  it('a service that does not answer leaves the console usable and is asked again; other errors change nothing', () => {
+    const first = sessionAfterFailure({ kind: 'checking' }, down, false);
+    expect(first).toEqual({ kind: 'unknown', attempt: 1 });
+    expect(sessionAfterFailure(first, down, false)).toEqual({ kind: 'unknown', attempt: 2 });
+    expect(sessionIdentity(first)).toBeNull();
+    const signedIn: Session = { kind: 'signed-in', identity: { name: 'viewer', scopes: ['read'] } };
+    expect(sessionAfterFailure(signedIn, { status: 403, code: 'FORBIDDEN', message: 'no' }, true)).toBe(signedIn);
   });
 });

@@ -1,7 +1,7 @@
-import { createPushpopClient, type ErrorResponse } from '@pushpop/api-client';
+import type { ErrorResponse } from '@pushpop/api-client';
 
-/** The console talks to the service that served it, through the generated client only. */
-export const api = createPushpopClient(window.location.origin);
+// The console talks to the service that served it, through the generated client only; the
+// client of the current session (with its API key) comes from `useApi()` in session.tsx.
 
 /** A failed call as the console shows it: the API's own `message` and `error_code`. */
 export class ApiError extends Error {

@@ -15,15 +15,17 @@ export interface Poll<T> {
  * Loads `load` now and then every `intervalMs` while the page is visible. A change of `key`
  * loads at once; with `keepPrevious` the old data stays on screen until the new arrives
  * (filters, paging), otherwise it is dropped (another queue). Late answers of an old key are
- * ignored: the request is aborted when the key changes.
+ * ignored: the request is aborted when the key changes. With `enabled` false nothing is loaded
+ * (the key may not read): no request, no data, no error.
  */
-export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs: number, key: string, keepPrevious = false): Poll<T> {
+export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs: number, key: string, keepPrevious = false, enabled = true): Poll<T> {
   const [state, setState] = useState<{ key: string; data?: T; error?: ApiError; updatedAt?: number }>({ key });
   const [nonce, setNonce] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
 
   useEffect(() => {
+    if (!enabled) return;
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopped = false;
@@ -46,9 +48,10 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs
       controller.abort();
       clearTimeout(timer);
     };
-  }, [key, nonce, intervalMs, keepPrevious]);
+  }, [key, nonce, intervalMs, keepPrevious, enabled]);
 
   const refresh = useCallback(() => setNonce((n) => n + 1), []);
+  if (!enabled) return { data: undefined, error: undefined, updatedAt: undefined, refresh };
   const current = state.key === key || keepPrevious;
   return { data: current ? state.data : undefined, error: state.key === key ? state.error : undefined, updatedAt: state.updatedAt, refresh };
 }

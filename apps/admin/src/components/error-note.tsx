@@ -1,7 +1,7 @@
-import type { ApiError } from '../api';
+import type { Problem } from '../access';
 
 /** An API error as the service sent it: its `message`, `error_code` and HTTP status. */
-export function ErrorNote({ error, onDismiss }: { error: ApiError; onDismiss?: () => void }) {
+export function ErrorNote({ error, onDismiss }: { error: Problem; onDismiss?: () => void }) {
   return (
     <div className="error-note" role="alert" data-testid="api-error" data-error-code={error.code}>
       <div className="error-text">

@@ -80,3 +80,12 @@ export function ArchiveIcon(props: IconProps) {
     </Svg>
   );
 }
+
+export function KeyIcon(props: IconProps) {
+  return (
+    <Svg {...props}>
+      <circle cx="5" cy="11" r="2.5" />
+      <path d="M6.8 9.2 13 3M11 5l1.5 1.5M9.5 6.5 11 8" />
+    </Svg>
+  );
+}

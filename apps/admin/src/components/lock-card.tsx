@@ -1,11 +1,13 @@
 import { useEffect, useState } from 'react';
 import type { QueueInfo } from '@pushpop/api-client';
-import { api, call, toApiError, type ApiError } from '../api';
+import { call, toApiError, type ApiError } from '../api';
 import { clockTime, oneDecimal, plural } from '../format';
 import { useNow } from '../hooks';
+import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
 import { LockIcon } from './icons';
 import { parseInteger } from './push-form';
+import { ScopeNote, whyNot } from './scope-note';
 
 /** A lock this console took with its own pop-with-ack (the service never shows a lock's id). */
 export interface HeldLock {
@@ -25,7 +27,8 @@ function remaining(seconds: number): string {
 
 interface Props {
   queueId: string;
-  lock: LockInfo | null;
+  /** The queue's lock; `undefined` when the key may not read the queue, so the console cannot see it. */
+  lock: LockInfo | null | undefined;
   held: HeldLock | undefined;
   onHeld: (lock: HeldLock | undefined) => void;
   onResult: (message: string) => void;
@@ -38,7 +41,9 @@ interface Props {
  * acknowledge / extend / release with the lock id the console got from its own pop.
  */
 export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: Props) {
-  const now = useNow(200, lock !== null);
+  const api = useApi();
+  const allowed = usePermissions().lock;
+  const now = useNow(200, Boolean(lock));
   const [lockId, setLockId] = useState(held?.lockId ?? '');
   useEffect(() => setLockId(held?.lockId ?? ''), [held?.lockId]);
   const [ttl, setTtl] = useState('30');
@@ -47,6 +52,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
   const [busy, setBusy] = useState(false);
 
   const run = async (action: 'acknowledge' | 'extend' | 'release') => {
+    if (!allowed.allowed) return;
     setError(null);
     const id = lockId.trim();
     const t = parseInteger(ttl, 1, 300);
@@ -90,7 +96,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
             {plural(lock.item_count, 'item')} held
           </span>
         ) : (
-          <span className="badge">none</span>
+          <span className="badge">{lock === undefined ? 'not shown' : 'none'}</span>
         )}
       </div>
       {lock ? (
@@ -111,6 +117,11 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
             created {clockTime(lock.created_at)} · expires {clockTime(lock.expires_at)}
           </div>
         </div>
+      ) : lock === undefined ? (
+        <p className="muted small" data-testid="lock-unknown">
+          Without the read scope the console cannot see the queue’s lock. A lock_id from “Pop with ack” (or one pasted in) can still be acknowledged,
+          extended or released.
+        </p>
       ) : (
         <p className="muted small">
           {held
@@ -118,7 +129,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
             : 'No lock. “Pop with ack” takes one; while it lasts every pop answers 423 QUEUE_LOCKED.'}
         </p>
       )}
-      {(lock || held) && (
+      {(lock || held || lock === undefined) && (
         <div className="form">
           <label className="field">
             <span>
@@ -142,10 +153,10 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
             </div>
           </label>
           <div className="form-row">
-            <button type="button" className="btn btn-primary" disabled={busy} onClick={() => void run('acknowledge')}>
+            <button type="button" className="btn btn-primary" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('acknowledge')}>
               Acknowledge
             </button>
-            <button type="button" className="btn" disabled={busy} onClick={() => void run('release')}>
+            <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('release')}>
               Release
             </button>
             <span className="spacer" />
@@ -153,7 +164,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
               <span>TTL (s)</span>
               <input type="number" min={1} max={300} value={ttl} onChange={(e) => setTtl(e.target.value)} className="num-input" name="extend-ttl" />
             </label>
-            <button type="button" className="btn" disabled={busy} onClick={() => void run('extend')}>
+            <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('extend')}>
               Extend
             </button>
           </div>
@@ -162,6 +173,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
               {problem}
             </p>
           )}
+          <ScopeNote permission={allowed} />
         </div>
       )}
       {error && <ErrorNote error={error} onDismiss={() => setError(null)} />}

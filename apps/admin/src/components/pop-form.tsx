@@ -1,7 +1,9 @@
 import { useState } from 'react';
 import type { PopResponse } from '@pushpop/api-client';
-import { api, call, toApiError, type ApiError } from '../api';
+import { call, toApiError, type ApiError } from '../api';
+import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
+import { ScopeNote, whyNot } from './scope-note';
 import { parseInteger } from './push-form';
 
 interface Props {
@@ -11,6 +13,8 @@ interface Props {
 
 /** Pop up to `depth` items, or pop them under an acknowledgement lock for `ttl` seconds. */
 export function PopForm({ queueId, onPopped }: Props) {
+  const api = useApi();
+  const allowed = usePermissions().pop;
   const [depth, setDepth] = useState('1');
   const [ttl, setTtl] = useState('30');
   const [problem, setProblem] = useState<string | null>(null);
@@ -18,6 +22,7 @@ export function PopForm({ queueId, onPopped }: Props) {
   const [busy, setBusy] = useState(false);
 
   const pop = async (ack: boolean) => {
+    if (!allowed.allowed) return;
     setError(null);
     const d = parseInteger(depth, 1, 100);
     if (d === undefined) return setProblem('Depth must be a whole number from 1 to 100.');
@@ -43,7 +48,7 @@ export function PopForm({ queueId, onPopped }: Props) {
           <span>Depth</span>
           <input type="number" min={1} max={100} value={depth} onChange={(e) => setDepth(e.target.value)} name="depth" className="num-input" />
         </label>
-        <button type="button" className="btn" disabled={busy} onClick={() => void pop(false)}>
+        <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void pop(false)}>
           Pop
         </button>
       </div>
@@ -52,7 +57,7 @@ export function PopForm({ queueId, onPopped }: Props) {
           <span>Lock TTL (s)</span>
           <input type="number" min={1} max={300} value={ttl} onChange={(e) => setTtl(e.target.value)} name="ttl" className="num-input" />
         </label>
-        <button type="button" className="btn" disabled={busy} onClick={() => void pop(true)}>
+        <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void pop(true)}>
           Pop with ack
         </button>
       </div>
@@ -61,6 +66,7 @@ export function PopForm({ queueId, onPopped }: Props) {
           {problem}
         </p>
       )}
+      <ScopeNote permission={allowed} />
       {error && <ErrorNote error={error} onDismiss={() => setError(null)} />}
     </div>
   );

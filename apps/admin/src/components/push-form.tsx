@@ -1,6 +1,8 @@
 import { useState, type FormEvent, type KeyboardEvent } from 'react';
-import { api, call, toApiError, type ApiError } from '../api';
+import { call, toApiError, type ApiError } from '../api';
+import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
+import { ScopeNote, whyNot } from './scope-note';
 
 const EXAMPLE = '{\n  "task": "send-email",\n  "to": "ada@example.com"\n}';
 
@@ -34,6 +36,8 @@ interface Props {
 
 /** Push one item: a JSON editor checked before sending, and a priority 0–255. */
 export function PushForm({ queueId, onPushed }: Props) {
+  const api = useApi();
+  const allowed = usePermissions().push;
   const [text, setText] = useState(EXAMPLE);
   const [priority, setPriority] = useState('0');
   const [problem, setProblem] = useState<{ field: 'item' | 'priority'; text: string } | null>(null);
@@ -41,6 +45,7 @@ export function PushForm({ queueId, onPushed }: Props) {
   const [busy, setBusy] = useState(false);
 
   const push = async () => {
+    if (!allowed.allowed) return;
     setError(null);
     const parsed = parseItem(text);
     if ('problem' in parsed) return setProblem({ field: 'item', text: parsed.problem });
@@ -108,11 +113,12 @@ export function PushForm({ queueId, onPushed }: Props) {
           />
         </label>
         <span className="hint">0 is popped first · Ctrl+Enter pushes</span>
-        <button type="submit" className="btn btn-primary" disabled={busy}>
+        <button type="submit" className="btn btn-primary" disabled={busy || !allowed.allowed} title={whyNot(allowed)}>
           Push
         </button>
       </div>
       {problem?.field === 'priority' && <Problem text={problem.text} />}
+      <ScopeNote permission={allowed} />
       {error && <ErrorNote error={error} onDismiss={() => setError(null)} />}
     </form>
   );

@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'react';
-import { api, call } from '../api';
+import { call } from '../api';
 import { count, plural } from '../format';
 import { usePoll } from '../hooks';
+import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
 import { LockIcon } from './icons';
 
@@ -23,8 +24,25 @@ interface Props {
   refreshKey: number;
 }
 
+/** The queue list, or, for a key without the read scope, a note saying so (instead of a 403 every few seconds). */
+export function QueueList(props: Props) {
+  const read = usePermissions().read;
+  if (read.allowed) return <LiveQueueList {...props} />;
+  return (
+    <div className="queue-list">
+      <div className="sidebar-head">
+        <h2>Queues</h2>
+      </div>
+      <p className="empty" data-testid="no-read">
+        {read.reason} Open a queue by id at the top to use it.
+      </p>
+    </div>
+  );
+}
+
 /** `GET /queues`: a page at a time (next_cursor), filtered by prefix, refreshed every few seconds in place. */
-export function QueueList({ selected, onSelect, refreshKey }: Props) {
+function LiveQueueList({ selected, onSelect, refreshKey }: Props) {
+  const api = useApi();
   const [filter, setFilter] = useState('');
   const prefix = useDebounced(filter.trim(), 250);
   // Cursors of the pages walked so far; the last is the page shown (undefined: the first).

@@ -1,9 +1,10 @@
 import { useState } from 'react';
 import type { PopResponse, QueueInfo } from '@pushpop/api-client';
-import { ApiError, api, call, toApiError } from '../api';
+import { ApiError, call, toApiError } from '../api';
 import { count, plural } from '../format';
 import { usePoll } from '../hooks';
 import { segmentChain } from '../segments';
+import { useApi, usePermissions } from '../session';
 import { ConfirmDialog } from './confirm-dialog';
 import { ErrorNote } from './error-note';
 import { TrashIcon } from './icons';
@@ -13,6 +14,7 @@ import { PushForm } from './push-form';
 import { ResultPanel, type ActionResult } from './result-panel';
 import { SegmentChain, SegmentLegend, type SegmentRef } from './segment-chain';
 import { SegmentItems } from './segment-items';
+import { whyNot } from './scope-note';
 
 const QUEUE_POLL_MS = 2000;
 
@@ -38,6 +40,8 @@ function totals(info: QueueInfo): { segments: number; offloaded: number } {
 
 /** One queue: counts, the segment chain of each priority, the lock, the actions and their results. */
 export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Props) {
+  const api = useApi();
+  const can = usePermissions();
   const queue = usePoll(
     async (signal) => {
       try {
@@ -51,6 +55,7 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
     QUEUE_POLL_MS,
     String(refreshKey),
     true,
+    can.read.allowed,
   );
   const [result, setResult] = useState<ActionResult | null>(null);
   const [selectedSegment, setSelectedSegment] = useState<SegmentRef | undefined>(undefined);
@@ -102,13 +107,20 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
             setDeleteError(null);
             setConfirming(true);
           }}
-          disabled={info === null}
+          disabled={info === null || !can.delete.allowed}
+          title={whyNot(can.delete)}
         >
           <TrashIcon /> Delete queue
         </button>
       </div>
 
       {queue.error && <ErrorNote error={queue.error} />}
+      {!can.read.allowed && (
+        <p className="notice" data-testid="no-read">
+          {can.read.reason} The console cannot show this queue’s counts, segments or lock here
+          {can.push.allowed || can.pop.allowed ? '; the actions below still work.' : '.'}
+        </p>
+      )}
 
       <div className="stats">
         <div className="stat">
@@ -155,7 +167,9 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
 
       <div className="columns">
         <div className="column">
-          {info !== undefined && <LockCard queueId={queueId} lock={info?.lock ?? null} held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />}
+          {(info !== undefined || (!can.read.allowed && can.lock.allowed)) && (
+            <LockCard queueId={queueId} lock={can.read.allowed ? (info?.lock ?? null) : undefined} held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />
+          )}
           <section className="card" aria-label="Push">
             <div className="card-head">
               <h3>Push</h3>

@@ -1,8 +1,9 @@
 import type { QueueInfo } from '@pushpop/api-client';
-import { api, call } from '../api';
+import { call } from '../api';
 import { count } from '../format';
 import { usePoll } from '../hooks';
 import { segmentKey } from '../segments';
+import { useApi } from '../session';
 import { ErrorNote } from './error-note';
 import type { SegmentRef } from './segment-chain';
 
@@ -29,6 +30,7 @@ export function effectiveSegment(info: QueueInfo, priorities: string[], selected
 
 /** The first items of one segment (the head by default), from `GET /queue/{id}/state/{key}`. */
 export function SegmentItems({ info, priorities, selected, onSelect, refreshKey }: Props) {
+  const api = useApi();
   const ref = effectiveSegment(info, priorities, selected);
   const key = ref ? segmentKey(info.queue_id, ref.priority, ref.segment, ref.offloaded) : '';
   const p = ref ? info.priorities[ref.priority] : undefined;
