@@ -62,14 +62,14 @@ export function removeDataDir(dir: string): void {
 }
 
 /**
- * Starts the whole service as `npm start` does, on the embedded PostgreSQL under `dataDir` or on
+ * Starts the whole service as `npm start` does (Swagger UI only with `docs`), on the embedded PostgreSQL under `dataDir` or on
  * TEST_DATABASE_URL. Queue ids in tests should come from {@link uniqueQueueId}, so files
  * sharing one PostgreSQL never see each other's queues.
  */
-export async function startService(options: { dataDir?: string; env?: EnvOverrides } = {}): Promise<TestService> {
+export async function startService(options: { dataDir?: string; env?: EnvOverrides; docs?: boolean } = {}): Promise<TestService> {
   const dataDir = options.dataDir ?? makeDataDir();
   const env: EnvOverrides = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...testDatabase(dataDir), ...options.env };
-  const app = await createApp(env, false);
+  const app = await createApp(env, options.docs ?? false);
   await app.listen(0, '127.0.0.1');
   try {
     await app.get(DatabaseProvider).ready;
