@@ -14,13 +14,18 @@ import {
   QueueInfoDto,
   QueueListDto,
 } from './dto/queue-responses.dto.js';
-import { ApiErrors } from '../common/api-errors.decorator.js';
+import { ApiErrors, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
-import { LockErrorResponseDto } from '../common/error-response.dto.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
+
+/** What push and batch push answer about their items. */
+const ITEM_ERRORS: ErrorCodes = { 400: ['ITEM_TOO_DEEP'], 413: ['ITEM_TOO_LARGE'] };
+
+/** What acknowledge, extend-lock and release answer about the lock, in the order they are checked. */
+const LOCK_ERRORS: ErrorCodes = { 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'] };
 
 const QUEUE_ID_PARAM = {
   name: 'queue_id',
@@ -38,7 +43,7 @@ export class QueueController {
 
   /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
   @Post('queue/:queue_id/push')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
@@ -47,7 +52,7 @@ export class QueueController {
 
   /** Pushes 1-1000 items, all or nothing, in the given order. */
   @Post('queue/:queue_id/push/batch')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
@@ -60,7 +65,7 @@ export class QueueController {
    * acknowledged, released or expired.
    */
   @Post('queue/:queue_id/pop')
-  @ApiErrors({ 423: ['QUEUE_LOCKED'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto): Promise<PopResponseDto> {
@@ -78,7 +83,7 @@ export class QueueController {
    * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
    */
   @Post('queue/:queue_id/acknowledge')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
@@ -87,7 +92,7 @@ export class QueueController {
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
   @Post('queue/:queue_id/extend-lock')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
@@ -96,7 +101,7 @@ export class QueueController {
 
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
   @Post('queue/:queue_id/release')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
@@ -105,7 +110,7 @@ export class QueueController {
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
   @Get('queue/:queue_id')
-  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
     return this.queues.getQueue(queueId);
@@ -116,7 +121,7 @@ export class QueueController {
    * actor's state) or `offloaded_queue_<p>_seg_<n>_<queue_id>` (a segment in the offload store).
    */
   @Get('queue/:queue_id/state/:key')
-  @ApiErrors({ 404: ['STATE_KEY_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['STATE_KEY_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   @ApiParam({ name: 'key', example: 'metadata' })
   @ApiOkResponse({
@@ -129,14 +134,14 @@ export class QueueController {
 
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
-  @ApiErrors({}, undefined, { queueIdInPath: false })
+  @ApiErrors({ 400: ['VALIDATION_FAILED'], 503: ['STORE_UNAVAILABLE'] })
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
   }
 
   /** Deletes a queue with all its segments, offloaded segments and lock. */
   @Delete('queue/:queue_id')
-  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {
     return this.queues.deleteQueue(queueId);

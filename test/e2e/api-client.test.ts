@@ -1,4 +1,4 @@
-import { createPushpopClient, type ErrorResponse, type PopResponse, type PushpopClient, type QueueInfo } from '@pushpop/api-client';
+import { createPushpopClient, type ErrorCode, type ErrorResponse, type PopResponse, type PushpopClient, type QueueInfo } from '@pushpop/api-client';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -124,6 +124,8 @@ describe(`generated API client (${databaseKind})`, () => {
     // A lock id that does not match: 400 INVALID_LOCK_ID, the lock stays.
     const wrong = failed(await client.POST('/queue/{queue_id}/acknowledge', { ...path(q), body: { lock_id: 'AAAAAAAAAAA' } }), 400);
     expect(wrong).toMatchObject({ statusCode: 400, error_code: 'INVALID_LOCK_ID', success: false });
+    if (wrong.error_code !== 'INVALID_LOCK_ID') throw new Error('unreachable');
+    // Narrowed by error_code to the lock error body, which documents success.
     expectTypeOf(wrong.success).toEqualTypeOf<boolean>();
 
     const acked = ok(await client.POST('/queue/{queue_id}/acknowledge', { ...path(q), body: { lock_id: again.lock_id } }));
@@ -165,8 +167,10 @@ describe(`generated API client (${databaseKind})`, () => {
     const badPriority = failed(await client.POST('/queue/{queue_id}/push', { ...path(q), body: { item: {}, priority: -1 } }), 400);
     expect(badPriority).toMatchObject({ statusCode: 400, error_code: 'VALIDATION_FAILED', message: expect.any(String) });
     expectTypeOf(badPriority.error_code).toEqualTypeOf<
-      'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'
+      | 'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
+      | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'
     >();
+    expectTypeOf(badPriority.error_code).toExtend<ErrorCode>();
 
     const badDepth = failed(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 101 } } }), 400);
     expect(badDepth.error_code).toBe('VALIDATION_FAILED');
