@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { DECORATORS } from '@nestjs/swagger';
 import { describe, expect, it } from 'vitest';
-import { ApiErrors, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes, mergeErrors } from './api-errors.decorator.js';
+import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes, mergeErrors } from './api-errors.decorator.js';
 
 interface Documented {
   description: string;
@@ -22,7 +22,7 @@ function documented(...sets: ErrorCodes[]): Record<string, Documented> {
 describe('ApiErrors', () => {
   it('documents per status one example per code, with that status and code', () => {
     const responses = documented(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] });
-    expect(Object.keys(responses).sort()).toEqual(['400', '404', '429', '503']);
+    expect(Object.keys(responses).sort()).toEqual(['400', '401', '403', '404', '429', '503']);
     for (const [status, response] of Object.entries(responses)) {
       const { examples } = response.content['application/json'];
       expect(Object.keys(examples).length, status).toBeGreaterThan(0);
@@ -31,6 +31,7 @@ describe('ApiErrors', () => {
         expect(response.description, `${status} ${code}`).toContain(`\`${code}\``);
       }
     }
+    expect(Object.keys(responses['429'].content['application/json'].examples)).toEqual(['QUEUE_BUSY', 'RATE_LIMITED']);
   });
 
   it('merges the sets status by status, each code once', () => {
@@ -41,13 +42,21 @@ describe('ApiErrors', () => {
   });
 
   it('documents the headers their codes come with: Retry-After on 429 and 503, RateLimit-* with RATE_LIMITED, WWW-Authenticate on 401', () => {
-    const responses = documented(COMMON_QUEUE_ERRORS);
+    const responses = documented({ 400: ['VALIDATION_FAILED'], 429: ['QUEUE_BUSY'], 503: ['STORE_UNAVAILABLE'] });
     expect(Object.keys(responses['429'].headers ?? {})).toEqual(['Retry-After']);
     expect(Object.keys(responses['503'].headers ?? {})).toEqual(['Retry-After']);
     expect(responses['400'].headers).toBeUndefined();
     const limited = documented({ 401: ['UNAUTHORIZED'], 429: ['RATE_LIMITED'] });
     expect(Object.keys(limited['401'].headers ?? {})).toEqual(['WWW-Authenticate']);
     expect(Object.keys(limited['429'].headers ?? {}).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']);
+  });
+
+  it('every queue operation answers 401 UNAUTHORIZED, 403 FORBIDDEN and 429 RATE_LIMITED besides its own errors', () => {
+    for (const [status, codes] of Object.entries(AUTH_ERRORS)) expect(COMMON_QUEUE_ERRORS[Number(status)], status).toEqual(expect.arrayContaining([...codes]));
+    const responses = documented(COMMON_QUEUE_ERRORS);
+    expect(Object.keys(responses['401'].headers ?? {})).toEqual(['WWW-Authenticate']);
+    expect(responses['403'].headers).toBeUndefined();
+    expect(Object.keys(responses['429'].headers ?? {}).sort()).toEqual(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After']);
   });
 
   it('gives lock errors their body with success: false, told apart by error_code from the plain ones of the same status', () => {

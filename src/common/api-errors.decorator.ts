@@ -6,6 +6,12 @@ import { ErrorResponseDto, LockErrorResponseDto, QueueLockedResponseDto, Service
 /** Error codes by HTTP status, as an operation can answer them. */
 export type ErrorCodes = Partial<Record<number, readonly ErrorCode[]>>;
 
+/**
+ * What every operation behind an API key answers once keys or rate limits are configured:
+ * 401 without a (known) key, 403 without the scope, 429 over the rate limit.
+ */
+export const AUTH_ERRORS = { 401: ['UNAUTHORIZED'], 403: ['FORBIDDEN'], 429: ['RATE_LIMITED'] } as const satisfies ErrorCodes;
+
 /** Merges sets of error codes, status by status, each code once, in the order given. */
 export function mergeErrors(...sets: ErrorCodes[]): ErrorCodes {
   const out: Record<number, ErrorCode[]> = {};
@@ -16,7 +22,7 @@ export function mergeErrors(...sets: ErrorCodes[]): ErrorCodes {
 }
 
 /** What every operation on one queue (`{queue_id}` in the path, run as a turn of the queue's actor) can answer besides its own errors. */
-export const COMMON_QUEUE_ERRORS: ErrorCodes = { 400: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'], 429: ['QUEUE_BUSY'], 503: ['STORE_UNAVAILABLE'] };
+export const COMMON_QUEUE_ERRORS: ErrorCodes = mergeErrors({ 400: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'], 429: ['QUEUE_BUSY'], 503: ['STORE_UNAVAILABLE'] }, AUTH_ERRORS);
 
 /** What the operations that take a JSON body can answer about it. */
 export const BODY_ERRORS: ErrorCodes = { 400: ['MALFORMED_JSON'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] };

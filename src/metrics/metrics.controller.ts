@@ -1,6 +1,7 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
+import { ApiErrors, AUTH_ERRORS } from '../common/api-errors.decorator.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('operations')
@@ -13,6 +14,7 @@ export class MetricsController {
   @Header('Cache-Control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
+  @ApiErrors(AUTH_ERRORS)
   async metrics(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const { contentType, body } = await this.service.exposition();
     reply.type(contentType);

@@ -14,7 +14,7 @@ import {
   QueueInfoDto,
   QueueListDto,
 } from './dto/queue-responses.dto.js';
-import { ApiErrors, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
+import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
@@ -134,7 +134,7 @@ export class QueueController {
 
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
-  @ApiErrors({ 400: ['VALIDATION_FAILED'], 503: ['STORE_UNAVAILABLE'] })
+  @ApiErrors({ 400: ['VALIDATION_FAILED'], 503: ['STORE_UNAVAILABLE'] }, AUTH_ERRORS)
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
   }

@@ -161,6 +161,8 @@ describe(`generated API client (${databaseKind})`, () => {
   });
 
   it('error answers come back typed: error_code is the union the document lists for the endpoint', async () => {
+    /** What every operation behind an API key can answer once keys or a rate limit are configured. */
+    type Auth = 'UNAUTHORIZED' | 'FORBIDDEN' | 'RATE_LIMITED';
     const q = uniqueQueueId('client-errors');
 
     // 400: a value outside the documented range.
@@ -168,13 +170,13 @@ describe(`generated API client (${databaseKind})`, () => {
     expect(badPriority).toMatchObject({ statusCode: 400, error_code: 'VALIDATION_FAILED', message: expect.any(String) });
     expectTypeOf(badPriority.error_code).toEqualTypeOf<
       | 'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
-      | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'
+      | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth
     >();
     expectTypeOf(badPriority.error_code).toExtend<ErrorCode>();
 
     const badDepth = failed(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 101 } } }), 400);
     expect(badDepth.error_code).toBe('VALIDATION_FAILED');
-    expectTypeOf(badDepth.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_LOCKED' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'>();
+    expectTypeOf(badDepth.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_LOCKED' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth>();
 
     // 400: a queue id outside the documented alphabet (the client percent-encodes it).
     const badId = failed(await client.GET('/queue/{queue_id}', path('no spaces allowed')), 400);
@@ -183,7 +185,7 @@ describe(`generated API client (${databaseKind})`, () => {
     // 404s.
     const missing = failed(await client.GET('/queue/{queue_id}', path(q)), 404);
     expect(missing).toMatchObject({ statusCode: 404, error_code: 'QUEUE_NOT_FOUND' });
-    expectTypeOf(missing.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_NOT_FOUND' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'>();
+    expectTypeOf(missing.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_NOT_FOUND' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth>();
     ok(await client.POST('/queue/{queue_id}/push', { ...path(q), body: { item: { x: 1 } } }));
     const noKey = failed(await client.GET('/queue/{queue_id}/state/{key}', { params: { path: { queue_id: q, key: 'queue_9_seg_0' } } }), 404);
     expect(noKey.error_code).toBe('STATE_KEY_NOT_FOUND');

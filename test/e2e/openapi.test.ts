@@ -198,6 +198,7 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
         }
       }
     }
+    expect([...seen], 'the codes of API keys and rate limits are documented').toEqual(expect.arrayContaining(['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED']));
   });
 
   it('no example anywhere in the document has statusCode 0', () => {
@@ -213,25 +214,28 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     }
   });
 
-  it('every queue operation documents 400 and 503, and 429 where it waits on a queue, with their codes and headers', () => {
+  it('every queue operation documents 400, 401, 403, 429 and 503 with their codes and headers', () => {
     const queueOps = operations(served).filter(({ op }) => QUEUE_OPERATIONS.includes(op.operationId ?? ''));
     expect(queueOps.map(({ op }) => op.operationId).sort()).toEqual([...QUEUE_OPERATIONS].sort());
     const codesOf = (op: OperationObject, status: string): string[] => restrictedCodes(op.responses[status].content!['application/json'].schema!, `${op.operationId} ${status}`);
     for (const { path, method, op } of queueOps) {
       const where = `${method.toUpperCase()} ${path} (${op.operationId})`;
-      expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['200', '400', '503']));
+      expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429', '503']));
       const badRequest = path.includes('{queue_id}') ? ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'] : ['VALIDATION_FAILED'];
       expect(codesOf(op, '400'), where).toEqual(expect.arrayContaining(badRequest));
+      expect(codesOf(op, '401'), where).toEqual(['UNAUTHORIZED']);
+      expect(codesOf(op, '403'), where).toEqual(['FORBIDDEN']);
       // Only a turn of one queue's actor waits in line (QUEUE_BUSY); listing queues does not.
-      if (path.includes('{queue_id}')) {
-        expect(codesOf(op, '429'), where).toEqual(['QUEUE_BUSY']);
-        expect(op.responses['429'].headers?.['Retry-After']?.schema?.type, `${where} 429: Retry-After`).toBe('integer');
-      } else {
-        expect(op.responses['429'], where).toBeUndefined();
-      }
+      expect(codesOf(op, '429').sort(), where).toEqual(path.includes('{queue_id}') ? ['QUEUE_BUSY', 'RATE_LIMITED'] : ['RATE_LIMITED']);
       expect(codesOf(op, '503'), where).toEqual(['STORE_UNAVAILABLE']);
+      expect(op.responses['401'].headers?.['WWW-Authenticate']?.schema?.type, `${where} 401: WWW-Authenticate`).toBe('string');
+      for (const header of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
+        expect(op.responses['429'].headers?.[header]?.schema?.type, `${where} 429: ${header}`).toBe('integer');
+      }
       expect(op.responses['503'].headers?.['Retry-After']?.schema?.type, `${where} 503: Retry-After`).toBe('integer');
     }
+    const metrics = operations(served).find(({ op }) => op.operationId === 'metrics')!.op;
+    expect(Object.keys(metrics.responses).sort()).toEqual(['200', '401', '403', '429']);
   });
 
   it('lock errors carry success: false in their examples, and the 423 of pop its lock_expires_at', () => {

@@ -576,6 +576,52 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
         };
     };
     getQueue: {
@@ -613,6 +659,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
@@ -625,9 +697,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -635,7 +716,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -690,6 +771,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
@@ -702,9 +809,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -712,7 +828,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -777,6 +893,32 @@ export interface operations {
                     });
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
@@ -827,9 +969,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -837,7 +988,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -902,6 +1053,32 @@ export interface operations {
                     });
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
@@ -952,9 +1129,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -962,7 +1148,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1029,6 +1215,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `QUEUE_LOCKED`: A pop while an unexpired lock holds the queue; `lock_expires_at` says until when */
             423: {
                 headers: {
@@ -1041,9 +1253,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1051,7 +1272,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1112,6 +1333,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /**
              * @description - `ITEM_TOO_LARGE`: An item is more than `MAX_ITEM_BYTES` of JSON
              *     - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed)
@@ -1141,9 +1388,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1151,7 +1407,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1212,6 +1468,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /**
              * @description - `ITEM_TOO_LARGE`: An item is more than `MAX_ITEM_BYTES` of JSON
              *     - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed)
@@ -1241,9 +1523,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1251,7 +1542,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1316,6 +1607,32 @@ export interface operations {
                     });
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
@@ -1366,9 +1683,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1376,7 +1702,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1437,6 +1763,32 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
             /** @description - `STATE_KEY_NOT_FOUND`: Nothing is stored under that state key */
             404: {
                 headers: {
@@ -1449,9 +1801,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After` */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1459,7 +1820,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
@@ -1512,6 +1873,52 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
                     };
                 };
             };
