@@ -28,7 +28,7 @@ export class AuthController {
    */
   @Get('whoami')
   @Scopes()
-  @ApiErrors({}, undefined, { queueIdInPath: false })
+  @ApiErrors({ 401: ['UNAUTHORIZED'], 429: ['RATE_LIMITED'] })
   whoami(@Req() request: FastifyRequest): WhoAmIDto {
     if (this.config.apiKeys.length === 0) return { authentication: false, name: null, scopes: [...SCOPES] };
     const principal = request.principal!;

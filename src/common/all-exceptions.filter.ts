@@ -1,13 +1,19 @@
 import { STATUS_CODES } from 'node:http';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { type ErrorCode, isErrorCode } from './error-codes.js';
 import { PayloadTooLargeError, PushpopError, StoreUnavailableError } from './errors.js';
 import { isConnectionFailure } from './store-errors.js';
 
-/** The error_code of a status the service does not name itself: its reason phrase, e.g. 404 NOT_FOUND. */
-function statusCode(status: number): string {
+/**
+ * The error_code of a status the service does not name itself: its reason phrase where that is
+ * one of the service's codes (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED, ...), else BAD_REQUEST for
+ * a 4xx and INTERNAL_ERROR for a 5xx, so that every answer carries a code from `ERROR_CODES`.
+ */
+export function genericErrorCode(status: number): ErrorCode {
   if (status >= 500) return 'INTERNAL_ERROR';
-  return STATUS_CODES[status]?.toUpperCase().replace(/[^A-Z0-9]+/g, '_') ?? 'BAD_REQUEST';
+  const phrase = STATUS_CODES[status]?.toUpperCase().replace(/[^A-Z0-9]+/g, '_');
+  return phrase !== undefined && isErrorCode(phrase) ? phrase : 'BAD_REQUEST';
 }
 
 /**
@@ -46,7 +52,7 @@ export class AllExceptionsFilter implements ExceptionFilter {
       const body = exception.getResponse();
       const message = typeof body === 'object' && body !== null && 'message' in body ? String((body).message) : exception.message;
       if (status === 503) return new PushpopError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', typeof body === 'object' && body !== null ? { details: body } : {});
-      return new PushpopError(status, statusCode(status), message);
+      return new PushpopError(status, genericErrorCode(status), message);
     }
     if (isConnectionFailure(exception)) return new StoreUnavailableError();
     return new PushpopError(500, 'INTERNAL_ERROR', 'Internal server error');
@@ -58,5 +64,5 @@ function fromFastify(exception: unknown): PushpopError | undefined {
   const e = exception as { code?: unknown; statusCode?: unknown; message?: unknown } | undefined;
   if (!e || typeof e.statusCode !== 'number' || e.statusCode < 400 || e.statusCode >= 500) return undefined;
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError();
-  return new PushpopError(e.statusCode, statusCode(e.statusCode), typeof e.message === 'string' && e.message ? e.message : STATUS_CODES[e.statusCode] ?? 'Bad request');
+  return new PushpopError(e.statusCode, genericErrorCode(e.statusCode), typeof e.message === 'string' && e.message ? e.message : STATUS_CODES[e.statusCode] ?? 'Bad request');
 }

@@ -1,12 +1,14 @@
+import type { ErrorCode } from './error-codes.js';
+
 /**
  * Domain errors: services throw these, one global filter turns them into the contract's error
  * body (`statusCode`, `error_code`, `message`, plus `extra` fields). `error_code` values are
- * stable: clients branch on them.
+ * stable: clients branch on them, and each one is listed, with its statuses, in `ERROR_CODES`.
  */
 export class PushpopError extends Error {
   constructor(
     readonly status: number,
-    readonly errorCode: string,
+    readonly errorCode: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
     readonly headers: Record<string, string> = {},
@@ -73,12 +75,6 @@ export class StoreUnavailableError extends PushpopError {
   }
 }
 
-export class NotImplementedError extends PushpopError {
-  constructor(message: string) {
-    super(501, 'NOT_IMPLEMENTED', message);
-  }
-}
-
 /** A segment needed now could not be loaded back from the offload store; nothing was changed. */
 export class SegmentUnavailableError extends PushpopError {
   constructor(queueId: string, priority: number, segment: number) {
@@ -87,8 +83,8 @@ export class SegmentUnavailableError extends PushpopError {
 }
 
 /** Errors of the lock endpoints carry `success: false`, as the contract's acknowledge table shows. */
-export class LockError extends PushpopError {
-  constructor(status: number, errorCode: string, message: string) {
+export abstract class LockError extends PushpopError {
+  constructor(status: number, errorCode: ErrorCode, message: string) {
     super(status, errorCode, message, { success: false });
   }
 }

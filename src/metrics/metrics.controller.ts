@@ -2,6 +2,7 @@ import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { ScopesUnless } from '../auth/scopes.decorator.js';
+import { ApiErrors, AUTH_ERRORS } from '../common/api-errors.decorator.js';
 import { MetricsService } from './metrics.service.js';
 
 @ApiTags('operations')
@@ -15,6 +16,7 @@ export class MetricsController {
   @Header('Cache-Control', 'no-store')
   @ApiProduces('text/plain')
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4', schema: { type: 'string' } })
+  @ApiErrors(AUTH_ERRORS)
   async metrics(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const { contentType, body } = await this.service.exposition();
     reply.type(contentType);

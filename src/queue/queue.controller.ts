@@ -15,13 +15,18 @@ import {
   QueueListDto,
 } from './dto/queue-responses.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
-import { ApiErrors } from '../common/api-errors.decorator.js';
+import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
-import { LockErrorResponseDto } from '../common/error-response.dto.js';
 import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
+
+/** What push and batch push answer about their items. */
+const ITEM_ERRORS: ErrorCodes = { 400: ['ITEM_TOO_DEEP'], 413: ['ITEM_TOO_LARGE'] };
+
+/** What acknowledge, extend-lock and release answer about the lock, in the order they are checked. */
+const LOCK_ERRORS: ErrorCodes = { 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'] };
 
 const QUEUE_ID_PARAM = {
   name: 'queue_id',
@@ -40,7 +45,7 @@ export class QueueController {
   /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
   @Post('queue/:queue_id/push')
   @Scopes('produce')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
@@ -50,7 +55,7 @@ export class QueueController {
   /** Pushes 1-1000 items, all or nothing, in the given order. */
   @Post('queue/:queue_id/push/batch')
   @Scopes('produce')
-  @ApiErrors({ 400: ['ITEM_TOO_DEEP', 'MALFORMED_JSON'], 413: ['ITEM_TOO_LARGE', 'PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
@@ -64,7 +69,7 @@ export class QueueController {
    */
   @Post('queue/:queue_id/pop')
   @Scopes('consume')
-  @ApiErrors({ 423: ['QUEUE_LOCKED'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto): Promise<PopResponseDto> {
@@ -83,7 +88,7 @@ export class QueueController {
    */
   @Post('queue/:queue_id/acknowledge')
   @Scopes('consume')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
@@ -93,7 +98,7 @@ export class QueueController {
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
   @Post('queue/:queue_id/extend-lock')
   @Scopes('consume')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
@@ -103,7 +108,7 @@ export class QueueController {
   /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
   @Post('queue/:queue_id/release')
   @Scopes('consume')
-  @ApiErrors({ 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID', 'MALFORMED_JSON'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] }, LockErrorResponseDto)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
@@ -113,7 +118,7 @@ export class QueueController {
   /** A queue's counts, segment pointers per priority, settings and lock. */
   @Get('queue/:queue_id')
   @Scopes('read')
-  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
     return this.queues.getQueue(queueId);
@@ -125,7 +130,7 @@ export class QueueController {
    */
   @Get('queue/:queue_id/state/:key')
   @Scopes('read')
-  @ApiErrors({ 404: ['STATE_KEY_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['STATE_KEY_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   @ApiParam({ name: 'key', example: 'metadata' })
   @ApiOkResponse({
@@ -139,7 +144,7 @@ export class QueueController {
   /** Lists queues in id order, optionally by id prefix, a page at a time. */
   @Get('queues')
   @Scopes('read')
-  @ApiErrors({}, undefined, { queueIdInPath: false })
+  @ApiErrors({ 400: ['VALIDATION_FAILED'], 503: ['STORE_UNAVAILABLE'] }, AUTH_ERRORS)
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
   }
@@ -147,7 +152,7 @@ export class QueueController {
   /** Deletes a queue with all its segments, offloaded segments and lock. */
   @Delete('queue/:queue_id')
   @Scopes('admin')
-  @ApiErrors({ 404: ['QUEUE_NOT_FOUND'] })
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
   @ApiParam(QUEUE_ID_PARAM)
   async deleteQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<DeleteQueueResponseDto> {
     return this.queues.deleteQueue(queueId);

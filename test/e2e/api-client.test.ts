@@ -1,4 +1,4 @@
-import { createPushpopClient, type ErrorResponse, type PopResponse, type PushpopClient, type QueueInfo } from '@pushpop/api-client';
+import { createPushpopClient, type ErrorCode, type ErrorResponse, type PopResponse, type PushpopClient, type QueueInfo } from '@pushpop/api-client';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -124,6 +124,8 @@ describe(`generated API client (${databaseKind})`, () => {
     // A lock id that does not match: 400 INVALID_LOCK_ID, the lock stays.
     const wrong = failed(await client.POST('/queue/{queue_id}/acknowledge', { ...path(q), body: { lock_id: 'AAAAAAAAAAA' } }), 400);
     expect(wrong).toMatchObject({ statusCode: 400, error_code: 'INVALID_LOCK_ID', success: false });
+    if (wrong.error_code !== 'INVALID_LOCK_ID') throw new Error('unreachable');
+    // Narrowed by error_code to the lock error body, which documents success.
     expectTypeOf(wrong.success).toEqualTypeOf<boolean>();
 
     const acked = ok(await client.POST('/queue/{queue_id}/acknowledge', { ...path(q), body: { lock_id: again.lock_id } }));
@@ -159,18 +161,22 @@ describe(`generated API client (${databaseKind})`, () => {
   });
 
   it('error answers come back typed: error_code is the union the document lists for the endpoint', async () => {
+    /** What every operation behind an API key can answer once keys or a rate limit are configured. */
+    type Auth = 'UNAUTHORIZED' | 'FORBIDDEN' | 'RATE_LIMITED';
     const q = uniqueQueueId('client-errors');
 
     // 400: a value outside the documented range.
     const badPriority = failed(await client.POST('/queue/{queue_id}/push', { ...path(q), body: { item: {}, priority: -1 } }), 400);
     expect(badPriority).toMatchObject({ statusCode: 400, error_code: 'VALIDATION_FAILED', message: expect.any(String) });
     expectTypeOf(badPriority.error_code).toEqualTypeOf<
-      'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'
+      | 'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
+      | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth
     >();
+    expectTypeOf(badPriority.error_code).toExtend<ErrorCode>();
 
     const badDepth = failed(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 101 } } }), 400);
     expect(badDepth.error_code).toBe('VALIDATION_FAILED');
-    expectTypeOf(badDepth.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_LOCKED' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'>();
+    expectTypeOf(badDepth.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_LOCKED' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth>();
 
     // 400: a queue id outside the documented alphabet (the client percent-encodes it).
     const badId = failed(await client.GET('/queue/{queue_id}', path('no spaces allowed')), 400);
@@ -179,7 +185,7 @@ describe(`generated API client (${databaseKind})`, () => {
     // 404s.
     const missing = failed(await client.GET('/queue/{queue_id}', path(q)), 404);
     expect(missing).toMatchObject({ statusCode: 404, error_code: 'QUEUE_NOT_FOUND' });
-    expectTypeOf(missing.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_NOT_FOUND' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE'>();
+    expectTypeOf(missing.error_code).toEqualTypeOf<'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'QUEUE_NOT_FOUND' | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth>();
     ok(await client.POST('/queue/{queue_id}/push', { ...path(q), body: { item: { x: 1 } } }));
     const noKey = failed(await client.GET('/queue/{queue_id}/state/{key}', { params: { path: { queue_id: q, key: 'queue_9_seg_0' } } }), 404);
     expect(noKey.error_code).toBe('STATE_KEY_NOT_FOUND');

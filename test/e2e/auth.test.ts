@@ -95,7 +95,7 @@ describe(`API keys and scopes (${databaseKind})`, () => {
     }
     for (const [name, { key, scopes }] of Object.entries(KEYS)) {
       const allowed = route.scope === null || scopes.includes('admin') || scopes.includes(route.scope);
-      for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }]) {
+      for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }] as Record<string, string>[]) {
         const res = await send(route, q, headers);
         const label = `${route.operation} with ${name} (${scopes.join('+')}) as ${Object.keys(headers)[0]}`;
         if (allowed) expect([401, 403], `${label}: ${res.status} ${JSON.stringify(res.body)}`).not.toContain(res.status);

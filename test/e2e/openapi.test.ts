@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODE_NAMES, ERROR_CODES, type ErrorCode } from '../../src/common/error-codes.js';
 import { repoRoot, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { databaseKind, makeDataDir, removeDataDir } from '../support/service.js';
 
@@ -10,21 +11,35 @@ import { databaseKind, makeDataDir, removeDataDir } from '../support/service.js'
  * The document the BUILT service serves (`node dist/main.js`, compiled by `nest build` with
  * the Swagger CLI plugin, which the SWC-compiled in-test app is not) is the committed
  * openapi.json, and it says what the house style and CONTRACT.md promise: operationIds are the
- * controller method names, and every queue endpoint documents its 400/429/503 error bodies.
+ * controller method names, one shared `ErrorCode` enum lists every code of `ERROR_CODES`, and
+ * every operation documents, per status, the error codes it answers with an example of each.
  */
 
 interface SchemaObject {
   $ref?: string;
   allOf?: SchemaObject[];
+  oneOf?: SchemaObject[];
   type?: string;
+  description?: string;
   properties?: Record<string, SchemaObject>;
   required?: string[];
   enum?: string[];
 }
+interface ErrorBody {
+  statusCode: number;
+  error_code: string;
+  message: string;
+  [field: string]: unknown;
+}
+interface MediaTypeObject {
+  schema?: SchemaObject;
+  example?: unknown;
+  examples?: Record<string, { summary?: string; value: ErrorBody }>;
+}
 interface ResponseObject {
   description: string;
   headers?: Record<string, { schema?: SchemaObject }>;
-  content?: Record<string, { schema?: SchemaObject }>;
+  content?: Record<string, MediaTypeObject>;
 }
 interface OperationObject {
   operationId?: string;
@@ -75,6 +90,33 @@ function resolveRef(doc: OpenApiDocument, ref: string): SchemaObject {
   return schema;
 }
 
+/**
+ * The branches of an error answer's schema: each is `allOf: [$ref to an error body, {error_code enum}]`;
+ * several (in `oneOf`) where codes with different bodies share a status.
+ */
+function errorBranches(schema: SchemaObject, where: string): { body: string; codes: string[] }[] {
+  const branches = schema.oneOf ?? [schema];
+  return branches.map((branch) => {
+    expect(branch.allOf, `${where}: allOf of a body and its codes`).toHaveLength(2);
+    const [base, codes] = branch.allOf!;
+    expect(base.$ref, where).toMatch(/^#\/components\/schemas\//);
+    expect(codes.properties?.error_code?.type, where).toBe('string');
+    return { body: base.$ref!, codes: codes.properties?.error_code?.enum ?? [] };
+  });
+}
+
+/** Every error_code an error answer's schema allows. */
+function restrictedCodes(schema: SchemaObject, where: string): string[] {
+  return errorBranches(schema, where).flatMap((branch) => branch.codes);
+}
+
+/** The error body schema (resolved) that an error answer's schema gives `code`. */
+function bodyOf(doc: OpenApiDocument, schema: SchemaObject, code: string): SchemaObject {
+  const branch = errorBranches(schema, code).find((b) => b.codes.includes(code));
+  if (!branch) throw new Error(`no branch of the schema allows ${code}`);
+  return resolveRef(doc, branch.body);
+}
+
 describe(`OpenAPI document of the built service (${databaseKind})`, () => {
   let svc: ChildService;
   let dataDir: string;
@@ -112,33 +154,103 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     expect([...ids].sort()).toEqual([...OPERATIONS].sort());
   });
 
-  it('every queue endpoint documents 400, 429 and 503 with the error body, its error codes, and Retry-After on 429/503', () => {
-    const queueOps = operations(served).filter(({ op }) => QUEUE_OPERATIONS.includes(op.operationId ?? ''));
-    expect(queueOps.map(({ op }) => op.operationId).sort()).toEqual([...QUEUE_OPERATIONS].sort());
-    for (const { path, method, op } of queueOps) {
-      const where = `${method.toUpperCase()} ${path} (${op.operationId})`;
-      expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['200', '400', '429', '503']));
+  it('one shared ErrorCode schema lists every code of ERROR_CODES with its meaning, and the error bodies refer to it', () => {
+    const errorCode = served.components.schemas.ErrorCode;
+    expect(errorCode.type).toBe('string');
+    expect(errorCode.enum).toEqual(ERROR_CODE_NAMES);
+    for (const code of ERROR_CODE_NAMES) expect(errorCode.description, code).toContain(`\`${code}\` (${ERROR_CODES[code].statuses.join(', ')}): ${ERROR_CODES[code].meaning}`);
+    expect(errorCode.enum).toEqual(expect.arrayContaining(['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED']));
+    for (const name of ['ErrorResponseDto', 'LockErrorResponseDto', 'QueueLockedResponseDto', 'ServiceUnavailableResponseDto']) {
+      const body = served.components.schemas[name];
+      expect(body.required, name).toEqual(expect.arrayContaining(['statusCode', 'error_code', 'message']));
+      expect(body.properties?.statusCode?.type, name).toBe('integer');
+      expect(body.properties?.error_code?.allOf, name).toEqual([{ $ref: '#/components/schemas/ErrorCode' }]);
+    }
+  });
+
+  it('every error answer of every operation restricts error_code to listed codes and has a right example of each', () => {
+    const seen = new Set<string>();
+    for (const { path, method, op } of operations(served)) {
       for (const [status, response] of Object.entries(op.responses)) {
         if (Number(status) < 400) continue;
-        const schema = response.content?.['application/json']?.schema;
-        expect(schema?.allOf, `${where} ${status}: error schema`).toHaveLength(2);
-        const [base, codes] = schema!.allOf!;
-        const body = resolveRef(served, base.$ref!);
-        expect(body.required, `${where} ${status}: ${base.$ref} has the error body fields`).toEqual(
-          expect.arrayContaining(['statusCode', 'error_code', 'message']),
-        );
-        expect(body.properties?.statusCode?.type).toBe('integer');
-        const enumCodes = codes.properties?.error_code?.enum ?? [];
-        expect(enumCodes.length, `${where} ${status}: error codes listed`).toBeGreaterThan(0);
-        for (const code of enumCodes) expect(code).toMatch(/^[A-Z][A-Z0-9_]*$/);
-        expect(response.description, `${where} ${status}: description lists the codes`).toBe(enumCodes.join(', '));
-        if (status === '429' || status === '503') expect(response.headers?.['Retry-After']?.schema?.type, `${where} ${status}: Retry-After`).toBe('integer');
+        const where = `${method.toUpperCase()} ${path} (${op.operationId}) ${status}`;
+        expect(Object.keys(response.content ?? {}), `${where}: error bodies are JSON`).toEqual(['application/json']);
+        const media = response.content!['application/json'];
+        const codes = restrictedCodes(media.schema!, where);
+        expect(codes.length, `${where}: codes listed`).toBeGreaterThan(0);
+        for (const code of codes) {
+          seen.add(code);
+          expect(ERROR_CODES[code as ErrorCode]?.statuses, `${where}: ${code} is an ErrorCode answered with ${status}`).toContain(Number(status));
+          expect(response.description, `${where}: the description gives ${code}'s meaning`).toContain(`\`${code}\`: ${ERROR_CODES[code as ErrorCode].meaning}`);
+        }
+        expect(media.example, `${where}: named examples, not one`).toBeUndefined();
+        const examples = Object.entries(media.examples ?? {});
+        expect(examples.map(([name]) => name).sort(), `${where}: one example per code`).toEqual([...codes].sort());
+        for (const [name, { value }] of examples) {
+          expect(value.statusCode, `${where} example ${name}: statusCode`).toBe(Number(status));
+          expect(value.error_code, `${where} example ${name}: error_code`).toBe(name);
+          expect(value.message, `${where} example ${name}: message`).toBe(ERROR_CODES[name as ErrorCode].message);
+          for (const field of bodyOf(served, media.schema!, name).required ?? []) expect(value, `${where} example ${name}: has ${field}`).toHaveProperty(field);
+        }
+        for (const code of codes) {
+          const headers = (ERROR_CODES[code as ErrorCode] as { headers?: readonly string[] }).headers ?? [];
+          for (const header of headers) expect(response.headers?.[header], `${where}: ${code} comes with ${header}`).toBeDefined();
+        }
       }
-      const badRequest = path.includes('{queue_id}') ? ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'] : ['VALIDATION_FAILED'];
-      expect(op.responses['400'].content!['application/json'].schema!.allOf![1].properties!.error_code.enum).toEqual(expect.arrayContaining(badRequest));
-      expect(op.responses['429'].content!['application/json'].schema!.allOf![1].properties!.error_code.enum).toEqual(['QUEUE_BUSY']);
-      expect(op.responses['503'].content!['application/json'].schema!.allOf![1].properties!.error_code.enum).toEqual(['STORE_UNAVAILABLE']);
     }
+    expect([...seen], 'the codes of API keys and rate limits are documented').toEqual(expect.arrayContaining(['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED']));
+  });
+
+  it('no example anywhere in the document has statusCode 0', () => {
+    expect(servedText).not.toMatch(/"statusCode":\s*0\b/);
+    for (const { op } of operations(served)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        for (const media of Object.values(response.content ?? {})) {
+          for (const example of [media.example, ...Object.values(media.examples ?? {}).map((e) => e.value)]) {
+            if (example && typeof example === 'object' && 'statusCode' in example) expect(example.statusCode, `${op.operationId} ${status}`).toBe(Number(status));
+          }
+        }
+      }
+    }
+  });
+
+  it('every queue operation documents 400, 401, 403, 429 and 503 with their codes and headers', () => {
+    const queueOps = operations(served).filter(({ op }) => QUEUE_OPERATIONS.includes(op.operationId ?? ''));
+    expect(queueOps.map(({ op }) => op.operationId).sort()).toEqual([...QUEUE_OPERATIONS].sort());
+    const codesOf = (op: OperationObject, status: string): string[] => restrictedCodes(op.responses[status].content!['application/json'].schema!, `${op.operationId} ${status}`);
+    for (const { path, method, op } of queueOps) {
+      const where = `${method.toUpperCase()} ${path} (${op.operationId})`;
+      expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429', '503']));
+      const badRequest = path.includes('{queue_id}') ? ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'] : ['VALIDATION_FAILED'];
+      expect(codesOf(op, '400'), where).toEqual(expect.arrayContaining(badRequest));
+      expect(codesOf(op, '401'), where).toEqual(['UNAUTHORIZED']);
+      expect(codesOf(op, '403'), where).toEqual(['FORBIDDEN']);
+      // Only a turn of one queue's actor waits in line (QUEUE_BUSY); listing queues does not.
+      expect(codesOf(op, '429').sort(), where).toEqual(path.includes('{queue_id}') ? ['QUEUE_BUSY', 'RATE_LIMITED'] : ['RATE_LIMITED']);
+      expect(codesOf(op, '503'), where).toEqual(['STORE_UNAVAILABLE']);
+      expect(op.responses['401'].headers?.['WWW-Authenticate']?.schema?.type, `${where} 401: WWW-Authenticate`).toBe('string');
+      for (const header of ['Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']) {
+        expect(op.responses['429'].headers?.[header]?.schema?.type, `${where} 429: ${header}`).toBe('integer');
+      }
+      expect(op.responses['503'].headers?.['Retry-After']?.schema?.type, `${where} 503: Retry-After`).toBe('integer');
+    }
+    const metrics = operations(served).find(({ op }) => op.operationId === 'metrics')!.op;
+    expect(Object.keys(metrics.responses).sort()).toEqual(['200', '401', '403', '429']);
+  });
+
+  it('lock errors carry success: false in their examples, and the 423 of pop its lock_expires_at', () => {
+    for (const operationId of ['acknowledge', 'extendLock', 'release']) {
+      const { op } = operations(served).find((o) => o.op.operationId === operationId)!;
+      for (const [status, code] of [['400', 'LOCK_ID_REQUIRED'], ['400', 'INVALID_LOCK_ID'], ['404', 'LOCK_NOT_FOUND'], ['410', 'LOCK_EXPIRED']]) {
+        const media = op.responses[status].content!['application/json'];
+        expect(media.examples?.[code]?.value, `${operationId} ${status} ${code}`).toMatchObject({ statusCode: Number(status), error_code: code, success: false });
+        expect(bodyOf(served, media.schema!, code).required, `${operationId} ${status} ${code}`).toContain('success');
+      }
+    }
+    const pop = operations(served).find((o) => o.op.operationId === 'pop')!.op;
+    const locked = pop.responses['423'].content!['application/json'];
+    expect(locked.examples?.QUEUE_LOCKED?.value).toMatchObject({ statusCode: 423, error_code: 'QUEUE_LOCKED', lock_expires_at: expect.any(Number) });
+    expect(bodyOf(served, locked.schema!, 'QUEUE_LOCKED').required).toContain('lock_expires_at');
   });
 
   it('GET /docs serves Swagger UI', async () => {

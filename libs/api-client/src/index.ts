@@ -25,12 +25,16 @@ export type QueueInfo = Schemas['QueueInfoDto'];
 export type QueueList = Schemas['QueueListDto'];
 export type QueueSummary = Schemas['QueueSummaryDto'];
 export type DeleteQueueResponse = Schemas['DeleteQueueResponseDto'];
+/** Every `error_code` the service answers; each operation's error bodies narrow it to the codes that operation can answer. */
+export type ErrorCode = Schemas['ErrorCode'];
 /** The body of every error answer: `statusCode`, a stable `error_code` to branch on, and `message`. */
 export type ErrorResponse = Schemas['ErrorResponseDto'];
 /** Error answers of acknowledge, extend-lock and release (they also carry `success: false`). */
 export type LockErrorResponse = Schemas['LockErrorResponseDto'];
 /** 423 `QUEUE_LOCKED` answer to a pop, with the lock's `lock_expires_at`. */
 export type QueueLockedResponse = Schemas['QueueLockedResponseDto'];
+/** 503 `SERVICE_UNAVAILABLE` answer of `GET /health/ready`, with the health check in `details`. */
+export type ServiceUnavailableResponse = Schemas['ServiceUnavailableResponseDto'];
 
 /** What `GET /whoami` answers: the key's name and scopes. */
 export type WhoAmI = Schemas['WhoAmIDto'];

@@ -257,12 +257,40 @@ export interface components {
             items_deleted: number;
             success: boolean;
         };
+        /**
+         * @description Every `error_code` the service answers. Codes are stable: clients branch on them. Each operation lists the codes it answers per status.
+         *
+         *     - `VALIDATION_FAILED` (400): A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+         *     - `INVALID_QUEUE_ID` (400): The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+         *     - `ITEM_TOO_DEEP` (400): An item nests deeper than 64 levels
+         *     - `MALFORMED_JSON` (400): The body is not JSON, or is a bare string, number or boolean
+         *     - `LOCK_ID_REQUIRED` (400): Acknowledge, extend-lock or release without a `lock_id` (missing, empty or not a string)
+         *     - `INVALID_LOCK_ID` (400): The `lock_id` is not the queue's current lock; the lock stays
+         *     - `BAD_REQUEST` (400): A request refused before it reaches an operation, such as a URL that cannot be decoded; also any other 4xx status the service has no code of its own for
+         *     - `UNAUTHORIZED` (401): API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one
+         *     - `FORBIDDEN` (403): API keys are configured and the request's key lacks the scope the operation needs
+         *     - `QUEUE_NOT_FOUND` (404): The queue does not exist
+         *     - `STATE_KEY_NOT_FOUND` (404): Nothing is stored under that state key
+         *     - `LOCK_NOT_FOUND` (404): The queue has no lock
+         *     - `NOT_FOUND` (404): No such path
+         *     - `METHOD_NOT_ALLOWED` (405): A known path asked with a method it does not take; `Allow` lists the methods it does
+         *     - `LOCK_EXPIRED` (410): The lock has expired; its items are back in the queue
+         *     - `ITEM_TOO_LARGE` (413): An item is more than `MAX_ITEM_BYTES` of JSON
+         *     - `PAYLOAD_TOO_LARGE` (413): The request body is more than `MAX_BODY_BYTES` (decompressed)
+         *     - `UNSUPPORTED_MEDIA_TYPE` (415): A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one
+         *     - `QUEUE_LOCKED` (423): A pop while an unexpired lock holds the queue; `lock_expires_at` says until when
+         *     - `QUEUE_BUSY` (429): More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+         *     - `RATE_LIMITED` (429): Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+         *     - `INTERNAL_ERROR` (500): An unexpected fault of the service; it is logged, and the answer carries no detail
+         *     - `STORE_UNAVAILABLE` (503): The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After`
+         *     - `SERVICE_UNAVAILABLE` (503): `GET /health/ready`: the database does not answer; `details` holds the health check
+         *     - `ADMIN_NOT_BUILT` (503): `/admin/` was asked for, but the admin console has not been built (`npm run build`)
+         * @enum {string}
+         */
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
         ErrorResponseDto: {
-            /**
-             * @description Stable machine-readable code, UPPER_SNAKE; clients branch on it.
-             * @example VALIDATION_FAILED
-             */
-            error_code: string;
+            /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
+            error_code: components["schemas"]["ErrorCode"];
             /** @description For people. */
             message: string;
             /** @description The HTTP status. */
@@ -295,11 +323,8 @@ export interface components {
             uptime_seconds: number;
         };
         LockErrorResponseDto: {
-            /**
-             * @description Stable machine-readable code, UPPER_SNAKE; clients branch on it.
-             * @example VALIDATION_FAILED
-             */
-            error_code: string;
+            /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
+            error_code: components["schemas"]["ErrorCode"];
             /** @description For people. */
             message: string;
             /** @description The HTTP status. */
@@ -406,11 +431,8 @@ export interface components {
             queues: components["schemas"]["QueueSummaryDto"][];
         };
         QueueLockedResponseDto: {
-            /**
-             * @description Stable machine-readable code, UPPER_SNAKE; clients branch on it.
-             * @example VALIDATION_FAILED
-             */
-            error_code: string;
+            /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
+            error_code: components["schemas"]["ErrorCode"];
             /** @description When the lock expires, unix seconds. */
             lock_expires_at: number;
             /** @description For people. */
@@ -433,6 +455,18 @@ export interface components {
          * @enum {string}
          */
         Scope: "produce" | "consume" | "read" | "admin";
+        ServiceUnavailableResponseDto: {
+            /** @description The health check's result: `status: "error"` and, per indicator (`database`), its status and message. */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
+            error_code: components["schemas"]["ErrorCode"];
+            /** @description For people. */
+            message: string;
+            /** @description The HTTP status. */
+            statusCode: number;
+        };
         WhoAmIDto: {
             /**
              * @description true when the service has API keys configured; false: every route is open
@@ -552,78 +586,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description The Health Check is not successful */
+            /**
+             * @description The Health Check is not successful
+             *
+             *     - `SERVICE_UNAVAILABLE`: `GET /health/ready`: the database does not answer; `details` holds the health check
+             */
             503: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "responseTime": 12,
-                         *         "status": "up"
-                         *       },
-                         *       "redis": {
-                         *         "message": "Could not connect",
-                         *         "responseTime": 3005,
-                         *         "status": "down"
-                         *       }
-                         *     }
-                         */
-                        details?: {
-                            [key: string]: {
-                                /** @description Time the health indicator took to respond, in ms */
-                                responseTime?: number;
-                                /** @enum {string} */
-                                status: "up" | "degraded" | "down";
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        };
-                        /**
-                         * @example {
-                         *       "redis": {
-                         *         "message": "Could not connect",
-                         *         "responseTime": 3005,
-                         *         "status": "down"
-                         *       }
-                         *     }
-                         */
-                        error?: {
-                            [key: string]: {
-                                /** @description Time the health indicator took to respond, in ms */
-                                responseTime?: number;
-                                /** @enum {string} */
-                                status: "up" | "degraded" | "down";
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /**
-                         * @example {
-                         *       "database": {
-                         *         "responseTime": 12,
-                         *         "status": "up"
-                         *       }
-                         *     }
-                         */
-                        info?: {
-                            [key: string]: {
-                                /** @description Time the health indicator took to respond, in ms */
-                                responseTime?: number;
-                                /** @enum {string} */
-                                status: "up" | "degraded" | "down";
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        } | null;
-                        /**
-                         * @example error
-                         * @enum {string}
-                         */
-                        status?: "error" | "shutting_down";
+                    "application/json": components["schemas"]["ServiceUnavailableResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "SERVICE_UNAVAILABLE";
                     };
                 };
             };
@@ -645,6 +620,52 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
                 };
             };
         };
@@ -669,7 +690,10 @@ export interface operations {
                     "application/json": components["schemas"]["QueueInfoDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -681,7 +705,33 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_NOT_FOUND */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -693,9 +743,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -703,11 +762,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -743,7 +802,10 @@ export interface operations {
                     "application/json": components["schemas"]["DeleteQueueResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -755,7 +817,33 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_NOT_FOUND */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -767,9 +855,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -777,11 +874,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -821,19 +918,54 @@ export interface operations {
                     "application/json": components["schemas"]["AcknowledgeResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED, LOCK_ID_REQUIRED, INVALID_LOCK_ID, MALFORMED_JSON */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `LOCK_ID_REQUIRED`: Acknowledge, extend-lock or release without a `lock_id` (missing, empty or not a string)
+             *     - `INVALID_LOCK_ID`: The `lock_id` is not the queue's current lock; the lock stays
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": (components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "MALFORMED_JSON";
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    }) | (components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID";
+                    });
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
                     };
                 };
             };
-            /** @description LOCK_NOT_FOUND */
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -845,7 +977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description LOCK_EXPIRED */
+            /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -857,45 +989,56 @@ export interface operations {
                     };
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE */
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "PAYLOAD_TOO_LARGE";
                     };
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE */
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
             415: {
                 headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -903,7 +1046,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "STORE_UNAVAILABLE";
                     };
@@ -935,19 +1078,54 @@ export interface operations {
                     "application/json": components["schemas"]["ExtendLockResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED, LOCK_ID_REQUIRED, INVALID_LOCK_ID, MALFORMED_JSON */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `LOCK_ID_REQUIRED`: Acknowledge, extend-lock or release without a `lock_id` (missing, empty or not a string)
+             *     - `INVALID_LOCK_ID`: The `lock_id` is not the queue's current lock; the lock stays
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": (components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "MALFORMED_JSON";
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    }) | (components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID";
+                    });
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
                     };
                 };
             };
-            /** @description LOCK_NOT_FOUND */
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -959,7 +1137,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description LOCK_EXPIRED */
+            /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -971,45 +1149,56 @@ export interface operations {
                     };
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE */
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "PAYLOAD_TOO_LARGE";
                     };
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE */
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
             415: {
                 headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1017,7 +1206,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "STORE_UNAVAILABLE";
                     };
@@ -1057,7 +1246,10 @@ export interface operations {
                     "application/json": components["schemas"]["PopResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1069,7 +1261,33 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_LOCKED */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `QUEUE_LOCKED`: A pop while an unexpired lock holds the queue; `lock_expires_at` says until when */
             423: {
                 headers: {
                     [name: string]: unknown;
@@ -1081,9 +1299,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1091,11 +1318,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1135,7 +1362,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED, ITEM_TOO_DEEP, MALFORMED_JSON */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `ITEM_TOO_DEEP`: An item nests deeper than 64 levels
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1147,7 +1379,36 @@ export interface operations {
                     };
                 };
             };
-            /** @description ITEM_TOO_LARGE, PAYLOAD_TOO_LARGE */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /**
+             * @description - `ITEM_TOO_LARGE`: An item is more than `MAX_ITEM_BYTES` of JSON
+             *     - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed)
+             */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1159,9 +1420,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE */
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
             415: {
                 headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1171,9 +1434,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1181,11 +1453,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1225,7 +1497,12 @@ export interface operations {
                     "application/json": components["schemas"]["PushBatchResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED, ITEM_TOO_DEEP, MALFORMED_JSON */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `ITEM_TOO_DEEP`: An item nests deeper than 64 levels
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1237,7 +1514,36 @@ export interface operations {
                     };
                 };
             };
-            /** @description ITEM_TOO_LARGE, PAYLOAD_TOO_LARGE */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /**
+             * @description - `ITEM_TOO_LARGE`: An item is more than `MAX_ITEM_BYTES` of JSON
+             *     - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed)
+             */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1249,9 +1555,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE */
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
             415: {
                 headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1261,9 +1569,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1271,11 +1588,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1315,19 +1632,54 @@ export interface operations {
                     "application/json": components["schemas"]["ReleaseResponseDto"];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED, LOCK_ID_REQUIRED, INVALID_LOCK_ID, MALFORMED_JSON */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `LOCK_ID_REQUIRED`: Acknowledge, extend-lock or release without a `lock_id` (missing, empty or not a string)
+             *     - `INVALID_LOCK_ID`: The `lock_id` is not the queue's current lock; the lock stays
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": (components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "MALFORMED_JSON";
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    }) | (components["schemas"]["LockErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID";
+                    });
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
                     };
                 };
             };
-            /** @description LOCK_NOT_FOUND */
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1339,7 +1691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description LOCK_EXPIRED */
+            /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1351,45 +1703,56 @@ export interface operations {
                     };
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE */
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "PAYLOAD_TOO_LARGE";
                     };
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE */
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
             415: {
                 headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "UNSUPPORTED_MEDIA_TYPE";
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1397,7 +1760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["LockErrorResponseDto"] & {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "STORE_UNAVAILABLE";
                     };
@@ -1431,7 +1794,10 @@ export interface operations {
                     }[];
                 };
             };
-            /** @description INVALID_QUEUE_ID, VALIDATION_FAILED */
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1443,7 +1809,33 @@ export interface operations {
                     };
                 };
             };
-            /** @description STATE_KEY_NOT_FOUND */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `STATE_KEY_NOT_FOUND`: Nothing is stored under that state key */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1455,9 +1847,18 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1465,11 +1866,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1509,7 +1910,7 @@ export interface operations {
                     "application/json": components["schemas"]["QueueListDto"];
                 };
             };
-            /** @description VALIDATION_FAILED */
+            /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1521,9 +1922,41 @@ export interface operations {
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1531,11 +1964,11 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
+                        error_code?: "RATE_LIMITED";
                     };
                 };
             };
-            /** @description STORE_UNAVAILABLE */
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying */
@@ -1568,21 +2001,29 @@ export interface operations {
                     "application/json": components["schemas"]["WhoAmIDto"];
                 };
             };
-            /** @description VALIDATION_FAILED */
-            400: {
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
                 headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "VALIDATION_FAILED";
+                        error_code?: "UNAUTHORIZED";
                     };
                 };
             };
-            /** @description QUEUE_BUSY */
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
             429: {
                 headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1590,21 +2031,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
-                        error_code?: "QUEUE_BUSY";
-                    };
-                };
-            };
-            /** @description STORE_UNAVAILABLE */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponseDto"] & {
-                        /** @enum {string} */
-                        error_code?: "STORE_UNAVAILABLE";
+                        error_code?: "RATE_LIMITED";
                     };
                 };
             };
