@@ -29,10 +29,11 @@ describe(`dedup ids and delayed items across restarts and processes (${databaseK
     expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'again' }, dedup_id: 'invoice-7' }))).body).toMatchObject({ success: true, duplicate: true });
     const res = await answer(A.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { id: 'again2' }, dedup_id: 'invoice-7' }, { item: { id: 'new' }, dedup_id: 'invoice-8' }] }));
     expect(res.body).toMatchObject({ count: 1, duplicates: 1 });
-    const popped = await answer(A.http.post(`/queue/${q}/pop?depth=10&wait_seconds=5`));
-    expect(popped.body.items).toEqual([{ id: 'first' }, { id: 'new' }]);
-    const later = await answer(A.http.post(`/queue/${q}/pop?depth=10&wait_seconds=5`));
-    expect(later.body.items, 'the delayed item, due while the service was down or soon after').toEqual([{ id: 'delayed' }]);
+    // The delayed item comes due during or soon after the restart: long polls collect all three.
+    const popped: { id: string }[] = [];
+    for (let i = 0; i < 5 && popped.length < 3; i++) popped.push(...((await answer(A.http.post(`/queue/${q}/pop?depth=10&wait_seconds=5`))).body.items as { id: string }[]));
+    expect(popped.map((i) => i.id).sort()).toEqual(['delayed', 'first', 'new']);
+    expect(popped.findIndex((i) => i.id === 'first')).toBeLessThan(popped.findIndex((i) => i.id === 'new'));
   });
 
   describe('two processes on one database', () => {
