@@ -109,7 +109,7 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(1)
   MAX_PENDING_PER_QUEUE = 1000;
 
-  /** How often expired acknowledgement locks are swept. */
+  /** How often expired acknowledgement locks are swept, and due delayed items made visible on queues nobody calls. */
   @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
   LOCK_SWEEP_INTERVAL_MS = 1000;
 
