@@ -130,6 +130,17 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * called inside a transaction: under the row lock, segments to load are read first (the
  * transaction is rolled back, the store read, the turn redone) and offloading waits for a
  * later turn.
+ *
+ * **Delayed items** due at the turn's `now` are moved to their priorities first, before the
+ * hooks and the operations: the core asks for them only when the queue row's earliest due time
+ * has passed (one read), and the move is part of the turn's write. If more are due than one
+ * turn moves, the turn writes only that and the operations wait for the next turn, so that
+ * nothing pushed later overtakes an item that was due.
+ *
+ * **Dedup ids** of all the turn's pushes are read with one query before the first operation
+ * runs, on the attempt's own session and never from an earlier attempt: a turn that lost the
+ * version check to another process's push of the same id reads that id again and answers
+ * `duplicate`. The accepted ids are written by the turn's statement.
  */
 @Injectable()
 export class TurnRunner {
