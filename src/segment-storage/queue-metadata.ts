@@ -68,8 +68,8 @@ export interface StoredTurnWrite {
   readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];
   /** Keys deleted from the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeDeletes: readonly string[];
-  /** The queue row's delayed columns after the turn. */
-  readonly delayed: StoredDelayedSummary;
+  /** The queue row's delayed columns after the turn; null: unchanged (the statement leaves them alone). */
+  readonly delayed: StoredDelayedSummary | null;
   /** Rows added to `delayed_items`. */
   readonly delayedInserts: readonly StoredDelayedItem[];
   /** The queue's `delayed_items` rows up to and including this `(dueAt, seq)` are deleted (moved to the segments). */

@@ -164,9 +164,10 @@ export class SegmentRepository {
       write.storeSaves.map((s) => s.items.length),
       write.storeSaves.flatMap((s) => s.items),
       write.storeDeletes,
-      write.delayed.count,
-      write.delayed.nextDueAt,
-      write.delayed.nextSeq,
+      // Null: the delayed columns stay as they are (the UPDATE of a turn without delayed items is the one it always was).
+      write.delayed?.count ?? null,
+      write.delayed?.nextDueAt ?? null,
+      write.delayed?.nextSeq ?? null,
       write.delayedInserts.map((d) => d.dueAt),
       write.delayedInserts.map((d) => d.seq),
       write.delayedInserts.map((d) => d.priority),

@@ -70,7 +70,7 @@ export class DelayedItemsAndDedup1764100000004 implements MigrationInterface {
       DECLARE
         v_from integer := 1;
       BEGIN
-        -- p_delayed_count NULL: a caller that knows nothing of delayed items (the wrapper below) leaves them as they are.
+        -- p_delayed_count NULL: the delayed columns stay as they are (a turn that did not touch them, or the wrapper below).
         IF p_expected IS NULL THEN
           INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq)
           VALUES (p_queue_id, p_version, p_segment_size, p_buffer_segments, p_item_count, p_priorities,

@@ -5,6 +5,7 @@ import {
   MissingDedupIds,
   MissingDueItems,
   MissingSegments,
+  NO_DELAYED,
   type DelayedItem,
   type DelayedSummary,
   type DueFetch,
@@ -89,10 +90,12 @@ class FakeDb {
       this.delayedRows.push(d);
     }
     for (const d of write.dedupInserts) this.dedup.set(d.dedupId, d.expiresAt);
-    this.record = { version: write.newVersion, priorities: structuredClone(write.priorities), lock, delayed: write.delayed };
+    // Null: the turn left the row's delayed columns as they were.
+    const delayed = write.delayed ?? this.record?.delayed ?? NO_DELAYED;
+    this.record = { version: write.newVersion, priorities: structuredClone(write.priorities), lock, delayed };
     // The row's summary agrees with the rows.
-    expect(write.delayed.count, 'delayed_count').toBe(this.delayedRows.length);
-    expect(write.delayed.nextDueAt, 'next_due_at').toBe(this.delayedRows.length === 0 ? null : Math.min(...this.delayedRows.map((d) => d.dueAt)));
+    expect(delayed.count, 'delayed_count').toBe(this.delayedRows.length);
+    expect(delayed.nextDueAt, 'next_due_at').toBe(this.delayedRows.length === 0 ? null : Math.min(...this.delayedRows.map((d) => d.dueAt)));
   }
 
   /** Activates the queue afresh from what is stored (a deactivated actor, another process). */
@@ -591,6 +594,19 @@ describe('QueueCore', () => {
       expect(core.view()).toMatchObject({ count: 0, delayed: 1 });
       expect(core.pop(5)).toEqual({ items: [] });
       expect(db.stored(0)).toEqual([]);
+    });
+
+    it('a turn that neither puts items aside nor moves any leaves the row\'s delayed columns alone', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0)], 0);
+      expect(endTurn(db, core)!.delayed, 'a queue created without delayed items').toBeNull();
+      core.push([delayed(0, 1, 5000)], 0);
+      expect(endTurn(db, core)!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
+      core.push([item(0, 2)], 10);
+      core.pop(1);
+      expect(endTurn(db, core)!.delayed).toBeNull();
+      expect(db.record!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
     });
 
     it('visibility boundary: not at due - 1 ms (and no read), at the due time exactly it joins its priority and the row forgets it', () => {

@@ -213,7 +213,7 @@ export class QueueCore {
    * {@link MissingDedupIds}, before changing anything, for ids not checked this turn.
    */
   push(items: readonly NewItem[], now = 0, dedupWindowMs = 0): PushOutcome {
-    this.checkDedupIds(items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : [])));
+    if (items.some((i) => i.dedupId !== undefined)) this.checkDedupIds(items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : [])));
     let enqueued = 0;
     let duplicates = 0;
     for (const item of items) {
@@ -280,6 +280,7 @@ export class QueueCore {
     for (const d of this.writes.delayedInserts) if (next === null || d.dueAt < next) next = d.dueAt;
     this.nextDue = next;
     this.delayedItems = next === null ? 0 : Math.max(this.delayedItems - moved.length, this.writes.delayedInserts.length);
+    this.writes.delayedChanged = true;
     this.touch();
     return moved.length;
   }
@@ -612,7 +613,7 @@ export class QueueCore {
       deletes: this.writes.deleteRows(),
       inserts: this.writes.insertRows(),
       lock: this.writes.lock,
-      delayed: { count: this.delayedItems, nextDueAt: this.nextDue, nextSeq: this.delayedSeq },
+      delayed: this.writes.delayedChanged ? { count: this.delayedItems, nextDueAt: this.nextDue, nextSeq: this.delayedSeq } : null,
       delayedInserts: this.writes.delayedInserts,
       delayedDeleteThrough: this.writes.delayedDeleteThrough,
       dedupInserts: this.writes.dedupInserts,
@@ -673,6 +674,7 @@ export class QueueCore {
     this.writes.delayedInserts.push({ dueAt, seq: this.delayedSeq, priority, json });
     this.delayedSeq += 1;
     this.delayedItems += 1;
+    this.writes.delayedChanged = true;
     if (this.nextDue === null || dueAt < this.nextDue) this.nextDue = dueAt;
   }
 

@@ -190,8 +190,8 @@ export interface TurnWrite {
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
   readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
-  /** The queue row's summary of its delayed items after the turn. */
-  readonly delayed: DelayedSummary;
+  /** The queue row's summary of its delayed items after the turn; null when the turn left them as they were. */
+  readonly delayed: DelayedSummary | null;
   /** Delayed items pushed by the turn. */
   readonly delayedInserts: readonly DelayedItem[];
   /**

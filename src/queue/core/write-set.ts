@@ -31,6 +31,8 @@ export class WriteSet {
   delayedDeleteThrough: { dueAt: number; seq: number } | null = null;
   /** Deduplication ids accepted this turn. */
   readonly dedupInserts: { dedupId: string; expiresAt: number }[] = [];
+  /** The queue row's delayed-item columns change (items put aside or moved, or the earliest due time). */
+  delayedChanged = false;
   metadataChanged = false;
 
   insert(priority: number, segment: number, entries: readonly SegmentEntry[]): void {

@@ -299,8 +299,10 @@ export class TurnRunner {
     let results: Settled[] | undefined;
     if (!actor.hasDueItems(now) || runOpsInBacklog) {
       results = [];
-      const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
-      if (dedupIds.length > 0) await run(() => actor.checkDedupIds(dedupIds));
+      if (batch.some((p) => p.op.dedupIds)) {
+        const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
+        await run(() => actor.checkDedupIds(dedupIds));
+      }
       for (const pending of batch) {
         try {
           results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
