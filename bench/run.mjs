@@ -59,7 +59,9 @@ function envList(name, fallback, allowed) {
 }
 
 const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'floor', 'pgboss'];
-const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth'];
+const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed'];
+/** Scenarios of pushpop alone (the peers have no such feature or are not measured that way). */
+const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 const CONFIG = {
@@ -77,6 +79,7 @@ const CONFIG = {
   shallowItems: envInt('BENCH_SHALLOW_ITEMS', 100, 0, 100_000),
   deepItems: envInt('BENCH_DEEP_ITEMS', 200_000, 1000, 1_000_000),
   depthOps: envInt('BENCH_DEPTH_OPS', 2000, 100, 100_000),
+  delayedItems: envInt('BENCH_DELAYED_ITEMS', 100_000, 1000, 1_000_000),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
   pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
@@ -234,6 +237,11 @@ const QUEUE_IDS = Array.from({ length: CONFIG.queues }, (_, i) => `bench-${i}`);
 const HOT_QUEUE = 'bench-hot';
 const SHALLOW_QUEUE = 'bench-shallow';
 const DEEP_QUEUE = 'bench-deep';
+/** The delayed scenario: two queues of BENCH_SHALLOW_ITEMS visible items, one of them with BENCH_DELAYED_ITEMS delayed ones too. */
+const PLAIN_QUEUE = 'bench-plain';
+const DELAYED_QUEUE = 'bench-delayed';
+/** The longest delay there is: the delayed items stay delayed through the whole run (unless it lasts longer). */
+const BENCH_DELAY_SECONDS = 900;
 const randomQueue = () => QUEUE_IDS[Math.floor(Math.random() * QUEUE_IDS.length)];
 
 // ---------------------------------------------------------------------------------------------
@@ -904,6 +912,8 @@ function scenarioTitle(name) {
   if (name === 'hot') return 'hot queue, 50% push / 50% pop';
   if (name === 'depth-shallow') return `push+pop @${fmtCount(CONFIG.shallowItems)}, 1 conn`;
   if (name === 'depth-deep') return `push+pop @${fmtCount(CONFIG.deepItems)}, 1 conn`;
+  if (name === 'delayed-none') return `push+pop @${fmtCount(CONFIG.shallowItems)}, no delayed items, 1 conn`;
+  if (name === 'delayed-many') return `push+pop @${fmtCount(CONFIG.shallowItems)} + ${fmtCount(CONFIG.delayedItems)} delayed, 1 conn`;
   return name;
 }
 
@@ -1122,7 +1132,56 @@ async function scenarioDepth(target, roundNo) {
   }
 }
 
-const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth };
+/**
+ * pushpop only: push+pop latency on one connection on a queue with BENCH_DELAYED_ITEMS delayed
+ * items (not due during the run) beside the same on a queue with none. Delayed items live in a
+ * table of their own and a turn reads them only when the queue's earliest due time has passed,
+ * so the two should not differ.
+ */
+async function scenarioDelayed(target, roundNo) {
+  if (!target.delayedFilled) {
+    const counts = await queueCounts(target, [PLAIN_QUEUE, DELAYED_QUEUE]);
+    const plan = new Map([
+      [PLAIN_QUEUE, Math.max(0, CONFIG.shallowItems - counts.get(PLAIN_QUEUE))],
+      [DELAYED_QUEUE, Math.max(0, CONFIG.shallowItems - counts.get(DELAYED_QUEUE))],
+    ]);
+    await addItems(target, plan, { priority: 0, label: 'delayed scenario fill' });
+    const started = performance.now();
+    progress(`  ${target.name} · delayed: pushing ${fmtNum(CONFIG.delayedItems)} items with delay_seconds ${BENCH_DELAY_SECONDS} to ${DELAYED_QUEUE} (batch pushes of ${CONFIG.batchSize}, not measured) ...`);
+    const batches = [];
+    for (let off = 0; off < CONFIG.delayedItems; off += CONFIG.batchSize) batches.push(Math.min(CONFIG.batchSize, CONFIG.delayedItems - off));
+    await forEachLimit(batches, 4, async (n) => {
+      const entries = [];
+      for (let i = 0; i < n; i++) entries.push(`{"item":${itemJson()},"priority":${randomPriority()},"delay_seconds":${BENCH_DELAY_SECONDS}}`);
+      const { status, body } = await httpRequest(target.url, 'POST', `/queue/${DELAYED_QUEUE}/push/batch`, `{"items":[${entries.join(',')}]}`, 120_000);
+      if (status !== 200 || body?.count !== n) throw new Error(`delayed batch push of ${n}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+    });
+    const { status, body } = await httpRequest(target.url, 'GET', `/queue/${DELAYED_QUEUE}`);
+    if (status !== 200 || body?.delayed < CONFIG.delayedItems) throw new Error(`${DELAYED_QUEUE} shows ${JSON.stringify(body?.delayed)} delayed items, expected ${CONFIG.delayedItems}`);
+    progress(`    pushed in ${round((performance.now() - started) / 1000, 1)} s; ${DELAYED_QUEUE} shows ${fmtNum(body.delayed)} delayed`);
+    target.delayedFilled = true;
+  }
+  const ops = CONFIG.depthOps - (CONFIG.depthOps % 2);
+  for (const [queue, name] of [
+    [PLAIN_QUEUE, 'delayed-none'],
+    [DELAYED_QUEUE, 'delayed-many'],
+  ]) {
+    try {
+      progress(`  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`);
+      const warm = newCounters();
+      await cannon({ url: target.url, connections: 1, amount: 200, requests: [pushRequest(() => queue, warm, 0), popRequest(() => queue, warm)] });
+      const counters = newCounters();
+      const { r, cpu } = await measured(target, { connections: 1, amount: ops, requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)], sequence: ['push', 'pop'] });
+      const left = (await queueCounts(target, [queue])).get(queue);
+      const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === CONFIG.shallowItems && counters.popped === ops / 2;
+      record(target, name, roundNo, r, cpu, { connections: 1, queue_depth: CONFIG.shallowItems, popped_items: counters.popped, empty_pops: counters.emptyPops, check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${CONFIG.shallowItems})` } });
+    } catch (error) {
+      failed(target, name, roundNo, error);
+    }
+  }
+}
+
+const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
 async function setUpQueues(target) {
@@ -1175,7 +1234,7 @@ function markdownTable(headers, body, alignRight) {
 
 /** Per target x scenario: medians over rounds, sums of the problems. */
 function summarizeRows(targets) {
-  const scenarioNames = CONFIG.scenarios.flatMap((s) => (s === 'depth' ? ['depth-shallow', 'depth-deep'] : [s]));
+  const scenarioNames = CONFIG.scenarios.flatMap((s) => (s === 'depth' ? ['depth-shallow', 'depth-deep'] : s === 'delayed' ? ['delayed-none', 'delayed-many'] : [s]));
   const out = [];
   for (const scenario of scenarioNames) {
     for (const t of targets) {
@@ -1239,13 +1298,18 @@ function tableCells(s) {
 function footnotes(meta, targets, summary) {
   const lines = [];
   const inProcess = summary.some((s) => s.postgres_location === 'in process');
-  if (summary.some((s) => !s.scenario.startsWith('depth-'))) {
+  if (summary.some((s) => !s.scenario.startsWith('depth-') && !s.scenario.startsWith('delayed-'))) {
     lines.push(
       `Medians over ${CONFIG.rounds} round(s) of ${CONFIG.seconds} s per measurement (after ${CONFIG.warmupSeconds} s of unmeasured warm-up), ${CONFIG.connections} keep-alive connections, ${CONFIG.itemBytes}-byte JSON items at a random priority 0-${CONFIG.priorities - 1}, pop depth 1. "vs floor" and "vs pg-boss" divide req/s by the floor's and pg-boss's in the same scenario.`,
     );
   }
   if (summary.some((s) => s.scenario.startsWith('depth-'))) {
     lines.push(`Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`);
+  }
+  if (summary.some((s) => s.scenario.startsWith('delayed-'))) {
+    lines.push(
+      `Delayed rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured, on a queue of ${fmtNum(CONFIG.shallowItems)} items with and without ${fmtNum(CONFIG.delayedItems)} more pushed with delay_seconds ${BENCH_DELAY_SECONDS} (not due during the run).`,
+    );
   }
   lines.push('CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole PostgreSQL postmaster tree (backends, background processes, children that exited).');
   const shared = targets.filter((t) => t.pgLocation === 'machine PostgreSQL (shared)').map((t) => t.name);
@@ -1373,7 +1437,7 @@ async function main() {
     // no package.json
   }
 
-  const perRun = CONFIG.scenarios.filter((s) => s !== 'depth').length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
+  const perRun = CONFIG.scenarios.filter((s) => !PUSHPOP_ONLY_SCENARIOS.includes(s)).length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
   const estimate = CONFIG.rounds * CONFIG.targets.length * perRun;
   log(`pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`);
   log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
@@ -1401,8 +1465,8 @@ async function main() {
     // ---- start every target; they stay up for the whole run (the ones not being measured idle)
     for (const name of CONFIG.targets) {
       if (interrupted) break;
-      if (!name.startsWith('pushpop-') && CONFIG.scenarios.every((sc) => sc === 'depth')) {
-        progress(`${name}: not started (the depth scenario runs on pushpop targets only)`);
+      if (!name.startsWith('pushpop-') && CONFIG.scenarios.every((sc) => PUSHPOP_ONLY_SCENARIOS.includes(sc))) {
+        progress(`${name}: not started (the ${CONFIG.scenarios.join(' and ')} scenario(s) run on pushpop targets only)`);
         continue;
       }
       progress(`starting ${name} ...`);
@@ -1437,7 +1501,7 @@ async function main() {
         if (interrupted) break;
         for (const scenario of CONFIG.scenarios) {
           if (interrupted || t.dead) break;
-          if (scenario === 'depth' && t.kind !== 'pushpop') continue;
+          if (PUSHPOP_ONLY_SCENARIOS.includes(scenario) && t.kind !== 'pushpop') continue;
           if (!t.proc.alive()) {
             const exit = t.proc.exitInfo();
             t.dead = `exited (code ${exit?.code}, signal ${exit?.signal})`;

@@ -5,6 +5,8 @@ import { CommonModule } from './common/common.module.js';
 import { ConfigModule } from './config/config.module.js';
 import type { Environment } from './config/environment.js';
 import { DatabaseModule } from './database/database.module.js';
+import { DedupModule } from './dedup/dedup.module.js';
+import { DelayModule } from './delay/delay.module.js';
 import { HealthModule } from './health/health.module.js';
 import { LockModule } from './lock/lock.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -16,7 +18,7 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), CommonModule, AuthModule, DatabaseModule, QueueModule, LockModule, HealthModule, MetricsModule, AdminModule.forRoot()],
+      imports: [ConfigModule.forRoot(overrides), CommonModule, AuthModule, DatabaseModule, QueueModule, LockModule, DelayModule, DedupModule, HealthModule, MetricsModule, AdminModule.forRoot()],
     };
   }
 }

@@ -23,6 +23,7 @@ const DEFAULTS = {
   ACTOR_IDLE_TIMEOUT_MS: 60_000,
   MAX_PENDING_PER_QUEUE: 1000,
   LOCK_SWEEP_INTERVAL_MS: 1000,
+  DEDUP_WINDOW_SECONDS: 300,
   DB_POOL_SIZE: 10,
   RATE_LIMIT_PER_SECOND: 0,
   LOG_LEVEL: 'log',
@@ -58,6 +59,7 @@ describe('parseEnvironment', () => {
       ACTOR_IDLE_TIMEOUT_MS: '100',
       MAX_PENDING_PER_QUEUE: '7',
       LOCK_SWEEP_INTERVAL_MS: '50',
+      DEDUP_WINDOW_SECONDS: '2',
       DB_POOL_SIZE: '200',
     });
     expect(env).toMatchObject({
@@ -70,6 +72,7 @@ describe('parseEnvironment', () => {
       ACTOR_IDLE_TIMEOUT_MS: 100,
       MAX_PENDING_PER_QUEUE: 7,
       LOCK_SWEEP_INTERVAL_MS: 50,
+      DEDUP_WINDOW_SECONDS: 2,
       DB_POOL_SIZE: 200,
     });
     expect(typeof env.PORT).toBe('number');
@@ -156,6 +159,9 @@ describe('parseEnvironment', () => {
     ['ACTOR_IDLE_TIMEOUT_MS', '99'],
     ['MAX_PENDING_PER_QUEUE', '0'],
     ['LOCK_SWEEP_INTERVAL_MS', '49'],
+    ['DEDUP_WINDOW_SECONDS', '0'],
+    ['DEDUP_WINDOW_SECONDS', '86401'],
+    ['DEDUP_WINDOW_SECONDS', '1.5'],
     ['DB_POOL_SIZE', '0'],
     ['DB_POOL_SIZE', '201'],
     ['RATE_LIMIT_PER_SECOND', '-1'],
@@ -194,5 +200,7 @@ describe('parseEnvironment', () => {
       SEGMENT_SIZE: 1,
     });
     expect(parseEnvironment({ PORT: '65535', SEGMENT_SIZE: '100000' })).toMatchObject({ PORT: 65535, SEGMENT_SIZE: 100_000 });
+    expect(parseEnvironment({ DEDUP_WINDOW_SECONDS: '1' }).DEDUP_WINDOW_SECONDS).toBe(1);
+    expect(parseEnvironment({ DEDUP_WINDOW_SECONDS: '86400' }).DEDUP_WINDOW_SECONDS).toBe(86_400);
   });
 });

@@ -109,9 +109,16 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(1)
   MAX_PENDING_PER_QUEUE = 1000;
 
-  /** How often expired acknowledgement locks are swept. */
+  /** How often expired acknowledgement locks are swept, and due delayed items made visible on queues nobody calls. */
   @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
   LOCK_SWEEP_INTERVAL_MS = 1000;
+
+  /**
+   * How long a push's `dedup_id` is remembered per queue, in seconds (1 to 86400): another push
+   * with it within this time is answered `duplicate: true` and enqueues nothing.
+   */
+  @Transform(toInt) @IsInt() @Min(1) @Max(86_400)
+  DEDUP_WINDOW_SECONDS = 300;
 
   /** Database connection pool size. */
   @Transform(toInt) @IsInt() @Min(1) @Max(200)

@@ -6,12 +6,15 @@ import { InitialSchema1764100000000 } from './migrations/1764100000000-initial-s
 import { AckLocks1764100000001 } from './migrations/1764100000001-ack-locks.js';
 import { OffloadedSegments1764100000002 } from './migrations/1764100000002-offloaded-segments.js';
 import { TurnStatement1764100000003 } from './migrations/1764100000003-turn-statement.js';
+import { DelayedItemsAndDedup1764100000004 } from './migrations/1764100000004-delayed-items-and-dedup.js';
+import { DelayedItemEntity } from './entities/delayed-item.entity.js';
+import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
 
 /** Every entity of the service, for the one options builder below. */
-export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity];
+export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity, DelayedItemEntity, DedupIdEntity];
 /** Committed migrations, in order. `synchronize` is never used. */
-export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003];
+export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, DelayedItemsAndDedup1764100000004];
 
 /** The one place TypeORM options are built, for the service, the CLI data source and the tests. */
 export function buildDataSourceOptions(url: string, poolSize = 10, schema?: string): DataSourceOptions {

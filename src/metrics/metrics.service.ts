@@ -7,11 +7,12 @@ import { QueueEvents } from '../queue/queue-events.js';
 import { ActorRegistry } from '../queue/runtime/actor-registry.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
+import { SegmentRepository } from '../segment-storage/segment.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
-/** The offloaded-segment count is a table count; refresh it at most this often. */
-const OFFLOADED_COUNT_TTL_MS = 10_000;
+/** The offloaded-segment and delayed-item counts are read from the database; refresh them at most this often. */
+const STORED_COUNT_TTL_MS = 10_000;
 
 /**
  * The service's Prometheus registry (one per app, so several apps in one process never share
@@ -36,6 +37,7 @@ export class MetricsService implements OnModuleInit {
     registers: [this.registry],
   });
   private offloadedCount = { value: 0, at: 0 };
+  private delayedCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -45,6 +47,7 @@ export class MetricsService implements OnModuleInit {
     private readonly offloadStats: OffloadStats,
     private readonly store: OffloadStore,
     private readonly db: DatabaseProvider,
+    private readonly segments: SegmentRepository,
   ) {}
 
   onModuleInit(): void {
@@ -79,6 +82,8 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.itemsPopped, () => queueStats.itemsPopped);
     fromStats(METRICS.itemsAcknowledged, () => queueStats.itemsAcknowledged);
     fromStats(METRICS.lockExpirations, () => queueStats.lockExpirations);
+    fromStats(METRICS.delayedItemsDue, () => queueStats.delayedItemsDue);
+    fromStats(METRICS.duplicatesSkipped, () => queueStats.duplicatesSkipped);
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
@@ -99,15 +104,17 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
     gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
-    gauge(METRICS.offloadedSegments, () => this.countOffloaded());
+    gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
+    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.segments.countDelayed()));
   }
 
-  private async countOffloaded(): Promise<number> {
-    if (Date.now() - this.offloadedCount.at > OFFLOADED_COUNT_TTL_MS) {
-      const value = this.db.isReady ? await this.store.countSegments().catch(() => this.offloadedCount.value) : this.offloadedCount.value;
-      this.offloadedCount = { value, at: Date.now() };
+  /** A count read from the database at most every STORED_COUNT_TTL_MS; the last one while it cannot be read. */
+  private async stored(cached: { value: number; at: number }, read: () => Promise<number>): Promise<number> {
+    if (Date.now() - cached.at > STORED_COUNT_TTL_MS) {
+      cached.value = this.db.isReady ? await read().catch(() => cached.value) : cached.value;
+      cached.at = Date.now();
     }
-    return this.offloadedCount.value;
+    return cached.value;
   }
 
   /** The exposition in Prometheus text format. */

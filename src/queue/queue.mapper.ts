@@ -18,12 +18,17 @@ const seconds = (ms: number): number => ms / 1000;
 
 /** The one place domain results become response bodies. */
 export const QueueMapper = {
-  push(queueId: string, priority: number): PushResponseDto {
-    return { success: true, message: `Item pushed to queue ${queueId} at priority ${priority}` };
+  /** `duplicate` is in the answer only when the push carried a dedup id. */
+  push(queueId: string, priority: number, how: { delaySeconds?: number; dedup?: boolean; duplicate?: boolean } = {}): PushResponseDto {
+    if (how.duplicate) return { success: true, message: `Duplicate of an item accepted on queue ${queueId} within the deduplication window; nothing pushed`, duplicate: true };
+    const delay = how.delaySeconds ? `, visible in ${how.delaySeconds} s` : '';
+    const message = `Item pushed to queue ${queueId} at priority ${priority}${delay}`;
+    return how.dedup ? { success: true, message, duplicate: false } : { success: true, message };
   },
 
-  pushBatch(queueId: string, count: number): PushBatchResponseDto {
-    return { success: true, count, message: `${count} item(s) pushed to queue ${queueId}` };
+  pushBatch(queueId: string, count: number, duplicates = 0): PushBatchResponseDto {
+    const skipped = duplicates > 0 ? `; ${duplicates} duplicate(s) skipped` : '';
+    return { success: true, count, duplicates, message: `${count} item(s) pushed to queue ${queueId}${skipped}` };
   },
 
   pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean): PopResponseDto {
@@ -65,6 +70,7 @@ export const QueueMapper = {
       priorities,
       config: { segment_size: view.settings.segmentSize, buffer_segments: view.settings.bufferSegments },
       lock: lock ? { expires_at: seconds(lock.expiresAt), created_at: seconds(lock.createdAt), item_count: lock.items.length } : null,
+      delayed: view.delayed,
     };
   },
 

@@ -14,7 +14,7 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
-import type { LockProblem } from './core/types.js';
+import type { LockProblem, NewItem } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
@@ -38,6 +38,21 @@ export interface PopOptions {
   requireAck: boolean;
   ttlSeconds: number;
   waitSeconds: number;
+}
+
+/** What a push may ask for besides its item and priority. */
+export interface PushOptions {
+  /** Seconds before the item becomes visible (0-900; the DTO checks the range). */
+  delaySeconds?: number;
+  dedupId?: string;
+}
+
+/** A batch entry as the controller hands it over. */
+export interface PushEntry {
+  item: unknown;
+  priority?: number;
+  delay_seconds?: number;
+  dedup_id?: string;
 }
 
 /** How often a long-polling pop re-checks the store for items pushed by another process. */
@@ -74,21 +89,41 @@ export class QueueService {
     return p;
   }
 
-  async push(queueId: string, item: unknown, priority: number | undefined): Promise<PushResponseDto> {
-    const entry = { priority: this.checkPriority(priority), json: encodeItem(item, this.config.env.MAX_ITEM_BYTES) };
-    await this.runner.run(queueId, { apply: (core) => core.push([entry]) });
-    this.stats.itemsPushed += 1;
-    return QueueMapper.push(queueId, entry.priority);
+  /** An item as the core takes it; without delay or dedup id exactly `{priority, json}`, as before. */
+  private newItem(item: unknown, priority: number | undefined, options: PushOptions, field?: string): NewItem {
+    const entry = {
+      priority: this.checkPriority(priority, field ? `${field}.priority` : 'priority'),
+      json: encodeItem(item, this.config.env.MAX_ITEM_BYTES, field ? `${field}.item` : 'item'),
+    };
+    if (!options.delaySeconds && options.dedupId === undefined) return entry;
+    return { ...entry, delayMs: (options.delaySeconds ?? 0) * 1000, dedupId: options.dedupId };
   }
 
-  async pushBatch(queueId: string, entries: { item: unknown; priority?: number }[]): Promise<PushBatchResponseDto> {
-    const items = entries.map((entry, i) => ({
-      priority: this.checkPriority(entry.priority, `items.${i}.priority`),
-      json: encodeItem(entry.item, this.config.env.MAX_ITEM_BYTES, `items.${i}.item`),
-    }));
-    await this.runner.run(queueId, { apply: (core) => core.push(items), weight: items.length });
-    this.stats.itemsPushed += items.length;
-    return QueueMapper.pushBatch(queueId, items.length);
+  /**
+   * Pushes one item, at once or after a delay. With a dedup id, the check and the push are one
+   * turn and one write: an id is accepted exactly once per window, across processes too.
+   */
+  async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
+    const entry = this.newItem(item, priority, options);
+    const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
+    const outcome = await this.runner.run(queueId, {
+      apply: (core, now) => core.push([entry], now, windowMs),
+      ...(entry.dedupId !== undefined ? { dedupIds: [entry.dedupId] } : {}),
+    });
+    this.stats.itemsPushed += outcome.enqueued;
+    this.stats.duplicatesSkipped += outcome.duplicates;
+    return QueueMapper.push(queueId, entry.priority, { delaySeconds: options.delaySeconds, dedup: entry.dedupId !== undefined, duplicate: outcome.duplicates > 0 });
+  }
+
+  /** Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped. */
+  async pushBatch(queueId: string, entries: PushEntry[]): Promise<PushBatchResponseDto> {
+    const items = entries.map((entry, i) => this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`));
+    const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
+    const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
+    const outcome = await this.runner.run(queueId, { apply: (core, now) => core.push(items, now, windowMs), weight: items.length, ...(dedupIds.length > 0 ? { dedupIds } : {}) });
+    this.stats.itemsPushed += outcome.enqueued;
+    this.stats.duplicatesSkipped += outcome.duplicates;
+    return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
   }
 
   /**

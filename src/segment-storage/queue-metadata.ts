@@ -23,12 +23,28 @@ export interface StoredLock {
   readonly expiresAt: number;
 }
 
+/** A `queues` row's summary of its delayed items (times in epoch milliseconds). */
+export interface StoredDelayedSummary {
+  readonly count: number;
+  readonly nextDueAt: number | null;
+  readonly nextSeq: number;
+}
+
+/** A `delayed_items` row (due time in epoch milliseconds). */
+export interface StoredDelayedItem {
+  readonly dueAt: number;
+  readonly seq: number;
+  readonly priority: number;
+  readonly json: string;
+}
+
 /** A `queues` row with its lock. */
 export interface StoredQueue {
   readonly version: number;
   readonly settings: { readonly segmentSize: number; readonly bufferSegments: number };
   readonly priorities: Record<string, StoredPriority>;
   readonly lock: StoredLock | null;
+  readonly delayed: StoredDelayedSummary;
 }
 
 /** One item row of a segment. `json` is the item's JSON text, exactly as stored. */
@@ -52,6 +68,14 @@ export interface StoredTurnWrite {
   readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];
   /** Keys deleted from the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeDeletes: readonly string[];
+  /** The queue row's delayed columns after the turn; null: unchanged (the statement leaves them alone). */
+  readonly delayed: StoredDelayedSummary | null;
+  /** Rows added to `delayed_items`. */
+  readonly delayedInserts: readonly StoredDelayedItem[];
+  /** The queue's `delayed_items` rows up to and including this `(dueAt, seq)` are deleted (moved to the segments). */
+  readonly delayedDeleteThrough: { readonly dueAt: number; readonly seq: number } | null;
+  /** Rows added to `dedup_ids` (or replacing an expired row of the same id). */
+  readonly dedupInserts: readonly { readonly dedupId: string; readonly expiresAt: number }[];
 }
 
 /** A listing row for `GET /queues`. */

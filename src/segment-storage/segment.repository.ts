@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
-import type { QueueListRow, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from './queue-metadata.js';
+import type { QueueListRow, StoredDelayedItem, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from './queue-metadata.js';
 
 interface RawQueueRow {
   version: string;
@@ -13,16 +13,31 @@ interface RawQueueRow {
   lock_items: string[] | null;
   lock_created_at: Date | null;
   lock_expires_at: Date | null;
+  delayed_count: string;
+  next_due_at: Date | null;
+  delayed_seq: string;
 }
 
 const LOAD_QUEUE = `
-  SELECT q.version, q.segment_size, q.buffer_segments, q.priorities,
+  SELECT q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
-const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 27 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 38 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+
+/**
+ * A queue's due delayed items, oldest first, at most `$3 - 1` of them plus one more to tell
+ * whether more are due; and the first item not due yet, for its due time. Both are ranges of
+ * the primary key `(queue_id, due_at, seq)`.
+ */
+const LOAD_DUE = `
+  (SELECT due_at, seq, priority, item FROM delayed_items
+    WHERE queue_id = $1 AND due_at <= to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT $3)
+  UNION ALL
+  (SELECT due_at, seq, NULL, NULL FROM delayed_items
+    WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
 
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
@@ -39,6 +54,7 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
             createdAt: raw.lock_created_at!.getTime(),
             expiresAt: raw.lock_expires_at!.getTime(),
           },
+    delayed: { count: Number(raw.delayed_count), nextDueAt: raw.next_due_at ? raw.next_due_at.getTime() : null, nextSeq: Number(raw.delayed_seq) },
   };
 }
 
@@ -87,8 +103,35 @@ export class SegmentRepository {
   }
 
   /**
-   * Applies a turn's write in one statement (queue row, segment rows, lock, and the
-   * `offloaded_segments` rows of the in-database offload store), if the queue row still has `expectedVersion`
+   * A queue's delayed items due at `now`, in `(due_at, seq)` order, at most `limit`, and the due
+   * time of the first delayed item after them (due or not; null when there is none).
+   */
+  async loadDueItems(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
+    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
+    const due: StoredDelayedItem[] = [];
+    let later: number | null = null;
+    for (const row of rows) {
+      if (row.item === null) later = row.due_at.getTime();
+      else due.push({ dueAt: row.due_at.getTime(), seq: Number(row.seq), priority: row.priority!, json: row.item });
+    }
+    due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
+    if (due.length > limit) return { items: due.slice(0, limit), nextDueAt: due[limit].dueAt };
+    return { items: due, nextDueAt: later };
+  }
+
+  /** Which of `ids` were accepted on the queue and have not expired at `now`. */
+  async liveDedupIds(queueId: string, ids: readonly string[], now: number, session: DbSession = this.uow.autocommit): Promise<Set<string>> {
+    const rows = await session.query<{ dedup_id: string }>(
+      `SELECT dedup_id FROM dedup_ids WHERE queue_id = $1 AND dedup_id = ANY($2::varchar[]) AND expires_at > to_timestamp($3 / 1000.0)`,
+      [queueId, ids, now],
+      'pushpop_live_dedup_ids',
+    );
+    return new Set(rows.map((r) => r.dedup_id));
+  }
+
+  /**
+   * Applies a turn's write in one statement (queue row, segment rows, lock, the
+   * `offloaded_segments` rows of the in-database offload store, delayed items and dedup ids), if the queue row still has `expectedVersion`
    * (or, to create it, has no row). Returns false, having written nothing, otherwise.
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
@@ -121,6 +164,18 @@ export class SegmentRepository {
       write.storeSaves.map((s) => s.items.length),
       write.storeSaves.flatMap((s) => s.items),
       write.storeDeletes,
+      // Null: the delayed columns stay as they are (the UPDATE of a turn without delayed items is the one it always was).
+      write.delayed?.count ?? null,
+      write.delayed?.nextDueAt ?? null,
+      write.delayed?.nextSeq ?? null,
+      write.delayedInserts.map((d) => d.dueAt),
+      write.delayedInserts.map((d) => d.seq),
+      write.delayedInserts.map((d) => d.priority),
+      write.delayedInserts.map((d) => d.json),
+      write.delayedDeleteThrough?.dueAt ?? null,
+      write.delayedDeleteThrough?.seq ?? null,
+      write.dedupInserts.map((d) => d.dedupId),
+      write.dedupInserts.map((d) => d.expiresAt),
     ];
     const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
@@ -147,6 +202,12 @@ export class SegmentRepository {
       params,
     );
     return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null }));
+  }
+
+  /** Delayed items over all queues (the queues that have any, through the partial index on `next_due_at`). */
+  async countDelayed(): Promise<number> {
+    const rows = await this.uow.autocommit.query<{ n: string | null }>(`SELECT sum(delayed_count) AS n FROM queues WHERE next_due_at IS NOT NULL`);
+    return Number(rows[0]?.n ?? 0);
   }
 
   async ping(): Promise<void> {

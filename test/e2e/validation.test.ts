@@ -217,9 +217,9 @@ describe('bad input', () => {
       const q = uniqueQueueId('unke');
       const res = await svc.http
         .post(`/queue/${q}/push/batch`)
-        .send({ items: [{ item: { a: 1 } }, { item: { a: 2 }, delay_seconds: 5 }] });
+        .send({ items: [{ item: { a: 1 } }, { item: { a: 2 }, visibility_timeout: 5 }] });
       expectError(res, 400, 'VALIDATION_FAILED');
-      expect(res.body.message).toContain('delay_seconds');
+      expect(res.body.message).toContain('visibility_timeout');
       await expectNothingPushed(q);
     });
 

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
+import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { expectLockError, expectQueueLocked, listed, LOCK_ID_PATTERN } from '../support/lock-helpers.js';
@@ -54,14 +55,32 @@ const priorityArb = (low: number): fc.Arbitrary<number | undefined> =>
     { nil: undefined, freq: 6 },
   );
 
-const entryArb = (low: number): fc.Arbitrary<PushEntry> =>
-  fc.record({ item: payloadArb, priority: priorityArb(low) }).map(({ item, priority }) => (priority === undefined ? { item } : { item, priority }));
+/** Mostly none; a few seconds, so that items come due within a run; now and then the contract's whole range. */
+const delayArb = fc.option(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 10 }), weight: 4 }, { arbitrary: fc.constantFrom(0, 1, 60, 300, 900), weight: 2 }, { arbitrary: fc.integer({ min: 0, max: 900 }), weight: 1 }), {
+  nil: undefined,
+  freq: 2,
+});
+
+/** A small pool, so that ids repeat within a batch and across commands. */
+const dedupIdArb = fc.option(fc.constantFrom('a', 'b', 'c', 'order:1', 'x.y@z'), { nil: undefined, freq: 2 });
+
+const entryArb = (low: number, producers = false): fc.Arbitrary<PushEntry> =>
+  fc
+    .record({ item: payloadArb, priority: priorityArb(low), delay: producers ? delayArb : fc.constant(undefined), dedupId: producers ? dedupIdArb : fc.constant(undefined) })
+    .map(({ item, priority, delay, dedupId }) => ({
+      item,
+      ...(priority === undefined ? {} : { priority }),
+      ...(delay === undefined ? {} : { delay_seconds: delay }),
+      ...(dedupId === undefined ? {} : { dedup_id: dedupId }),
+    }));
 
 interface CommandShape {
   priorities: number;
   maxBatch: number;
   /** Adds the acknowledgement-lock commands and the simulated clock's `advance`. */
   ack?: boolean;
+  /** Adds `delay_seconds` and `dedup_id` to push entries, and the simulated clock's `advance`. */
+  producers?: boolean;
 }
 
 const depthArb = fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 100 }));
@@ -98,12 +117,12 @@ const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   { arbitrary: fc.constantFrom(-1, 0, 1).map((deltaMs): QueueCommand => ({ kind: 'advanceToExpiry', deltaMs })), weight: 3 },
 ];
 
-const commandArb = ({ priorities, maxBatch, ack = false }: CommandShape): fc.Arbitrary<QueueCommand> =>
+const commandArb = ({ priorities, maxBatch, ack = false, producers = false }: CommandShape): fc.Arbitrary<QueueCommand> =>
   fc.oneof(
-    { arbitrary: entryArb(priorities).map((entry): QueueCommand => ({ kind: 'push', entry })), weight: 10 },
+    { arbitrary: entryArb(priorities, producers).map((entry): QueueCommand => ({ kind: 'push', entry })), weight: 10 },
     {
       arbitrary: fc
-        .array(entryArb(priorities), { minLength: 1, maxLength: maxBatch, size: maxBatch > 50 ? 'large' : 'medium' })
+        .array(entryArb(priorities, producers), { minLength: 1, maxLength: maxBatch, size: maxBatch > 50 ? 'large' : 'medium' })
         .map((entries): QueueCommand => ({ kind: 'pushBatch', entries })),
       weight: 6,
     },
@@ -115,6 +134,7 @@ const commandArb = ({ priorities, maxBatch, ack = false }: CommandShape): fc.Arb
     { arbitrary: fc.constant<QueueCommand>({ kind: 'delete' }), weight: 1 },
     { arbitrary: fc.constant<QueueCommand>({ kind: 'deactivate' }), weight: 2 },
     ...(ack ? ackCommandArbs : []),
+    ...(producers && !ack ? [{ arbitrary: advanceArb.map((ms): QueueCommand => ({ kind: 'advance', ms })), weight: 5 }] : []),
   );
 
 // ---------------------------------------------------------------------------------------------
@@ -165,7 +185,7 @@ function stamp(command: QueueCommand, next: () => number): QueueCommand {
 function describeCommand(c: QueueCommand): string {
   switch (c.kind) {
     case 'push':
-      return `push seq ${String(c.entry.item.seq)} p${c.entry.priority ?? '-'}`;
+      return `push seq ${String(c.entry.item.seq)} p${c.entry.priority ?? '-'}${c.entry.delay_seconds !== undefined ? ` delay ${c.entry.delay_seconds} s` : ''}${c.entry.dedup_id !== undefined ? ` dedup ${c.entry.dedup_id}` : ''}`;
     case 'pushBatch':
       return `pushBatch ${c.entries.length} (seq ${String(c.entries[0].item.seq)}..)`;
     case 'pop':
@@ -244,13 +264,20 @@ class ModelRunner {
       case 'push': {
         const res = await http.post(`/queue/${q}/push`).send(command.entry);
         this.expectStatus(res, 200);
-        expect(res.body, this.label).toStrictEqual({ success: true, message: `Item pushed to queue ${q} at priority ${this.as(expected, 'push').priority}` });
+        const want = this.as(expected, 'push');
+        const delay = want.delaySeconds > 0 ? `, visible in ${want.delaySeconds} s` : '';
+        const body =
+          want.duplicate === true
+            ? { success: true, message: `Duplicate of an item accepted on queue ${q} within the deduplication window; nothing pushed`, duplicate: true }
+            : { success: true, message: `Item pushed to queue ${q} at priority ${want.priority}${delay}`, ...(want.duplicate === false ? { duplicate: false } : {}) };
+        expect(res.body, this.label).toStrictEqual(body);
         return;
       }
       case 'pushBatch': {
         const res = await http.post(`/queue/${q}/push/batch`).send({ items: command.entries });
         this.expectStatus(res, 200);
-        expect(res.body, this.label).toMatchObject({ success: true, count: this.as(expected, 'pushBatch').count });
+        const want = this.as(expected, 'pushBatch');
+        expect(res.body, this.label).toMatchObject({ success: true, count: want.count, duplicates: want.duplicates });
         return;
       }
       case 'pop': {
@@ -395,6 +422,7 @@ class ModelRunner {
       expectTime(lock.created_at, expected.lock.createdAt, `${label}: lock.created_at`);
     }
     expect(body.count, `${label}: count`).toBe(expected.count);
+    expect((body as { delayed?: unknown }).delayed, `${label}: delayed`).toBe(expected.delayed);
     const counts = Object.fromEntries(Object.entries(body.priorities).map(([p, info]) => [p, info.count]));
     expect(counts, `${label}: count per priority`).toStrictEqual(expected.counts);
     for (const [p, info] of Object.entries(body.priorities)) this.checkPriorityInvariants(`${label}, priority ${p}`, Number(p), info);
@@ -512,6 +540,7 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
     // model says (the simulated clock jumps ahead; a sweep would race the model's requests).
     svc = await startService({ env: { SEGMENT_SIZE: '3', BUFFER_SEGMENTS: '1', LOCK_SWEEP_INTERVAL_MS: '60000' } });
     await svc.app.get(LockSweeper).onModuleDestroy();
+    await svc.app.get(DelaySweeper).onModuleDestroy();
   });
   afterAll(async () => {
     await svc?.close();
@@ -541,6 +570,19 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
       );
     },
   );
+
+  it(
+    'agrees with the model with delayed items and dedup ids: delay_seconds and dedup_id on pushes and batch entries, a simulated clock, and locks',
+    { timeout: 300_000 },
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(commandArb({ priorities: 3, maxBatch: 12, ack: true, producers: true }), { minLength: 1, maxLength: 50, size: 'medium' }), async (commands) => {
+          await new ModelRunner(svc, uniqueQueueId('model-producers'), { segment_size: 3, buffer_segments: 1 }).run(commands);
+        }),
+        { numRuns: 25, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+      );
+    },
+  );
 });
 
 describe('queue against the in-memory model, default segments (100), large batches', () => {
@@ -549,6 +591,7 @@ describe('queue against the in-memory model, default segments (100), large batch
     // Runs also set the service's clock to the model's: only requests expire locks here.
     svc = await startService({ env: { LOCK_SWEEP_INTERVAL_MS: '60000' } });
     await svc.app.get(LockSweeper).onModuleDestroy();
+    await svc.app.get(DelaySweeper).onModuleDestroy();
   });
   afterAll(async () => {
     await svc?.close();

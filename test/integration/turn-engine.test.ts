@@ -1,5 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Clock } from '../../src/common/clock.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
+import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { range } from '../support/queue-helpers.js';
@@ -45,6 +48,33 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(statements).toHaveBeenCalledTimes(4);
     expect(await queues.pop(uniqueQueueId('never'), { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [], count: 0 });
     expect(statements).toHaveBeenCalledTimes(5);
+  });
+
+  it('delayed items and dedup ids: one more read only when something is due or a push carries a dedup id', async () => {
+    const q = uniqueQueueId('producers-trips');
+    // Due items are moved here by the queue's own turns only (the delay sweep would race them for it).
+    await svc.app.get(DelaySweeper).onModuleDestroy();
+    await svc.app.get(DedupSweeper).onModuleDestroy();
+    let now = Date.now();
+    vi.spyOn(svc.app.get(Clock), 'now').mockImplementation(() => now);
+    await queues.push(q, { n: 0 }, 0);
+    countStatements();
+    // The lock sweep's probe (once a second) is not the queue's.
+    const turnStatements = (): number => statements.mock.calls.filter(([text]) => !String(text).includes('FROM queue_locks WHERE state')).length;
+    await queues.push(q, { n: 1 }, 0, { delaySeconds: 10 });
+    expect(turnStatements(), 'a delayed push: one statement').toBe(1);
+    await queues.push(q, { n: 2 }, 0);
+    expect(await queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 0 }], count: 1 });
+    expect(turnStatements(), 'pushes and pops while nothing is due: one statement each').toBe(3);
+    now += 10_000;
+    expect(await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 2 }, { n: 1 }], count: 2 });
+    expect(turnStatements(), 'the first turn after the due time reads the due items, then writes').toBe(5);
+    await queues.push(q, { n: 3 }, 0, { dedupId: 'once' });
+    expect(turnStatements(), 'a push with a dedup id: the read of live ids, then the write').toBe(7);
+    expect(await queues.push(q, { n: 4 }, 0, { dedupId: 'once' })).toMatchObject({ duplicate: true });
+    expect(turnStatements(), 'a duplicate: the read, then a version check (nothing to write)').toBe(9);
+    await queues.push(q, { n: 5 }, 0);
+    expect(turnStatements(), 'and a plain push is one statement again').toBe(10);
   });
 
   it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {

@@ -24,6 +24,16 @@
  *   replaces it; after acknowledge or release (or deletion of the queue) there is no lock (404);
  * - `count` (inspection, listing) leaves locked items out; a delete counts them.
  *
+ * Delayed items and deduplication (CONTRACT.md, Additions):
+ * - an entry with `delaySeconds` > 0 is invisible (not popped, not in `count`, shown as
+ *   `delayed`) until the clock reaches its due time; then it joins the tail of its priority,
+ *   due items in due-time order, ties in push order. The model applies this lazily, at the
+ *   start of the next operation (as the service does at the start of every turn; the
+ *   service's sweep is stopped in the property test, and would make the same change anyway);
+ * - an entry whose `dedupId` was accepted on the queue less than the window ago is skipped (a
+ *   duplicate), also when an earlier entry of the same batch accepted it; an accepted id is
+ *   remembered for the window from its push; deleting the queue forgets delayed items and ids.
+ *
  * Time is the model's own simulated clock ({@link QueueModel.now}, epoch ms); the runner makes
  * the service's `Clock` return the same value, so lock expiries are predicted to the
  * millisecond. Lock ids are symbolic (`#1`, `#2`, ... in order of creation); the runner maps
@@ -39,6 +49,9 @@ export interface PushEntry {
   item: Item;
   /** Omitted means the default, 0. */
   priority?: number;
+  /** Omitted or 0: visible at once. */
+  delay_seconds?: number;
+  dedup_id?: string;
 }
 
 /**
@@ -79,8 +92,9 @@ export interface LockInfo {
 
 /** What the model predicts for a command; the runner compares the service's answer with it. */
 export type ModelOutcome =
-  | { kind: 'push'; priority: number }
-  | { kind: 'pushBatch'; count: number }
+  /** `duplicate` is undefined for a push without a dedup id (the answer then has no such field). */
+  | { kind: 'push'; priority: number; delaySeconds: number; duplicate: boolean | undefined }
+  | { kind: 'pushBatch'; count: number; duplicates: number }
   | { kind: 'pop'; items: Item[] }
   /** 423 QUEUE_LOCKED (a pop with or without ack while an unexpired lock exists). */
   | { kind: 'queueLocked'; expiresAt: number }
@@ -92,7 +106,7 @@ export type ModelOutcome =
   | { kind: 'acknowledged'; count: number }
   | { kind: 'extended'; lockId: string; expiresAt: number }
   | { kind: 'released'; count: number }
-  | { kind: 'inspect'; exists: boolean; count: number; counts: Record<string, number>; lock: LockInfo | null }
+  | { kind: 'inspect'; exists: boolean; count: number; counts: Record<string, number>; lock: LockInfo | null; delayed: number }
   | { kind: 'delete'; exists: boolean; itemsDeleted: number }
   | { kind: 'deactivate' }
   | { kind: 'advance'; now: number };
@@ -125,10 +139,22 @@ export class QueueModel {
   /** Per priority, the most items one return (expiry or release) put back, since the queue was created. */
   private readonly largestReturn = new Map<number, number>();
 
+  /** Delayed items not yet moved, with their due time and push order. */
+  private delayedItems: { dueAt: number; seq: number; item: Item; priority: number }[] = [];
+  private delayedSeq = 0;
+  /** Dedup ids accepted, with the end of their window (epoch ms). */
+  private readonly accepted = new Map<string, number>();
+
   private clock: number;
 
-  /** @param start the simulated clock's start (epoch ms). */
-  constructor(start = 0) {
+  /**
+   * @param start the simulated clock's start (epoch ms).
+   * @param dedupWindowMs the service's DEDUP_WINDOW_SECONDS, in ms.
+   */
+  constructor(
+    start = 0,
+    private readonly dedupWindowMs = 300_000,
+  ) {
     this.clock = start;
   }
 
@@ -147,8 +173,14 @@ export class QueueModel {
     this.clock += ms;
   }
 
-  /** Applies a due expiry: the lock's items go back to the front of their priorities. Every queue operation calls this first. */
+  /**
+   * Applies what is due: delayed items join their priorities' tails (due order, ties in push
+   * order), and an expired lock's items go back to the front. Every queue operation calls this first.
+   */
   settle(): void {
+    const due = this.delayedItems.filter((d) => d.dueAt <= this.clock).sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
+    this.delayedItems = this.delayedItems.filter((d) => d.dueAt > this.clock);
+    for (const d of due) this.append(d.item, d.priority);
     if (this.lock?.state !== 'active' || this.lock.expiresAt > this.clock) return;
     this.returnToFront(this.lock.items);
     this.lock = { ...this.lock, state: 'expired', items: [] };
@@ -165,17 +197,34 @@ export class QueueModel {
     return lock && lock.expiresAt > this.clock ? lock.expiresAt : undefined;
   }
 
-  push(item: Item, priority = 0): void {
+  /** Pushes one entry; false when its dedup id made it a duplicate (nothing pushed). */
+  push(item: Item, priority = 0, delaySeconds = 0, dedupId?: string): boolean {
+    if (dedupId !== undefined) {
+      if ((this.accepted.get(dedupId) ?? -Infinity) > this.clock) return false;
+      this.accepted.set(dedupId, this.clock + this.dedupWindowMs);
+    }
     this.created = true;
+    if (delaySeconds > 0) this.delayedItems.push({ dueAt: this.clock + delaySeconds * 1000, seq: this.delayedSeq++, item, priority });
+    else this.append(item, priority);
+    return true;
+  }
+
+  private append(item: Item, priority: number): void {
     const list = this.byPriority.get(priority);
     if (list) list.push(item);
     else this.byPriority.set(priority, [item]);
   }
 
-  /** All or nothing, in the given order (the model cannot fail half way). */
-  pushBatch(entries: PushEntry[]): number {
-    for (const { item, priority } of entries) this.push(item, priority);
-    return entries.length;
+  /** All or nothing, in the given order (the model cannot fail half way); how many were pushed and how many skipped as duplicates. */
+  pushBatch(entries: PushEntry[]): { count: number; duplicates: number } {
+    let count = 0;
+    for (const e of entries) if (this.push(e.item, e.priority, e.delay_seconds, e.dedup_id)) count += 1;
+    return { count, duplicates: entries.length - count };
+  }
+
+  /** Delayed items not yet visible. */
+  delayed(): number {
+    return this.delayedItems.length;
   }
 
   /** Removes and returns up to `depth` items: lowest priority first, FIFO, spilling over. */
@@ -256,9 +305,12 @@ export class QueueModel {
     return items.length;
   }
 
-  /** Deletes the queue with its lock; returns how many items it held (locked ones included). */
+  /** Deletes the queue with its lock, delayed items and dedup ids; returns how many items it held (locked and delayed ones included). */
   delete(): number {
-    const n = this.count() + (this.activeLock()?.items.length ?? 0);
+    const n = this.count() + (this.activeLock()?.items.length ?? 0) + this.delayedItems.length;
+    this.delayedItems = [];
+    this.delayedSeq = 0;
+    this.accepted.clear();
     this.byPriority.clear();
     this.largestReturn.clear();
     this.lock = null;
@@ -328,11 +380,13 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
   // Every operation on the queue first applies a due expiry (the service: at the start of each turn).
   model.settle();
   switch (command.kind) {
-    case 'push':
-      model.push(command.entry.item, command.entry.priority);
-      return { kind: 'push', priority: command.entry.priority ?? 0 };
+    case 'push': {
+      const { item, priority, delay_seconds: delaySeconds, dedup_id: dedupId } = command.entry;
+      const pushed = model.push(item, priority, delaySeconds, dedupId);
+      return { kind: 'push', priority: priority ?? 0, delaySeconds: delaySeconds ?? 0, duplicate: dedupId === undefined ? undefined : !pushed };
+    }
     case 'pushBatch':
-      return { kind: 'pushBatch', count: model.pushBatch(command.entries) };
+      return { kind: 'pushBatch', ...model.pushBatch(command.entries) };
     case 'pop': {
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
@@ -362,7 +416,7 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
       return { kind: 'released', count: model.release() };
     }
     case 'inspect':
-      return { kind: 'inspect', exists: model.exists, count: model.count(), counts: model.countsByPriority(), lock: model.lockInfo() };
+      return { kind: 'inspect', exists: model.exists, count: model.count(), counts: model.countsByPriority(), lock: model.lockInfo(), delayed: model.delayed() };
     case 'delete': {
       const exists = model.exists;
       return { kind: 'delete', exists, itemsDeleted: model.delete() };

@@ -141,7 +141,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pushes one item at a priority (default 0). A queue exists once something is pushed to it. */
+        /**
+         * Pushes one item at a priority (default 0). A queue exists once something is pushed to it.
+         *     With `delay_seconds` the item becomes visible only then; with `dedup_id` a repeat within
+         *     `DEDUP_WINDOW_SECONDS` pushes nothing and answers `duplicate: true`.
+         */
         post: operations["push"];
         delete?: never;
         options?: never;
@@ -158,7 +162,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Pushes 1-1000 items, all or nothing, in the given order. */
+        /**
+         * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds` and
+         *     `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
+         */
         post: operations["pushBatch"];
         delete?: never;
         options?: never;
@@ -376,16 +383,46 @@ export interface components {
             tail_segment_count: number;
         };
         PushBatchDto: {
-            /** @description 1 to 1000 entries, pushed all or nothing, in this order. */
+            /**
+             * @description 1 to 1000 entries, pushed all or nothing, in this order. An entry whose `dedup_id` is a
+             *     duplicate (of an earlier push, or of an earlier entry of this batch) is skipped and counted
+             *     in `duplicates`.
+             */
             items: components["schemas"]["PushItemDto"][];
         };
         PushBatchResponseDto: {
-            /** @description Items pushed. */
+            /**
+             * @description Items pushed (delayed ones included).
+             * @example 2
+             */
             count: number;
+            /**
+             * @description Entries skipped because their `dedup_id` was a duplicate: accepted on this queue within
+             *     `DEDUP_WINDOW_SECONDS`, or by an earlier entry of the same batch.
+             * @example 0
+             */
+            duplicates: number;
+            /** @example 2 item(s) pushed to queue orders */
             message: string;
             success: boolean;
         };
         PushItemDto: {
+            /**
+             * @description Deduplication id, 1-128 characters of A-Z a-z 0-9 . _ : @ -. A push whose `dedup_id` was
+             *     accepted on the same queue within `DEDUP_WINDOW_SECONDS` (default 300) enqueues nothing and
+             *     answers `duplicate: true`; the window runs from the first accepted push and holds across
+             *     restarts and processes.
+             * @example order-1001-created
+             */
+            dedup_id?: string;
+            /**
+             * @description Seconds before the item becomes visible, 0 (at once, the default) to 900. Until then it is
+             *     not popped and not counted in `count` (`GET /queue/{queue_id}` shows it under `delayed`);
+             *     when it is due it joins the tail of its priority, due items in due-time order, ties in push
+             *     order.
+             * @example 30
+             */
+            delay_seconds?: number;
             /**
              * @description The item: any JSON object (`{}` allowed), returned exactly as pushed. Arrays, strings,
              *     numbers and null are refused; nesting deeper than 64 levels is refused (400 `ITEM_TOO_DEEP`);
@@ -406,6 +443,12 @@ export interface components {
             priority?: number;
         };
         PushResponseDto: {
+            /**
+             * @description Only when the push carried a `dedup_id`: true when that id was accepted on this queue within
+             *     `DEDUP_WINDOW_SECONDS`, so nothing was pushed; false when the item was pushed.
+             * @example false
+             */
+            duplicate?: boolean;
             /** @example Item pushed to queue orders at priority 0 */
             message: string;
             success: boolean;
@@ -418,6 +461,11 @@ export interface components {
             config: components["schemas"]["QueueConfigDto"];
             /** @description Items waiting (items held by a lock are counted in `lock.item_count`). */
             count: number;
+            /**
+             * @description Items pushed with `delay_seconds` that are not visible yet (not in `count`, not popped).
+             * @example 0
+             */
+            delayed: number;
             lock: components["schemas"]["LockInfoDto"] | null;
             /** @description Keyed by priority. */
             priorities: {

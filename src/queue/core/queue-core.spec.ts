@@ -1,7 +1,20 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { QueueCore, type PopOutcome } from './queue-core.js';
-import { MissingSegments, type HeldItem, type LockState, type SegmentFetch, type SegmentRef, type TurnWrite } from './types.js';
+import { MAX_DUE_PER_TURN, QueueCore, type PopOutcome } from './queue-core.js';
+import {
+  MissingDedupIds,
+  MissingDueItems,
+  MissingSegments,
+  NO_DELAYED,
+  type DelayedItem,
+  type DelayedSummary,
+  type DueFetch,
+  type HeldItem,
+  type LockState,
+  type SegmentFetch,
+  type SegmentRef,
+  type TurnWrite,
+} from './types.js';
 import { FIRST_POSITION, WHOLE_SEGMENT } from './write-set.js';
 
 /**
@@ -12,7 +25,11 @@ import { FIRST_POSITION, WHOLE_SEGMENT } from './write-set.js';
 class FakeDb {
   readonly rows = new Map<string, Map<number, string>>();
   readonly store = new Map<string, string[]>();
-  record: { version: number; priorities: Record<string, ReturnType<QueueCore['meta']> & object>; lock: LockState | null } | undefined;
+  record: { version: number; priorities: Record<string, ReturnType<QueueCore['meta']> & object>; lock: LockState | null; delayed: DelayedSummary } | undefined;
+  /** `delayed_items`, in no particular order. */
+  delayedRows: DelayedItem[] = [];
+  /** `dedup_ids`: id → expiry (ms). */
+  readonly dedup = new Map<string, number>();
   /** Store calls fail while this returns true. */
   storeFails: (op: 'load' | 'save') => boolean = () => false;
   fetches = 0;
@@ -29,10 +46,24 @@ class FakeDb {
     return { entries: items?.map((json, position) => ({ position, json })) };
   }
 
+  /** What the runner's due-items read returns: due at `now`, `(dueAt, seq)` order, at most `limit`, and the next due time. */
+  fetchDue(now: number, limit: number): DueFetch {
+    const sorted = [...this.delayedRows].sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
+    const due = sorted.filter((d) => d.dueAt <= now);
+    const items = due.slice(0, limit);
+    return { items, nextDueAt: sorted[items.length]?.dueAt ?? null };
+  }
+
+  liveDedup(ids: readonly string[], now: number): Set<string> {
+    return new Set(ids.filter((id) => (this.dedup.get(id) ?? -Infinity) > now));
+  }
+
   apply(write: TurnWrite): void {
     if (write.deleteQueue) {
       this.rows.clear();
       this.record = undefined;
+      this.delayedRows = [];
+      this.dedup.clear();
       return;
     }
     expect(write.expectedVersion).toBe(this.record?.version ?? null);
@@ -52,13 +83,25 @@ class FakeDb {
       rows.set(i.position, i.json);
     }
     const lock = write.lock ? (write.lock.op === 'upsert' ? write.lock.lock : null) : (this.record?.lock ?? null);
-    this.record = { version: write.newVersion, priorities: structuredClone(write.priorities), lock };
+    const through = write.delayedDeleteThrough;
+    if (through) this.delayedRows = this.delayedRows.filter((d) => d.dueAt > through.dueAt || (d.dueAt === through.dueAt && d.seq > through.seq));
+    for (const d of write.delayedInserts) {
+      expect(this.delayedRows.some((r) => r.dueAt === d.dueAt && r.seq === d.seq), `duplicate delayed key ${d.dueAt}:${d.seq}`).toBe(false);
+      this.delayedRows.push(d);
+    }
+    for (const d of write.dedupInserts) this.dedup.set(d.dedupId, d.expiresAt);
+    // Null: the turn left the row's delayed columns as they were.
+    const delayed = write.delayed ?? this.record?.delayed ?? NO_DELAYED;
+    this.record = { version: write.newVersion, priorities: structuredClone(write.priorities), lock, delayed };
+    // The row's summary agrees with the rows.
+    expect(delayed.count, 'delayed_count').toBe(this.delayedRows.length);
+    expect(delayed.nextDueAt, 'next_due_at').toBe(this.delayedRows.length === 0 ? null : Math.min(...this.delayedRows.map((d) => d.dueAt)));
   }
 
   /** Activates the queue afresh from what is stored (a deactivated actor, another process). */
   load(settings = SETTINGS): QueueCore {
     if (!this.record) return QueueCore.absent(settings);
-    return QueueCore.fromRecord({ version: this.record.version, settings, priorities: this.record.priorities, lock: this.record.lock });
+    return QueueCore.fromRecord({ version: this.record.version, settings, priorities: this.record.priorities, lock: this.record.lock, delayed: this.record.delayed });
   }
 
   /** Every stored item of a priority in queue order, reading rows and the store as the metadata says. */
@@ -81,14 +124,17 @@ class FakeDb {
 
 const SETTINGS = { segmentSize: 3, bufferSegments: 1 };
 
-/** Runs a core operation, fetching what it asks for, as the runner does. */
-function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T): T {
+/** Runs a core operation, fetching what it asks for, as the runner does (`now` for dedup ids). */
+function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T, now = 0): T {
   for (let round = 0; ; round++) {
     try {
       return fn();
     } catch (error) {
-      if (!(error instanceof MissingSegments) || round > 20) throw error;
-      for (const ref of error.refs) core.provide(ref, db.fetch(ref));
+      if (round > 20) throw error;
+      if (error instanceof MissingSegments) for (const ref of error.refs) core.provide(ref, db.fetch(ref));
+      else if (error instanceof MissingDueItems) core.provideDueItems(db.fetchDue(error.now, error.limit));
+      else if (error instanceof MissingDedupIds) core.provideDedupIds(error.ids, db.liveDedup(error.ids, now));
+      else throw error;
     }
   }
 }
@@ -522,6 +568,305 @@ describe('QueueCore', () => {
           endTurn(db, core);
           everFlaky ||= flaky;
           expectConsistent(db, core, model, `after turn ${t}`, everFlaky);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+  describe('delayed items', () => {
+    const delayed = (priority: number, n: number, delayMs: number): { priority: number; json: string; delayMs: number } => ({ ...item(priority, n), delayMs });
+    /** A turn as the runner runs it: due items first, then the operations, then the write (clock `now`). */
+    const turn = <T>(db: FakeDb, core: QueueCore, now: number, fn: () => T = () => undefined as T): { result: T; moved: number | undefined; write: TurnWrite | undefined } => {
+      const moved = withFetch(db, core, () => core.moveDueItems(now), now);
+      const result = withFetch(db, core, fn, now);
+      return { result, moved, write: endTurn(db, core) };
+    };
+
+    it('a delayed push is stored apart: not counted, not popped, not in any segment; the row carries the count and the earliest due time', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      expect(core.push([delayed(0, 1, 5000)], 1000)).toEqual({ enqueued: 1, duplicates: 0 });
+      expect(core.isPresent, 'a delayed push creates the queue').toBe(true);
+      const write = endTurn(db, core)!;
+      expect(write).toMatchObject({ expectedVersion: null, itemCount: 0, inserts: [], delayed: { count: 1, nextDueAt: 6000, nextSeq: 1 } });
+      expect(write.delayedInserts).toEqual([{ dueAt: 6000, seq: 0, priority: 0, json: item(0, 1).json }]);
+      expect(core.count).toBe(0);
+      expect(core.view()).toMatchObject({ count: 0, delayed: 1 });
+      expect(core.pop(5)).toEqual({ items: [] });
+      expect(db.stored(0)).toEqual([]);
+    });
+
+    it('a turn that neither puts items aside nor moves any leaves the row\'s delayed columns alone', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0)], 0);
+      expect(endTurn(db, core)!.delayed, 'a queue created without delayed items').toBeNull();
+      core.push([delayed(0, 1, 5000)], 0);
+      expect(endTurn(db, core)!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
+      core.push([item(0, 2)], 10);
+      core.pop(1);
+      expect(endTurn(db, core)!.delayed).toBeNull();
+      expect(db.record!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
+    });
+
+    it('visibility boundary: not at due - 1 ms (and no read), at the due time exactly it joins its priority and the row forgets it', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([delayed(0, 1, 5000)], 1000);
+      endTurn(db, core);
+      expect(core.moveDueItems(5999), 'nothing due: no read').toBeUndefined();
+      expect(core.pop(1)).toEqual({ items: [] });
+      expect(endTurn(db, core)).toBeUndefined();
+      expect(() => core.moveDueItems(6000)).toThrow(MissingDueItems);
+      const { moved, result, write } = turn(db, core, 6000, () => core.pop(1));
+      expect(moved).toBe(1);
+      expect(items(result)).toEqual([item(0, 1).json]);
+      expect(write).toMatchObject({ delayedDeleteThrough: { dueAt: 6000, seq: 0 }, delayed: { count: 0, nextDueAt: null, nextSeq: 1 }, inserts: [] });
+      expect(db.delayedRows).toEqual([]);
+      expect(core.view()).toMatchObject({ count: 0, delayed: 0 });
+    });
+
+    it('due items join the tail of their priority after what is visible, in due-time order, ties in push order; later pushes come after them', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0), delayed(0, 1, 3000), delayed(0, 2, 2000), delayed(1, 3, 2000), delayed(0, 4, 3000)], 0);
+      endTurn(db, core);
+      core.push([delayed(0, 5, 1000), delayed(0, 6, 4000)], 1000);
+      endTurn(db, core);
+      expect(core.view()).toMatchObject({ count: 1, delayed: 6 });
+      // At 3500: due are 2 (2000, seq 1), 3 (2000, seq 2, priority 1), 5 (2000, seq 4), 1 (3000, seq 0), 4 (3000, seq 3).
+      const { moved } = turn(db, core, 3500, () => core.push([item(0, 7)], 3500));
+      expect(moved).toBe(5);
+      expect(db.stored(0)).toEqual([0, 2, 5, 1, 4, 7].map((n) => item(0, n).json));
+      expect(db.stored(1)).toEqual([item(1, 3).json]);
+      expect(core.view()).toMatchObject({ count: 7, delayed: 1 });
+      expect(db.record!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 6 });
+      turn(db, core, 5000);
+      expect(db.stored(0)).toEqual([0, 2, 5, 1, 4, 7, 6].map((n) => item(0, n).json));
+      expect(db.record!.delayed).toEqual({ count: 0, nextDueAt: null, nextSeq: 6 });
+    });
+
+    it('moved items fill segments like pushes: a full tail gets a successor, and full middle segments are offloaded', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push(Array.from({ length: 14 }, (_, n) => delayed(0, n, 1000)), 0);
+      endTurn(db, core);
+      turn(db, core, 1000);
+      expect(core.meta(0)).toMatchObject({ count: 14, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 });
+      expect(db.stored(0)).toEqual(Array.from({ length: 14 }, (_, n) => item(0, n).json));
+    });
+
+    it('a backlog of more due items than one turn moves: the rest stay due for the next turn, which moves them first (one read per turn)', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
+      core.push(Array.from({ length: MAX_DUE_PER_TURN + 5 }, (_, n) => delayed(0, n, 1000 + n)), 0);
+      endTurn(db, core);
+      expect(withFetch(db, core, () => core.moveDueItems(10_000))).toBe(MAX_DUE_PER_TURN);
+      expect(core.hasDueItems(10_000), 'the runner gives the rest a turn of its own').toBe(true);
+      expect(core.moveDueItems(10_000), 'no second read in the same turn: the table still holds the moved rows').toBeUndefined();
+      endTurn(db, core);
+      expect(db.record!.delayed).toEqual({ count: 5, nextDueAt: 1000 + MAX_DUE_PER_TURN, nextSeq: MAX_DUE_PER_TURN + 5 });
+      expect(withFetch(db, core, () => core.moveDueItems(10_000))).toBe(5);
+      expect(core.hasDueItems(10_000)).toBe(false);
+      endTurn(db, core);
+      expect(db.stored(0)).toEqual(Array.from({ length: MAX_DUE_PER_TURN + 5 }, (_, n) => item(0, n).json));
+    });
+
+    it('a reactivated core knows its delayed items from the row; sequence numbers go on; a turn that moves and pushes keeps the earliest due time', () => {
+      const db = new FakeDb();
+      const first = QueueCore.absent(SETTINGS);
+      first.push([delayed(2, 0, 1000), delayed(2, 1, 9000)], 0);
+      endTurn(db, first);
+      const core = db.load();
+      expect(core.view()).toMatchObject({ count: 0, delayed: 2 });
+      expect(core.nextDueAt).toBe(1000);
+      turn(db, core, 1000, () => core.push([delayed(2, 2, 500)], 1000));
+      expect(db.record!.delayed).toEqual({ count: 2, nextDueAt: 1500, nextSeq: 3 });
+      const again = db.load();
+      turn(db, again, 9000);
+      expect(db.stored(2)).toEqual([0, 2, 1].map((n) => item(2, n).json));
+    });
+
+    it('deleteQueue counts delayed items and forgets them; a queue pushed to again starts afresh', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0), delayed(0, 1, 1000), delayed(1, 2, 1000)], 0);
+      endTurn(db, core);
+      expect(core.deleteQueue()).toBe(3);
+      endTurn(db, core);
+      expect(db.delayedRows).toEqual([]);
+      core.push([delayed(0, 3, 1000)], 10);
+      expect(endTurn(db, core)).toMatchObject({ expectedVersion: null, delayed: { count: 1, nextDueAt: 1010, nextSeq: 1 }, delayedInserts: [{ seq: 0 }] });
+    });
+
+    it('expired lock items go back to the front while due items join the tail, in the same turn', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0), item(0, 1), delayed(0, 2, 5000)], 0);
+      endTurn(db, core);
+      core.pop(1, { lockId: 'L', now: 0, ttlMs: 5000 });
+      endTurn(db, core);
+      turn(db, core, 5000, () => core.expireLock(5000));
+      expect(db.stored(0)).toEqual([0, 1, 2].map((n) => item(0, n).json));
+    });
+  });
+
+  describe('deduplication', () => {
+    const WINDOW = 300_000;
+    const withId = (n: number, dedupId: string, priority = 0): { priority: number; json: string; dedupId: string } => ({ ...item(priority, n), dedupId });
+
+    it('a queue with no row reads nothing: the first push of an id is accepted and remembered until now + window', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      expect(core.push([withId(1, 'a')], 1000, WINDOW)).toEqual({ enqueued: 1, duplicates: 0 });
+      expect(endTurn(db, core)!.dedupInserts).toEqual([{ dedupId: 'a', expiresAt: 1000 + WINDOW }]);
+    });
+
+    it('a repeat within the window is read as live, skipped, and writes nothing; at the window\'s end it is accepted again', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([withId(1, 'a')], 1000, WINDOW);
+      endTurn(db, core);
+      expect(() => core.push([withId(2, 'a')], 2000, WINDOW), 'checked in the database').toThrow(MissingDedupIds);
+      expect(core.count, 'nothing changed by the refused attempt').toBe(1);
+      expect(withFetch(db, core, () => core.push([withId(2, 'a')], 2000, WINDOW), 2000)).toEqual({ enqueued: 0, duplicates: 1 });
+      expect(endTurn(db, core)).toBeUndefined();
+      const last = 1000 + WINDOW - 1;
+      expect(withFetch(db, core, () => core.push([withId(3, 'a')], last, WINDOW), last)).toEqual({ enqueued: 0, duplicates: 1 });
+      endTurn(db, core);
+      const end = 1000 + WINDOW;
+      expect(withFetch(db, core, () => core.push([withId(4, 'a')], end, WINDOW), end)).toEqual({ enqueued: 1, duplicates: 0 });
+      expect(endTurn(db, core)!.dedupInserts).toEqual([{ dedupId: 'a', expiresAt: end + WINDOW }]);
+      expect(db.stored(0)).toEqual([item(0, 1).json, item(0, 4).json]);
+    });
+
+    it('inside one batch and across the operations of one turn: the first is accepted, repeats are skipped, without another read', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([item(0, 0)], 0);
+      endTurn(db, core);
+      // The runner checks every id of the turn first, with one read.
+      let reads = 0;
+      withFetch(db, core, () => {
+        try {
+          core.checkDedupIds(['a', 'b', 'a', 'c']);
+        } catch (error) {
+          reads += 1;
+          expect((error as MissingDedupIds).ids).toEqual(['a', 'b', 'c']);
+          throw error;
+        }
+      });
+      expect(reads).toBe(1);
+      expect(core.push([withId(1, 'a'), withId(2, 'b', 1), withId(3, 'a'), item(0, 4)], 0, WINDOW)).toEqual({ enqueued: 3, duplicates: 1 });
+      expect(core.push([withId(5, 'b'), withId(6, 'c')], 0, WINDOW)).toEqual({ enqueued: 1, duplicates: 1 });
+      const write = endTurn(db, core)!;
+      expect(write.dedupInserts.map((d) => d.dedupId)).toEqual(['a', 'b', 'c']);
+      expect(db.stored(0)).toEqual([0, 1, 4, 6].map((n) => item(0, n).json));
+      expect(db.stored(1)).toEqual([item(1, 2).json]);
+    });
+
+    it('a delayed item\'s id counts from its push: a repeat is skipped before the item is visible', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([{ ...withId(1, 'a'), delayMs: 60_000 }], 0, WINDOW);
+      endTurn(db, core);
+      expect(withFetch(db, core, () => core.push([withId(2, 'a')], 1000, WINDOW), 1000)).toEqual({ enqueued: 0, duplicates: 1 });
+      expect(core.view()).toMatchObject({ count: 0, delayed: 1 });
+    });
+
+    it('two processes racing the same id: both accept it, only the first write applies; the second, redone on the stored queue, finds it live', () => {
+      const db = new FakeDb();
+      const seed = QueueCore.absent(SETTINGS);
+      seed.push([item(0, 0)], 0);
+      endTurn(db, seed);
+      const a = db.load();
+      const b = db.load();
+      withFetch(db, a, () => a.push([withId(1, 'x')], 10, WINDOW), 10);
+      withFetch(db, b, () => b.push([withId(2, 'x')], 10, WINDOW), 10);
+      endTurn(db, a);
+      const losing = b.pendingWrite(() => 1)!;
+      expect(losing.expectedVersion, 'the version check refuses it').not.toBe(db.record!.version);
+      const redo = db.load();
+      expect(withFetch(db, redo, () => redo.push([withId(2, 'x')], 11, WINDOW), 11)).toEqual({ enqueued: 0, duplicates: 1 });
+      expect(endTurn(db, redo)).toBeUndefined();
+      expect(db.stored(0)).toEqual([item(0, 0).json, item(0, 1).json]);
+    });
+
+    it('deleting the queue forgets its ids', () => {
+      const db = new FakeDb();
+      const core = QueueCore.absent(SETTINGS);
+      core.push([withId(1, 'a')], 0, WINDOW);
+      endTurn(db, core);
+      core.deleteQueue();
+      endTurn(db, core);
+      expect(db.dedup.size).toBe(0);
+      expect(core.push([withId(2, 'a')], 1, WINDOW)).toEqual({ enqueued: 1, duplicates: 0 });
+    });
+  });
+
+  /**
+   * Random pushes (some delayed, some with dedup ids), pops and reactivations on a simulated
+   * clock: after every turn the stored queue equals a model in which a delayed item joins its
+   * priority's tail at the first turn at or after its due time (due order, ties in push order)
+   * and an id is skipped while a push with it was accepted less than a window ago.
+   */
+  it('agrees with a model of delays and dedup ids under random turns on a simulated clock (property)', () => {
+    const WINDOW = 10_000;
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant('push' as const),
+        entries: fc.array(fc.record({ priority: fc.integer({ min: 0, max: 2 }), delay: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 8 }).map((s) => s * 1000)), id: fc.option(fc.constantFrom('a', 'b', 'c', 'd'), { nil: undefined }) }), { minLength: 1, maxLength: 6 }),
+      }),
+      fc.record({ kind: fc.constant('pop' as const), depth: fc.integer({ min: 1, max: 6 }) }),
+      fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 3000 }), fc.constantFrom(1000, 5000, 10_000)) }),
+      fc.record({ kind: fc.constant('reload' as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 40 }), (turns) => {
+        const db = new FakeDb();
+        const model = new Model();
+        const waiting: { dueAt: number; seq: number; item: HeldItem }[] = [];
+        const accepted = new Map<string, number>();
+        let core = QueueCore.absent(SETTINGS);
+        let now = 0;
+        let n = 0;
+        let seq = 0;
+        for (const [t, ops] of turns.entries()) {
+          // The turn starts by moving what is due (the model: everything due, in order).
+          withFetch(db, core, () => core.moveDueItems(now), now);
+          waiting.sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq);
+          while (waiting.length > 0 && waiting[0].dueAt <= now) model.push(waiting.shift()!.item);
+          for (const o of ops) {
+            const label = `turn ${t} at ${now} ${JSON.stringify(o)}`;
+            if (o.kind === 'push') {
+              const entries = o.entries.map((e) => ({ ...item(e.priority, n++), ...(e.delay ? { delayMs: e.delay } : {}), ...(e.id ? { dedupId: e.id } : {}) }));
+              let enqueued = 0;
+              for (const e of entries) {
+                if (e.dedupId !== undefined && (accepted.get(e.dedupId) ?? -Infinity) > now) continue;
+                if (e.dedupId !== undefined) accepted.set(e.dedupId, now + WINDOW);
+                enqueued += 1;
+                if (e.delayMs) waiting.push({ dueAt: now + e.delayMs, seq: seq++, item: e });
+                else model.push(e);
+              }
+              const outcome = withFetch(db, core, () => core.push(entries, now, WINDOW), now);
+              expect(outcome, label).toEqual({ enqueued, duplicates: entries.length - enqueued });
+            } else if (o.kind === 'pop') {
+              const outcome = withFetch(db, core, () => core.pop(o.depth));
+              expect(items(outcome), label).toEqual(model.pop(o.depth).map((i) => i.json));
+            } else if (o.kind === 'advance') {
+              // Time moves between turns only: within one turn every operation has the turn's now.
+            } else {
+              endTurn(db, core);
+              core = db.load();
+            }
+          }
+          endTurn(db, core);
+          expectConsistent(db, core, model, `after turn ${t}`);
+          expect(core.view()?.delayed ?? 0, `after turn ${t}: delayed`).toBe(waiting.length);
+          expect([...db.delayedRows].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((d) => d.json), `after turn ${t}: stored delayed items`).toEqual(
+            [...waiting].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((w) => w.item.json),
+          );
+          for (const o of ops) if (o.kind === 'advance') now += o.ms;
         }
       }),
       { numRuns: 300 },

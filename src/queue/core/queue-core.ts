@@ -1,8 +1,14 @@
 import {
+  MissingDedupIds,
+  MissingDueItems,
   MissingSegments,
+  NO_DELAYED,
+  type DelayedSummary,
+  type DueFetch,
   type HeldItem,
   type LockProblem,
   type LockState,
+  type NewItem,
   type OffloadMove,
   type PriorityMetadata,
   type QueueRecord,
@@ -25,6 +31,9 @@ const segKey = (priority: number, segment: number): string => `${priority}:${seg
 /** Metadata of a priority that has just received its first item(s): one segment, numbered 0. */
 const newPriority = (): PriorityMetadata => ({ count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0 });
 
+/** Delayed items one turn moves to their priorities at most; a larger backlog takes turns of its own (see {@link QueueCore.moveDueItems}). */
+export const MAX_DUE_PER_TURN = 1000;
+
 const SEGMENT_KEY = /^queue_(\d{1,9})_seg_(\d{1,15})$/;
 const OFFLOADED_KEY = /^offloaded_queue_(\d{1,9})_seg_(\d{1,15})_(.+)$/;
 
@@ -35,6 +44,12 @@ export type PopOutcome =
   | { readonly locked: LockState }
   /** The head segment is in the offload store, which could not be read: nothing was taken. */
   | { readonly unavailable: { readonly priority: number; readonly segment: number } };
+
+/** What a push decided: how many items were enqueued (now or delayed) and how many were skipped as duplicates. */
+export interface PushOutcome {
+  readonly enqueued: number;
+  readonly duplicates: number;
+}
 
 /** A priority as inspection shows it. */
 export interface PriorityView extends PriorityMetadata {
@@ -48,6 +63,8 @@ export interface QueueView {
   readonly priorities: ReadonlyMap<number, PriorityView>;
   readonly settings: QueueSettings;
   readonly lock: LockState | null;
+  /** Delayed items, not yet visible. */
+  readonly delayed: number;
 }
 
 /** What `GET /queue/{id}/state/{key}` finds: a value, nothing (404), or a store that could not be read. */
@@ -92,12 +109,26 @@ export class QueueCore {
   /** Priorities pushed to this turn (offloading runs for them) and whose head was worked on (loading back runs for them). */
   private readonly pushed = new Set<number>();
   private readonly headTouched = new Set<number>();
+  /** Delayed items (stored, or pushed this turn), not counting those this turn moved. */
+  private delayedItems: number;
+  /** Due time of the earliest delayed item (stored and not moved, or pushed this turn); null: none. */
+  private nextDue: number | null;
+  private delayedSeq: number;
+  /** The due items read for this turn, until {@link moveDueItems} takes them. */
+  private dueFetch: DueFetch | undefined;
+  /** Due items were moved this turn: the table still holds them until the write, so no second read. */
+  private movedDue = false;
+  /** Deduplication ids checked this turn: true when live (accepted within the window, by an earlier turn or this one). */
+  private readonly dedupLive = new Map<string, boolean>();
 
-  private constructor(settings: QueueSettings, version: number | null, lock: LockState | null) {
+  private constructor(settings: QueueSettings, version: number | null, lock: LockState | null, delayed: DelayedSummary = NO_DELAYED) {
     this.settings = settings;
     this.storedVersion = version;
     this.exists = version !== null;
     this.lock = lock;
+    this.delayedItems = delayed.count;
+    this.nextDue = delayed.nextDueAt;
+    this.delayedSeq = delayed.nextSeq;
   }
 
   /** A queue with no row: pops find nothing, the first push creates it. */
@@ -107,7 +138,7 @@ export class QueueCore {
 
   /** A queue as stored. */
   static fromRecord(record: QueueRecord): QueueCore {
-    const core = new QueueCore(record.settings, record.version, record.lock);
+    const core = new QueueCore(record.settings, record.version, record.lock, record.delayed);
     for (const [p, meta] of Object.entries(record.priorities)) core.priorities.set(Number(p), { ...meta });
     return core;
   }
@@ -126,6 +157,21 @@ export class QueueCore {
     let total = 0;
     for (const meta of this.priorities.values()) total += meta.count;
     return total;
+  }
+
+  /** Delayed items: stored apart from the segments, invisible until due and moved. */
+  get delayedCount(): number {
+    return this.delayedItems;
+  }
+
+  /** Due time (epoch ms) of the earliest delayed item; null when there is none. */
+  get nextDueAt(): number | null {
+    return this.nextDue;
+  }
+
+  /** Whether delayed items are due at `now` and not moved yet (after {@link moveDueItems}: a backlog for the next turn). */
+  hasDueItems(now: number): boolean {
+    return this.nextDue !== null && this.nextDue <= now;
   }
 
   /** Items held in memory. */
@@ -157,31 +203,91 @@ export class QueueCore {
   // operations
 
   /**
-   * Appends items (each with its priority) at the tails, in order. A full tail segment
+   * Pushes items in order: each is appended at the tail of its priority, or, with a delay, put
+   * aside until it is due (see {@link moveDueItems}). A full tail segment
    * (`next_position == segment_size`) gets a successor. Needs no segment in memory.
+   *
+   * An item whose dedup id is live (accepted on this queue within the window, by an earlier
+   * turn, an earlier operation of this turn or an earlier item of this push) is skipped; an
+   * accepted id is remembered until `now + dedupWindowMs`, written with the turn. Throws
+   * {@link MissingDedupIds}, before changing anything, for ids not checked this turn.
    */
-  push(items: readonly HeldItem[]): void {
-    for (const { priority, json } of items) {
-      const meta = this.priorities.get(priority) ?? this.addPriority(priority);
-      if (meta.next_position >= this.settings.segmentSize) {
-        meta.tail_segment += 1;
-        meta.next_position = 0;
-        // A new segment number: nothing is stored under it.
-        this.cacheSegment(priority, meta.tail_segment, []);
+  push(items: readonly NewItem[], now = 0, dedupWindowMs = 0): PushOutcome {
+    if (items.some((i) => i.dedupId !== undefined)) this.checkDedupIds(items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : [])));
+    let enqueued = 0;
+    let duplicates = 0;
+    for (const item of items) {
+      const { dedupId, delayMs } = item;
+      if (dedupId !== undefined) {
+        if (this.dedupLive.get(dedupId) === true) {
+          duplicates += 1;
+          continue;
+        }
+        this.dedupLive.set(dedupId, true);
+        this.writes.dedupInserts.push({ dedupId, expiresAt: now + dedupWindowMs });
       }
-      const entry: SegmentEntry = { position: meta.next_position, json };
-      meta.next_position += 1;
-      meta.count += 1;
-      this.writes.insert(priority, meta.tail_segment, [entry]);
-      const cached = this.cached(priority, meta.tail_segment);
-      if (cached) {
-        cached.entries.push(entry);
-        this.cachedItems += 1;
-      }
-      this.pushed.add(priority);
+      if (delayMs !== undefined && delayMs > 0) this.addDelayed(now + delayMs, item.priority, item.json);
+      else this.append(item.priority, item.json);
+      enqueued += 1;
     }
-    this.exists = true;
+    if (enqueued > 0) {
+      this.exists = true;
+      this.touch();
+    }
+    return { enqueued, duplicates };
+  }
+
+  /**
+   * Makes sure every dedup id given was checked this turn: throws {@link MissingDedupIds} for
+   * those not checked (the runner calls it for all the pushes of a turn at once, so that one
+   * read serves them). A queue with no row has nothing stored: its ids are all new.
+   */
+  checkDedupIds(ids: readonly string[]): void {
+    if (ids.length === 0 || this.storedVersion === null) return;
+    const unknown = [...new Set(ids.filter((id) => !this.dedupLive.has(id)))];
+    if (unknown.length > 0) throw new MissingDedupIds(unknown);
+  }
+
+  /** Hands over which of the ids asked for by {@link MissingDedupIds} are live. */
+  provideDedupIds(ids: readonly string[], live: ReadonlySet<string>): void {
+    for (const id of ids) if (!this.dedupLive.has(id)) this.dedupLive.set(id, live.has(id));
+  }
+
+  /**
+   * The hook at the start of every turn: delayed items due at `now` join the tails of their
+   * priorities, in due-time order, ties in push order, before the turn's operations look at
+   * the queue. Throws {@link MissingDueItems} (before changing anything) to have them read. One
+   * read per turn, of at most `limit` items: if more are due, {@link hasDueItems} stays true
+   * and the runner gives the backlog turns of its own before any operation, so nothing pushed
+   * later overtakes a due item. Returns how many items were moved, or undefined when none was
+   * due (no read: the queue row carries the earliest due time).
+   */
+  moveDueItems(now: number, limit = MAX_DUE_PER_TURN): number | undefined {
+    if (this.movedDue || !this.hasDueItems(now)) return undefined;
+    const fetched = this.dueFetch;
+    if (!fetched) throw new MissingDueItems(now, limit);
+    this.dueFetch = undefined;
+    this.movedDue = true;
+    const moved = fetched.items.slice(0, limit).filter((d) => d.dueAt <= now);
+    for (const d of moved) this.append(d.priority, d.json);
+    if (moved.length > 0) {
+      const last = moved[moved.length - 1];
+      this.writes.delayedDeleteThrough = { dueAt: last.dueAt, seq: last.seq };
+      this.exists = true;
+    }
+    // Earliest of what stays: the stored items after the moved ones, and any pushed this turn.
+    let next = moved.length === fetched.items.length ? fetched.nextDueAt : fetched.items[moved.length].dueAt;
+    for (const d of this.writes.delayedInserts) if (next === null || d.dueAt < next) next = d.dueAt;
+    this.nextDue = next;
+    this.delayedItems = next === null ? 0 : Math.max(this.delayedItems - moved.length, this.writes.delayedInserts.length);
+    this.writes.delayedChanged = true;
     this.touch();
+    return moved.length;
+  }
+
+  /** Hands over what {@link MissingDueItems} asked for. */
+  provideDueItems(fetch: DueFetch): void {
+    this.dueFetch = fetch;
   }
 
   /**
@@ -302,11 +408,11 @@ export class QueueCore {
     return lock.items.length;
   }
 
-  /** Deletes the queue with everything in it; the items it held (waiting and locked), or undefined when there is no queue. */
+  /** Deletes the queue with everything in it; the items it held (waiting, locked and delayed), or undefined when there is no queue. */
   deleteQueue(): number | undefined {
     if (!this.exists) return undefined;
     const held = this.lock?.state === 'active' ? this.lock.items.length : 0;
-    const deleted = this.count + held;
+    const deleted = this.count + held + this.delayedItems;
     for (const [priority, meta] of this.priorities) {
       if (meta.head_offloaded_segment === null || meta.tail_offloaded_segment === null) continue;
       for (let s = meta.head_offloaded_segment; s <= meta.tail_offloaded_segment; s++) this.writes.storeDeletes.push({ priority, segment: s });
@@ -316,6 +422,9 @@ export class QueueCore {
     this.cache.clear();
     this.cachedItems = 0;
     this.lock = null;
+    this.delayedItems = 0;
+    this.nextDue = null;
+    this.delayedSeq = 0;
     this.exists = false;
     this.deleted = true;
     return deleted;
@@ -329,7 +438,7 @@ export class QueueCore {
       const m = this.priorities.get(p)!;
       priorities.set(p, { ...m, head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
     }
-    return { count: this.count, priorities, settings: this.settings, lock: this.lock };
+    return { count: this.count, priorities, settings: this.settings, lock: this.lock, delayed: this.delayedItems };
   }
 
   /** The raw state under seed 003's key names (metadata document, a segment in state, an offloaded segment). */
@@ -475,7 +584,21 @@ export class QueueCore {
   pendingWrite(createdVersion: () => number): TurnWrite | undefined {
     if (this.deleted) {
       if (this.storedVersion === null) return undefined;
-      return { expectedVersion: this.storedVersion, newVersion: this.storedVersion + 1, deleteQueue: true, settings: this.settings, itemCount: 0, priorities: {}, deletes: [], inserts: [], lock: undefined };
+      return {
+        expectedVersion: this.storedVersion,
+        newVersion: this.storedVersion + 1,
+        deleteQueue: true,
+        settings: this.settings,
+        itemCount: 0,
+        priorities: {},
+        deletes: [],
+        inserts: [],
+        lock: undefined,
+        delayed: NO_DELAYED,
+        delayedInserts: [],
+        delayedDeleteThrough: null,
+        dedupInserts: [],
+      };
     }
     if (this.writes.isEmpty) return undefined;
     const priorities: Record<string, PriorityMetadata> = {};
@@ -490,6 +613,10 @@ export class QueueCore {
       deletes: this.writes.deleteRows(),
       inserts: this.writes.insertRows(),
       lock: this.writes.lock,
+      delayed: this.writes.delayedChanged ? { count: this.delayedItems, nextDueAt: this.nextDue, nextSeq: this.delayedSeq } : null,
+      delayedInserts: this.writes.delayedInserts,
+      delayedDeleteThrough: this.writes.delayedDeleteThrough,
+      dedupInserts: this.writes.dedupInserts,
     };
   }
 
@@ -508,6 +635,9 @@ export class QueueCore {
     this.rowsOfOffloaded.clear();
     this.pushed.clear();
     this.headTouched.clear();
+    this.dueFetch = undefined;
+    this.movedDue = false;
+    this.dedupLive.clear();
     for (const priority of [...this.cache.keys()]) this.evictOutsideWindow(priority);
   }
 
@@ -516,6 +646,36 @@ export class QueueCore {
 
   private touch(): void {
     this.writes.metadataChanged = true;
+  }
+
+  /** Appends one item at the tail of its priority; a full tail segment gets a successor. */
+  private append(priority: number, json: string): void {
+    const meta = this.priorities.get(priority) ?? this.addPriority(priority);
+    if (meta.next_position >= this.settings.segmentSize) {
+      meta.tail_segment += 1;
+      meta.next_position = 0;
+      // A new segment number: nothing is stored under it.
+      this.cacheSegment(priority, meta.tail_segment, []);
+    }
+    const entry: SegmentEntry = { position: meta.next_position, json };
+    meta.next_position += 1;
+    meta.count += 1;
+    this.writes.insert(priority, meta.tail_segment, [entry]);
+    const cached = this.cached(priority, meta.tail_segment);
+    if (cached) {
+      cached.entries.push(entry);
+      this.cachedItems += 1;
+    }
+    this.pushed.add(priority);
+  }
+
+  /** Puts an item aside until `dueAt`, after every delayed item pushed before it that is due at the same time. */
+  private addDelayed(dueAt: number, priority: number, json: string): void {
+    this.writes.delayedInserts.push({ dueAt, seq: this.delayedSeq, priority, json });
+    this.delayedSeq += 1;
+    this.delayedItems += 1;
+    this.writes.delayedChanged = true;
+    if (this.nextDue === null || dueAt < this.nextDue) this.nextDue = dueAt;
   }
 
   private setLock(lock: LockState | null): void {

@@ -55,12 +55,57 @@ export interface LockState {
   readonly expiresAt: number;
 }
 
+/**
+ * What a queue's row records of its delayed items (the items themselves are not in memory).
+ * Invariant: `nextDueAt` is null exactly when `count` is 0.
+ */
+export interface DelayedSummary {
+  /** Delayed items not yet due, or due and not yet moved to their priority. */
+  readonly count: number;
+  /** Due time (epoch ms) of the earliest delayed item; null when there is none. */
+  readonly nextDueAt: number | null;
+  /** Sequence number the next delayed item gets: items due at the same time keep their push order. */
+  readonly nextSeq: number;
+}
+
+/** The empty summary: a queue with no delayed item. */
+export const NO_DELAYED: DelayedSummary = { count: 0, nextDueAt: null, nextSeq: 0 };
+
+/** A delayed item: stored apart from the segments, ordered by `(dueAt, seq)`, until it is due. */
+export interface DelayedItem {
+  /** Epoch ms. */
+  readonly dueAt: number;
+  readonly seq: number;
+  readonly priority: number;
+  readonly json: string;
+}
+
+/** What the runner found for {@link MissingDueItems}: the due items, in `(dueAt, seq)` order. */
+export interface DueFetch {
+  /** At most the limit asked for; all due at the `now` asked for. */
+  readonly items: readonly DelayedItem[];
+  /** Due time of the first stored delayed item after `items` (due or not); null when there is none. */
+  readonly nextDueAt: number | null;
+}
+
+/** An item to push: its priority and JSON text, optionally a delay and a deduplication id. */
+export interface NewItem {
+  readonly priority: number;
+  readonly json: string;
+  /** Milliseconds until the item becomes visible; 0 or absent: at once. */
+  readonly delayMs?: number;
+  /** Pushes with a dedup id accepted within the window are skipped. */
+  readonly dedupId?: string;
+}
+
 /** A queue as stored: what activating its actor reads. */
 export interface QueueRecord {
   readonly version: number;
   readonly settings: QueueSettings;
   readonly priorities: Readonly<Record<string, PriorityMetadata>>;
   readonly lock: LockState | null;
+  /** Absent: no delayed item. */
+  readonly delayed?: DelayedSummary;
 }
 
 /**
@@ -93,6 +138,34 @@ export class MissingSegments extends Error {
   }
 }
 
+/**
+ * Thrown at the start of a turn when the queue's earliest delayed item is due and the core does
+ * not hold the due items. Thrown before anything changed: the runner reads up to `limit` items
+ * due at `now` (and the due time of the one after them), hands them over with
+ * `provideDueItems`, and runs the same call again.
+ */
+export class MissingDueItems extends Error {
+  constructor(
+    readonly now: number,
+    readonly limit: number,
+  ) {
+    super(`delayed items due at ${now} needed`);
+    this.name = 'MissingDueItems';
+  }
+}
+
+/**
+ * Thrown by a push carrying deduplication ids the core has not checked this turn. Thrown before
+ * anything changed: the runner reads which of `ids` are live (accepted within the window),
+ * hands them over with `provideDedupIds`, and runs the same call again.
+ */
+export class MissingDedupIds extends Error {
+  constructor(readonly ids: readonly string[]) {
+    super(`deduplication ids needed: ${ids.length}`);
+    this.name = 'MissingDedupIds';
+  }
+}
+
 /** Why a lock operation (acknowledge, extend, release) was refused, in the contract's order. */
 export type LockProblem = 'LOCK_NOT_FOUND' | 'LOCK_EXPIRED' | 'INVALID_LOCK_ID';
 
@@ -117,4 +190,15 @@ export interface TurnWrite {
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
   readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
+  /** The queue row's summary of its delayed items after the turn; null when the turn left them as they were. */
+  readonly delayed: DelayedSummary | null;
+  /** Delayed items pushed by the turn. */
+  readonly delayedInserts: readonly DelayedItem[];
+  /**
+   * Stored delayed items up to and including this `(dueAt, seq)` are deleted: the turn moved
+   * them to their priorities (always a prefix in that order). Null: none.
+   */
+  readonly delayedDeleteThrough: { readonly dueAt: number; readonly seq: number } | null;
+  /** Deduplication ids accepted by the turn, remembered until `expiresAt` (epoch ms; an expired row of the same id is replaced). */
+  readonly dedupInserts: readonly { readonly dedupId: string; readonly expiresAt: number }[];
 }

@@ -1,4 +1,4 @@
-import type { LockState, SegmentEntry } from './types.js';
+import type { DelayedItem, LockState, SegmentEntry } from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -25,6 +25,14 @@ export class WriteSet {
   lock: { op: 'upsert'; lock: LockState } | { op: 'delete' } | undefined;
   /** Offloaded segments to delete from the offload store once the turn has committed. */
   readonly storeDeletes: { priority: number; segment: number }[] = [];
+  /** Delayed items pushed this turn (never due in the turn that pushed them: a delay is at least a second). */
+  readonly delayedInserts: DelayedItem[] = [];
+  /** Stored delayed items through this `(dueAt, seq)` moved to their priorities this turn. */
+  delayedDeleteThrough: { dueAt: number; seq: number } | null = null;
+  /** Deduplication ids accepted this turn. */
+  readonly dedupInserts: { dedupId: string; expiresAt: number }[] = [];
+  /** The queue row's delayed-item columns change (items put aside or moved, or the earliest due time). */
+  delayedChanged = false;
   metadataChanged = false;
 
   insert(priority: number, segment: number, entries: readonly SegmentEntry[]): void {
@@ -59,7 +67,15 @@ export class WriteSet {
 
   /** Whether the turn changed anything that must be written. */
   get isEmpty(): boolean {
-    return !this.metadataChanged && this.lock === undefined && this.inserts.size === 0 && this.deletes.size === 0;
+    return (
+      !this.metadataChanged &&
+      this.lock === undefined &&
+      this.inserts.size === 0 &&
+      this.deletes.size === 0 &&
+      this.delayedInserts.length === 0 &&
+      this.delayedDeleteThrough === null &&
+      this.dedupInserts.length === 0
+    );
   }
 
   deleteRows(): { priority: number; segment: number; from: number; through: number }[] {

@@ -1,7 +1,13 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOmittable } from '../../common/validation.js';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+
+/** Longest delay a push may ask for, in seconds. */
+export const MAX_DELAY_SECONDS = 900;
+
+/** A deduplication id: 1-128 characters of the queue id alphabet. */
+export const DEDUP_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export class PushItemDto {
   /**
@@ -23,10 +29,41 @@ export class PushItemDto {
   @IsInt()
   @Min(0)
   priority?: number = 0;
+
+  /**
+   * Seconds before the item becomes visible, 0 (at once, the default) to 900. Until then it is
+   * not popped and not counted in `count` (`GET /queue/{queue_id}` shows it under `delayed`);
+   * when it is due it joins the tail of its priority, due items in due-time order, ties in push
+   * order.
+   * @example 30
+   */
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: MAX_DELAY_SECONDS })
+  @IsOmittable()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_DELAY_SECONDS)
+  delay_seconds?: number;
+
+  /**
+   * Deduplication id, 1-128 characters of A-Z a-z 0-9 . _ : @ -. A push whose `dedup_id` was
+   * accepted on the same queue within `DEDUP_WINDOW_SECONDS` (default 300) enqueues nothing and
+   * answers `duplicate: true`; the window runs from the first accepted push and holds across
+   * restarts and processes.
+   * @example "order-1001-created"
+   */
+  @ApiPropertyOptional({ pattern: DEDUP_ID_PATTERN.source, minLength: 1, maxLength: 128 })
+  @IsOmittable()
+  @IsString()
+  @Matches(DEDUP_ID_PATTERN, { message: 'dedup_id must be 1-128 characters of A-Z a-z 0-9 . _ : @ -' })
+  dedup_id?: string;
 }
 
 export class PushBatchDto {
-  /** 1 to 1000 entries, pushed all or nothing, in this order. */
+  /**
+   * 1 to 1000 entries, pushed all or nothing, in this order. An entry whose `dedup_id` is a
+   * duplicate (of an earlier push, or of an earlier entry of this batch) is skipped and counted
+   * in `duplicates`.
+   */
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(1000)

@@ -5,14 +5,31 @@ export class PushResponseDto {
   success: boolean;
   /** @example "Item pushed to queue orders at priority 0" */
   message: string;
+  /**
+   * Only when the push carried a `dedup_id`: true when that id was accepted on this queue within
+   * `DEDUP_WINDOW_SECONDS`, so nothing was pushed; false when the item was pushed.
+   * @example false
+   */
+  duplicate?: boolean;
 }
 
 /** Answer to a batch push. */
 export class PushBatchResponseDto {
   success: boolean;
-  /** Items pushed. */
+  /**
+   * Items pushed (delayed ones included).
+   * @example 2
+   */
   @ApiProperty({ type: 'integer' })
   count: number;
+  /**
+   * Entries skipped because their `dedup_id` was a duplicate: accepted on this queue within
+   * `DEDUP_WINDOW_SECONDS`, or by an earlier entry of the same batch.
+   * @example 0
+   */
+  @ApiProperty({ type: 'integer' })
+  duplicates: number;
+  /** @example "2 item(s) pushed to queue orders" */
   message: string;
 }
 
@@ -85,6 +102,12 @@ export class QueueInfoDto {
   priorities: Record<string, PriorityInfoDto>;
   config: QueueConfigDto;
   lock: LockInfoDto | null;
+  /**
+   * Items pushed with `delay_seconds` that are not visible yet (not in `count`, not popped).
+   * @example 0
+   */
+  @ApiProperty({ type: 'integer' })
+  delayed: number;
 }
 
 export class QueueSummaryDto {

@@ -10,6 +10,10 @@ export class QueueStats {
   itemsPopped = 0;
   itemsAcknowledged = 0;
   lockExpirations = 0;
+  /** Delayed items that came due and joined their priorities. */
+  delayedItemsDue = 0;
+  /** Pushed items skipped because their dedup id was accepted within the window. */
+  duplicatesSkipped = 0;
   /** Items put back at the front of their queue, by reason. */
   readonly itemsRedelivered = { expired: 0, released: 0 };
 }

@@ -9,9 +9,10 @@ import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.j
 import type { StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
-import { MissingSegments, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
+import { MissingDedupIds, MissingDueItems, MissingSegments, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
+import { QueueStats } from './queue-stats.js';
 
 /**
  * One operation on a queue, run inside the queue's turn against its core. `apply` may throw
@@ -25,6 +26,11 @@ export interface TurnOp<T> {
   readonly weight?: number;
   /** Nothing after this operation runs in the same turn (deleting the queue). */
   readonly endsTurn?: boolean;
+  /**
+   * Deduplication ids the operation will ask the core about: the runner has them checked for
+   * all the operations of a turn with one read, before the first of them runs.
+   */
+  readonly dedupIds?: readonly string[];
 }
 
 /**
@@ -54,7 +60,10 @@ interface SegmentId {
 interface Prepared {
   core: QueueCore;
   write: TurnWrite | undefined;
-  results: Settled[];
+  /** Undefined: the operations did not run (a turn of its own for a backlog of due delayed items). */
+  results: Settled[] | undefined;
+  /** Delayed items that came due and joined their priorities in this turn. */
+  dueMoved: number;
   afterCommit: (() => void)[];
   offloaded: OffloadMove[];
   loaded: SegmentRef[];
@@ -84,6 +93,11 @@ const OPTIMISTIC_ATTEMPTS = 2;
 const MAX_ATTEMPTS = 8;
 /** Rounds of segment fetches one core call may ask for (each round brings everything it asked for). */
 const MAX_FETCH_ROUNDS = 50;
+/**
+ * Turns of their own a backlog of due delayed items may take before the waiting operations
+ * run anyway (each turn moves up to MAX_DUE_PER_TURN items).
+ */
+const MAX_BACKLOG_TURNS = 100;
 /** Attempts at deleting unused copies from a store outside the database within one turn. */
 const CLEAN_UP_ATTEMPTS = 3;
 /** Unused copies remembered for later turns at most (beyond it they are logged and left). */
@@ -116,6 +130,17 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * called inside a transaction: under the row lock, segments to load are read first (the
  * transaction is rolled back, the store read, the turn redone) and offloading waits for a
  * later turn.
+ *
+ * **Delayed items** due at the turn's `now` are moved to their priorities first, before the
+ * hooks and the operations: the core asks for them only when the queue row's earliest due time
+ * has passed (one read), and the move is part of the turn's write. If more are due than one
+ * turn moves, the turn writes only that and the operations wait for the next turn, so that
+ * nothing pushed later overtakes an item that was due.
+ *
+ * **Dedup ids** of all the turn's pushes are read with one query before the first operation
+ * runs, on the attempt's own session and never from an earlier attempt: a turn that lost the
+ * version check to another process's push of the same id reads that id again and answers
+ * `duplicate`. The accepted ids are written by the turn's statement.
  */
 @Injectable()
 export class TurnRunner {
@@ -136,6 +161,7 @@ export class TurnRunner {
     private readonly stats: OffloadStats,
     private readonly clock: Clock,
     private readonly events: QueueEvents,
+    private readonly queueStats: QueueStats,
   ) {}
 
   /** Adds a hook run at the start of every turn. */
@@ -179,18 +205,20 @@ export class TurnRunner {
   }
 
   private async turn(queueId: string, batch: Pending[]): Promise<void> {
-    const started = performance.now();
+    let started = performance.now();
     const prefetched = new Map<string, SegmentFetch>();
     let current: StoredQueue | null | undefined;
+    let backlogTurns = 0;
     for (let attempt = 0; ; attempt++) {
       const locked = attempt >= OPTIMISTIC_ATTEMPTS;
       const known = current;
       current = undefined;
+      const runOps = backlogTurns >= MAX_BACKLOG_TURNS;
       let prepared: Prepared;
       try {
         prepared = locked
-          ? await this.uow.transaction((session) => this.attempt(queueId, batch, session, prefetched))
-          : await this.attempt(queueId, batch, undefined, prefetched, known);
+          ? await this.uow.transaction((session) => this.attempt(queueId, batch, session, prefetched, undefined, runOps))
+          : await this.attempt(queueId, batch, undefined, prefetched, known, runOps);
       } catch (error) {
         this.registry.deactivate(queueId);
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof VersionConflict) {
@@ -205,6 +233,16 @@ export class TurnRunner {
         for (const pending of batch) pending.reject(error);
         return;
       }
+      if (!prepared.results) {
+        // A backlog of due delayed items took this turn: the operations wait for the next one,
+        // so nothing they push overtakes an item that was due before them.
+        this.observer?.turnFinished((performance.now() - started) / 1000, true, 0);
+        await this.committed(queueId, [], prepared);
+        backlogTurns += 1;
+        attempt = -1;
+        started = performance.now();
+        continue;
+      }
       this.observer?.turnFinished((performance.now() - started) / 1000, true, batch.length);
       await this.committed(queueId, batch, prepared);
       return;
@@ -215,7 +253,14 @@ export class TurnRunner {
    * One attempt at the turn: everything up to and including the write (see the class doc).
    * @param transaction - the transaction holding the queue's row lock, or undefined (optimistic, on the pool)
    */
-  private async attempt(queueId: string, batch: Pending[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, known?: StoredQueue | null): Promise<Prepared> {
+  private async attempt(
+    queueId: string,
+    batch: Pending[],
+    transaction: DbSession | undefined,
+    prefetched: Map<string, SegmentFetch>,
+    known: StoredQueue | null | undefined,
+    runOpsInBacklog: boolean,
+  ): Promise<Prepared> {
     const locked = transaction !== undefined;
     const session = transaction ?? this.uow.autocommit;
     let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
@@ -225,6 +270,7 @@ export class TurnRunner {
       core = stored ? QueueCore.fromRecord(stored) : QueueCore.absent(this.config.queueDefaults);
     }
     const actor = core;
+    const now = this.clock.now();
     let fetched = false;
     const loaded: SegmentRef[] = [];
     const run = async <T>(fn: () => T): Promise<T> => {
@@ -232,26 +278,38 @@ export class TurnRunner {
         try {
           return fn();
         } catch (error) {
-          if (!(error instanceof MissingSegments) || round >= MAX_FETCH_ROUNDS) throw error;
+          if (round >= MAX_FETCH_ROUNDS) throw error;
+          if (error instanceof MissingSegments) await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
+          else if (error instanceof MissingDueItems) actor.provideDueItems(await this.segments.loadDueItems(queueId, error.now, error.limit, session));
+          // Never carried over from an earlier attempt: a loser of a race must see the winner's ids.
+          else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.segments.liveDedupIds(queueId, error.ids, now, session));
+          else throw error;
           fetched = true;
-          await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
         }
       }
     };
 
-    const now = this.clock.now();
     const afterCommit: (() => void)[] = [];
+    // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
+    const dueMoved = (await run(() => actor.moveDueItems(now))) ?? 0;
     for (const hook of this.hooks) {
       const after = await run(() => hook(queueId, actor, now));
       if (after) afterCommit.push(after);
     }
-    const results: Settled[] = [];
-    for (const pending of batch) {
-      try {
-        results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
-      } catch (error) {
-        if (!(error instanceof PushpopError)) throw error;
-        results.push({ ok: false, error });
+    let results: Settled[] | undefined;
+    if (!actor.hasDueItems(now) || runOpsInBacklog) {
+      results = [];
+      if (batch.some((p) => p.op.dedupIds)) {
+        const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
+        await run(() => actor.checkDedupIds(dedupIds));
+      }
+      for (const pending of batch) {
+        try {
+          results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
+        } catch (error) {
+          if (!(error instanceof PushpopError)) throw error;
+          results.push({ ok: false, error });
+        }
       }
     }
     await run(() => actor.loadBack());
@@ -281,21 +339,27 @@ export class TurnRunner {
       const stored = (await this.segments.loadQueue(queueId, session)) ?? null;
       if ((stored?.version ?? null) !== actor.version) throw new VersionConflict(stored);
     }
-    return { core: actor, write, results, afterCommit, offloaded, loaded, failedSaves };
+    return { core: actor, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
-  private async committed(queueId: string, batch: Pending[], { core, write, results, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+  private async committed(queueId: string, batch: Pending[], { core, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
     const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
     else this.registry.deactivate(queueId);
-    results.forEach((settled, i) => (settled.ok ? batch[i].resolve(settled.value) : batch[i].reject(settled.error)));
+    results?.forEach((settled, i) => (settled.ok ? batch[i].resolve(settled.value) : batch[i].reject(settled.error)));
     for (const after of afterCommit) after();
+    if (dueMoved > 0) {
+      this.queueStats.delayedItemsDue += dueMoved;
+      this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
+    }
     this.stats.segmentsOffloaded += offloaded.length;
     this.stats.segmentsLoaded += loaded.length;
     for (const m of offloaded) this.logger.log(`Offloaded segment ${m.segment} for priority ${m.priority} to state store (actor ${queueId})`);
     for (const r of loaded) this.logger.log(`Loaded segment ${r.segment} for priority ${r.priority} from state store (actor ${queueId})`);
+    // Wakes long polls on the queue: after pushes, returned items, and delayed items that came due
+    // (also when the delay sweep's turn moved them, with no request on the queue).
     if (write && core.count > 0) this.events.notify(queueId);
     // Inside the turn: a later turn of this queue must not save under a key before this delete ran.
     if (unused.length > 0 || this.leftovers.has(queueId)) await this.cleanUp(queueId, core, unused);

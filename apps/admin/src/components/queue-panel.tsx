@@ -125,8 +125,14 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
       <div className="stats">
         <div className="stat">
           <span className="stat-label">Waiting</span>
-          <span className="stat-value" data-testid="queue-count">
-            {info === undefined ? '–' : count(info?.count ?? 0)}
+          <span className="stat-value">
+            <span data-testid="queue-count">{info === undefined ? '–' : count(info?.count ?? 0)}</span>
+            {info && info.delayed > 0 && (
+              <span className="stat-sub" data-testid="queue-delayed" title="Pushed with delay_seconds: not visible until due">
+                {' '}
+                · {count(info.delayed)} delayed
+              </span>
+            )}
           </span>
         </div>
         <div className={`stat${info?.lock ? ' stat-lock' : ''}`}>
@@ -163,7 +169,12 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
           ))}
         </section>
       )}
-      {info && priorities.length === 0 && <p className="notice">The queue is empty{info.lock ? ': its items are held by the lock' : ''}.</p>}
+      {info && priorities.length === 0 && (
+        <p className="notice">
+          The queue is empty{info.lock ? ': its items are held by the lock' : ''}
+          {info.delayed > 0 ? `${info.lock ? ';' : ':'} ${plural(info.delayed, 'delayed item')} will join it when due` : ''}.
+        </p>
+      )}
 
       <div className="columns">
         <div className="column">

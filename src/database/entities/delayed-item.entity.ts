@@ -1,0 +1,26 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/**
+ * An item pushed with a delay, kept apart from the segments until it is due: then a turn of its
+ * queue moves it to the tail of its priority (deleting this row in the same statement). The
+ * primary key orders a queue's delayed items by due time, ties by push order (`seq` counts per
+ * queue, `queues.delayed_seq`), so a turn reads its due items as one index range.
+ */
+@Entity('delayed_items')
+export class DelayedItemEntity {
+  @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
+  queueId: string;
+
+  @PrimaryColumn({ name: 'due_at', type: 'timestamptz' })
+  dueAt: Date;
+
+  @PrimaryColumn({ type: 'bigint' })
+  seq: string;
+
+  @Column({ type: 'integer' })
+  priority: number;
+
+  /** The item as JSON text, exactly as pushed (see `segment_items.item`). */
+  @Column({ type: 'text' })
+  item: string;
+}

@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { DedupRepository } from './dedup.repository.js';
+import { DedupSweeper } from './dedup-sweeper.js';
+
+/**
+ * Deduplication's housekeeping: the sweep of expired ids. (Whether a push is a duplicate is the
+ * queue core's decision, in the push's turn; the ids are written with the turn.)
+ */
+@Module({
+  providers: [DedupRepository, DedupSweeper],
+  exports: [DedupSweeper],
+})
+export class DedupModule {}
