@@ -22,6 +22,7 @@ const DEFAULTS = {
   MAX_BODY_BYTES: 1_048_576,
   ACTOR_IDLE_TIMEOUT_MS: 60_000,
   MAX_PENDING_PER_QUEUE: 1000,
+  MAX_WAITING_POLLS: 10_000,
   LOCK_SWEEP_INTERVAL_MS: 1000,
   DB_POOL_SIZE: 10,
   RATE_LIMIT_PER_SECOND: 0,
@@ -57,6 +58,7 @@ describe('parseEnvironment', () => {
       MAX_BODY_BYTES: '2048',
       ACTOR_IDLE_TIMEOUT_MS: '100',
       MAX_PENDING_PER_QUEUE: '7',
+      MAX_WAITING_POLLS: '0',
       LOCK_SWEEP_INTERVAL_MS: '50',
       DB_POOL_SIZE: '200',
     });
@@ -69,6 +71,7 @@ describe('parseEnvironment', () => {
       MAX_BODY_BYTES: 2048,
       ACTOR_IDLE_TIMEOUT_MS: 100,
       MAX_PENDING_PER_QUEUE: 7,
+      MAX_WAITING_POLLS: 0,
       LOCK_SWEEP_INTERVAL_MS: 50,
       DB_POOL_SIZE: 200,
     });
@@ -155,6 +158,9 @@ describe('parseEnvironment', () => {
     ['MAX_BODY_BYTES', '1023'],
     ['ACTOR_IDLE_TIMEOUT_MS', '99'],
     ['MAX_PENDING_PER_QUEUE', '0'],
+    ['MAX_WAITING_POLLS', '-1'],
+    ['MAX_WAITING_POLLS', '1000001'],
+    ['MAX_WAITING_POLLS', '10k'],
     ['LOCK_SWEEP_INTERVAL_MS', '49'],
     ['DB_POOL_SIZE', '0'],
     ['DB_POOL_SIZE', '201'],
