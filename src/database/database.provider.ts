@@ -1,7 +1,8 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { ClientConfig, PoolClient } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { buildDataSourceOptions } from './database.options.js';
+import { buildDataSourceOptions, connectionSettings } from './database.options.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 /** Any number; it only has to be the same for every pushpop process sharing a database. */
@@ -28,13 +29,30 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
   private opening?: Promise<void>;
   private opened = false;
   private readonly schema?: string;
+  /**
+   * Backend process ids of the pool's open connections: a notification sent by one of them
+   * comes from this process's own turn, which has woken its waiters already.
+   */
+  readonly poolBackends = new Set<number>();
 
   constructor(config: AppConfig) {
     const env = config.env;
     this.schema = env.DATABASE_SCHEMA;
     this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
     this.url = env.DATABASE_URL ?? this.embedded!.url;
-    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA));
+    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA, (client) => this.track(client)));
+  }
+
+  private track(client: PoolClient): void {
+    const pid = (client as PoolClient & { processID?: number | null }).processID;
+    if (typeof pid !== 'number') return;
+    this.poolBackends.add(pid);
+    client.once('end', () => this.poolBackends.delete(pid));
+  }
+
+  /** Settings of a connection of its own, outside the pool (the notification listener's), like the pool's. */
+  clientConfig(applicationName: string): ClientConfig {
+    return { connectionString: this.url, ...connectionSettings(this.schema), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 10_000 };
   }
 
   /** Whether the database answered and the schema is current. */
