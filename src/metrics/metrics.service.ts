@@ -1,11 +1,13 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DatabaseProvider } from '../database/database.provider.js';
+import { ItemNotifications } from '../database/item-notifications.js';
 import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
 import { QueueEvents } from '../queue/queue-events.js';
 import { ActorRegistry } from '../queue/runtime/actor-registry.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
+import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
@@ -45,6 +47,8 @@ export class MetricsService implements OnModuleInit {
     private readonly offloadStats: OffloadStats,
     private readonly store: OffloadStore,
     private readonly db: DatabaseProvider,
+    private readonly wakeUps: QueueWakeUps,
+    private readonly notifications: ItemNotifications,
   ) {}
 
   onModuleInit(): void {
@@ -84,6 +88,9 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
     fromStats(METRICS.segmentLoadFailures, () => stats.loadFailures);
+    fromStats(METRICS.longPollWakeUps, () => events.wakeUps);
+    fromStats(METRICS.longPollsRefused, () => events.refused);
+    fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
     const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
     stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
@@ -99,6 +106,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
     gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
+    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
     gauge(METRICS.offloadedSegments, () => this.countOffloaded());
   }
 

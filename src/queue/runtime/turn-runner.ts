@@ -296,7 +296,8 @@ export class TurnRunner {
     this.stats.segmentsLoaded += loaded.length;
     for (const m of offloaded) this.logger.log(`Offloaded segment ${m.segment} for priority ${m.priority} to state store (actor ${queueId})`);
     for (const r of loaded) this.logger.log(`Loaded segment ${r.segment} for priority ${r.priority} from state store (actor ${queueId})`);
-    if (write && core.count > 0) this.events.notify(queueId);
+    // Long polls of this process waiting on the queue take what the turn left (others learn of it by notification).
+    if (write && core.count > 0) this.events.wake(queueId, core.count, 'local');
     // Inside the turn: a later turn of this queue must not save under a key before this delete ran.
     if (unused.length > 0 || this.leftovers.has(queueId)) await this.cleanUp(queueId, core, unused);
   }
