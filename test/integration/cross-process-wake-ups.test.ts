@@ -169,7 +169,8 @@ describe('cross-process wake-ups after the database restarted', () => {
   beforeAll(async () => {
     await database.start();
     A = await startService({ env: { DATABASE_URL: database.url } });
-    B = await startService({ env: { DATABASE_URL: database.url, DB_POOL_SIZE: '4' } });
+    // On TEST_DATABASE_URL each service would get a schema of its own: B takes A's.
+    B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
   }, 120_000);
 
   afterAll(async () => {
