@@ -1,4 +1,3 @@
-import type { PoolClient } from 'pg';
 import type { DataSourceOptions } from 'typeorm';
 import { QueueEntity } from './entities/queue.entity.js';
 import { SegmentItemEntity } from './entities/segment-item.entity.js';
@@ -7,13 +6,12 @@ import { InitialSchema1764100000000 } from './migrations/1764100000000-initial-s
 import { AckLocks1764100000001 } from './migrations/1764100000001-ack-locks.js';
 import { OffloadedSegments1764100000002 } from './migrations/1764100000002-offloaded-segments.js';
 import { TurnStatement1764100000003 } from './migrations/1764100000003-turn-statement.js';
-import { ItemNotifications1764200000000 } from './migrations/1764200000000-item-notifications.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
 
 /** Every entity of the service, for the one options builder below. */
 export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity];
 /** Committed migrations, in order. `synchronize` is never used. */
-export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, ItemNotifications1764200000000];
+export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */
 export function connectionSettings(schema?: string): { application_name: string; options?: string } {
@@ -24,11 +22,8 @@ export function connectionSettings(schema?: string): { application_name: string;
   };
 }
 
-/**
- * The one place TypeORM options are built, for the service, the CLI data source and the tests.
- * `onConnect` is called with every new connection of the pool (before its first statement).
- */
-export function buildDataSourceOptions(url: string, poolSize = 10, schema?: string, onConnect?: (client: PoolClient) => void): DataSourceOptions {
+/** The one place TypeORM options are built, for the service, the CLI data source and the tests. */
+export function buildDataSourceOptions(url: string, poolSize = 10, schema?: string): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -45,7 +40,6 @@ export function buildDataSourceOptions(url: string, poolSize = 10, schema?: stri
       // A statement stuck for this long means the store is unwell; fail it rather than pile up.
       statement_timeout: 30_000,
       ...connectionSettings(schema),
-      ...(onConnect ? { onConnect } : {}),
     },
   };
 }

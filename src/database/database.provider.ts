@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import type { ClientConfig, PoolClient } from 'pg';
+import type { ClientConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
 import { buildDataSourceOptions, connectionSettings } from './database.options.js';
@@ -29,25 +29,13 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
   private opening?: Promise<void>;
   private opened = false;
   private readonly schema?: string;
-  /**
-   * Backend process ids of the pool's open connections: a notification sent by one of them
-   * comes from this process's own turn, which has woken its waiters already.
-   */
-  readonly poolBackends = new Set<number>();
 
   constructor(config: AppConfig) {
     const env = config.env;
     this.schema = env.DATABASE_SCHEMA;
     this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
     this.url = env.DATABASE_URL ?? this.embedded!.url;
-    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA, (client) => this.track(client)));
-  }
-
-  private track(client: PoolClient): void {
-    const pid = (client as PoolClient & { processID?: number | null }).processID;
-    if (typeof pid !== 'number') return;
-    this.poolBackends.add(pid);
-    client.once('end', () => this.poolBackends.delete(pid));
+    this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA));
   }
 
   /** Settings of a connection of its own, outside the pool (the notification listener's), like the pool's. */

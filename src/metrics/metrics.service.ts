@@ -91,6 +91,7 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.longPollWakeUps, () => events.wakeUps);
     fromStats(METRICS.longPollsRefused, () => events.refused);
     fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
+    fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
     const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
     stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {

@@ -125,6 +125,20 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     expect((await Promise.all(polls)).reduce((n, a) => n + a.body.count, 0)).toBe(4);
   });
 
+  it('only a write that makes a queue go from no items to some notifies the other processes', async () => {
+    const q = uniqueQueueId('transition');
+    const notifications = B.app.get(ItemNotifications);
+    const before = notifications.sent;
+    for (const n of [1, 2, 3]) await push(B, q, { n });
+    expect(await until(() => notifications.sent > before, 5000)).toBe(true);
+    await sleep(100);
+    expect(notifications.sent - before, 'three pushes, one transition').toBe(1);
+    const drained = await fetch(`${B.url}/queue/${q}/pop?depth=10`, { method: 'POST' });
+    expect(((await drained.json()) as Polled['body']).count).toBe(3);
+    await push(B, q, { n: 4 });
+    expect(await until(() => notifications.sent - before === 2, 5000), 'empty again, then pushed').toBe(true);
+  });
+
   it('without notifications the re-check finds the item (the fallback)', async () => {
     const notifications = A.app.get(ItemNotifications);
     await notifications.stop();
