@@ -81,16 +81,22 @@ describe('QueueEvents', () => {
     expect(e.waitingQueues().sort()).toEqual(['a', 'c']);
   });
 
-  it('counts registered polls and forgets closed ones', () => {
+  it('counts registered polls and those waiting, and forgets closed ones', async () => {
     const e = events();
     const a = e.register('q')!;
     const b = e.register('q')!;
-    expect(e.waiting).toBe(2);
-    a.close();
-    a.close();
+    expect(e.registeredPolls).toBe(2);
+    expect(e.waiting, 'both in their first turn').toBe(0);
+    const waitA = parked(a);
     expect(e.waiting).toBe(1);
-    b.close();
+    a.close();
+    a.close();
+    await flush();
+    expect(waitA.ended()).toBe('closed');
+    expect(e.registeredPolls).toBe(1);
     expect(e.waiting).toBe(0);
+    b.close();
+    expect(e.registeredPolls).toBe(0);
     expect(e.waitingQueues()).toEqual([]);
     expect(e.wake('q', 1, 'local')).toBe(0);
   });
@@ -104,6 +110,19 @@ describe('QueueEvents', () => {
     expect(e.refused).toBe(2);
     a.close();
     expect(e.register('c')).toBeDefined();
+  });
+
+  it('a poll whose client went away stops waiting, and waits no more', async () => {
+    const e = events();
+    const gone = new AbortController();
+    const poll = e.register('q', gone.signal)!;
+    const w = parked(poll);
+    gone.abort();
+    await flush();
+    expect(w.ended()).toBe('closed');
+    expect(e.waiting).toBe(0);
+    expect(await poll.wait(10_000)).toBe('closed');
+    expect(e.wake('q', 1, 'local')).toBe(0);
   });
 
   it('MAX_WAITING_POLLS=0 turns long polling off', () => {

@@ -27,19 +27,25 @@ class Poll implements LongPoll {
   private timer?: NodeJS.Timeout;
   private resolve?: (end: WaitEnd) => void;
 
+  private readonly onAbort = (): void => this.end('closed');
+
   constructor(
     private readonly events: QueueEvents,
     readonly queueId: string,
-  ) {}
+    private readonly signal?: AbortSignal,
+  ) {
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
 
   wait(ms: number): Promise<WaitEnd> {
-    if (this.state === 'closed' || this.events.closed) return Promise.resolve('closed');
+    if (this.state === 'closed' || this.events.closed || this.signal?.aborted) return Promise.resolve('closed');
     if (this.pending) {
       this.events.countWakeUp(this.pending);
       this.pending = undefined;
       return Promise.resolve('woken');
     }
     this.state = 'waiting';
+    this.events.parked += 1;
     return new Promise((resolve) => {
       this.resolve = resolve;
       this.timer = setTimeout(() => this.end('timeout'), Math.max(0, ms));
@@ -51,6 +57,7 @@ class Poll implements LongPoll {
     if (this.state !== 'waiting') return;
     clearTimeout(this.timer);
     this.state = 'turn';
+    this.events.parked -= 1;
     const resolve = this.resolve!;
     this.resolve = undefined;
     resolve(how);
@@ -58,6 +65,7 @@ class Poll implements LongPoll {
 
   close(): void {
     if (this.state === 'closed') return;
+    this.signal?.removeEventListener('abort', this.onAbort);
     this.end('closed');
     this.state = 'closed';
     this.events.remove(this);
@@ -85,6 +93,8 @@ export class QueueEvents implements OnModuleDestroy {
   /** Per queue, its polls in registration order (the longest waiting first). */
   private readonly polls = new Map<string, Set<Poll>>();
   private registered = 0;
+  /** Polls parked in their wait now (not in a turn). */
+  parked = 0;
   /** Set at shutdown: long polls answer at once instead of waiting. */
   closed = false;
   /** Polls woken, by cause. */
@@ -97,15 +107,15 @@ export class QueueEvents implements OnModuleDestroy {
   /**
    * Registers a long poll on a queue, before its first turn. Undefined when the process is
    * shutting down, or already holds `MAX_WAITING_POLLS` long polls (counted in {@link refused}):
-   * the pop then answers at once.
+   * the pop then answers at once. `signal` (the client went away) ends its wait for good.
    */
-  register(queueId: string): LongPoll | undefined {
+  register(queueId: string, signal?: AbortSignal): LongPoll | undefined {
     if (this.closed) return undefined;
     if (this.registered >= this.config.env.MAX_WAITING_POLLS) {
       this.refused += 1;
       return undefined;
     }
-    const poll = new Poll(this, queueId);
+    const poll = new Poll(this, queueId, signal);
     let set = this.polls.get(queueId);
     if (!set) this.polls.set(queueId, (set = new Set()));
     set.add(poll);
@@ -148,8 +158,13 @@ export class QueueEvents implements OnModuleDestroy {
     return ids;
   }
 
-  /** Long polls registered now (waiting, or in a turn between waits). */
+  /** Long polls waiting now (parked between their turns). */
   get waiting(): number {
+    return this.parked;
+  }
+
+  /** Long polls registered now (waiting, or in a turn), what `MAX_WAITING_POLLS` bounds. */
+  get registeredPolls(): number {
     return this.registered;
   }
 

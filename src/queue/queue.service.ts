@@ -96,9 +96,10 @@ export class QueueService {
    * turn and costs nothing; woken (items arrived), it tries again in an ordinary turn. At the
    * end of its wait, or at shutdown, it answers empty without another turn: nothing woke it, so
    * nothing arrived that this process knows of. Past `MAX_WAITING_POLLS` it answers at once.
+   * A long poll whose client went away (`clientGone`) stops waiting, and takes nothing more.
    */
-  async pop(queueId: string, options: PopOptions): Promise<PopResponseDto> {
-    const poll = options.waitSeconds > 0 ? this.events.register(queueId) : undefined;
+  async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
+    const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = Date.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = newLockId();
     try {

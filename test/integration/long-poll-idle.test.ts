@@ -99,6 +99,18 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect(await until(() => notifications.listening, 10_000)).toBe(true);
   });
 
+  it('a long poll whose client went away stops waiting, and takes nothing pushed afterwards', async () => {
+    const q = uniqueQueueId('gone');
+    const client = new AbortController();
+    const poll = fetch(`${svc.url}/queue/${q}/pop?wait_seconds=10`, { method: 'POST', signal: client.signal }).catch(() => 'aborted');
+    expect(await until(() => events.waitingQueues().includes(q), 5000)).toBe(true);
+    client.abort();
+    expect(await poll).toBe('aborted');
+    expect(await until(() => events.waiting === 0 && events.registeredPolls === 0, 5000), 'the poll is gone').toBe(true);
+    await queues.push(q, { n: 1 }, 0);
+    expect(await queues.pop(q, waitFor(0))).toEqual({ items: [{ n: 1 }], count: 1 });
+  });
+
   it(`past MAX_WAITING_POLLS (${POLLS}) a long poll answers at once, counted; once one answered, polls wait again`, async () => {
     const { ids, answers } = await startPolls(POLLS, 10);
     const started = Date.now();
