@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import pg from 'pg';
+import { isConnectionFailure } from '../common/store-errors.js';
 import { DatabaseProvider } from './database.provider.js';
 
 /** Reconnection backoff: the first retry after this long, doubling up to the ceiling (each with jitter). */
@@ -135,10 +136,15 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
         this.sending = false;
         this.send();
       },
-      () => {
-        // The connection is going away ('error' follows): keep them for the next one.
-        for (const id of batch) this.unsent.add(id);
+      (error: unknown) => {
         this.sending = false;
+        if (this.client === client && this.listening && !isConnectionFailure(error)) {
+          // Not the connection: sending them again would fail again (the others' re-check finds them).
+          this.logger.warn(`Could not notify other processes of ${batch.length} queue(s): ${message(error)}`);
+        } else {
+          // The connection went away: they go on the next one.
+          for (const id of batch) this.unsent.add(id);
+        }
         this.send();
       },
     );
