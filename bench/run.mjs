@@ -1239,6 +1239,14 @@ function longPollRequest(url, queueId, pollAgent, onSent) {
  * polls again (counted), as a real one would.
  */
 async function scenarioLongPoll(target, roundNo) {
+  if (!target.longPollWarm) {
+    // Unmeasured: a fresh service opens its first thousands of polls slower (code not yet optimised by V8).
+    target.longPollWarm = true;
+    const warm = Array.from({ length: Math.min(2000, CONFIG.longPolls) }, (_, i) => `lp-warm-${i}-${Date.now().toString(36)}`);
+    await forEachLimit(warm, 200, async (id) => {
+      await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/pop?wait_seconds=1`, null, 30_000);
+    });
+  }
   for (const processes of CONFIG.longPollProcesses) {
     const name = `longpoll-${processes}p`;
     try {
@@ -1324,20 +1332,25 @@ async function longPollRun(target, roundNo, processes, name) {
       );
     }
     const deadline = Date.now() + 60_000;
+    const allSent = performance.now();
     while (parked < n) {
+      // A build whose polls go back to a turn every so often never shows them all waiting at once
+      // (BENCH_PUSHPOP_DIR with an older build): go on 5 s after the last poll was sent.
+      if (performance.now() - allSent > 5000 && parked >= n / 2) break;
       if (Date.now() > deadline) throw new Error(`only ${parked} of ${fmtNum(n)} long polls waiting after 60 s`);
       if (errors.length > 0) throw new Error(`long polls failed: ${errors[0]}`);
       await sleep(100);
     }
     sampling = false;
     await sampler;
+    const waitingAtStart = parked;
     const openSeconds = (performance.now() - opened) / 1000;
     const rssWaiting = rssKb(target.proc.pid);
     const openedAt = performance.now();
     // The window ends before the first poll's 20 s are up (its answer and the poll after it would be counted).
     const windowMs = Math.min(CONFIG.longPollIdleSeconds * 1000, firstSentAt + 20_000 - 1_500 - 1_500 - performance.now());
     if (windowMs < 1000) throw new Error(`opening ${fmtNum(n)} long polls took ${openSeconds.toFixed(1)} s: no time is left for an idle window before the first poll's 20 s are up (lower BENCH_LONGPOLL_POLLS)`);
-    progress(`    ${fmtNum(n)} polls waiting after ${openSeconds.toFixed(1)} s; idle for ${(windowMs / 1000).toFixed(1)} s (measured)${windowMs < CONFIG.longPollIdleSeconds * 1000 ? `, shortened: the first poll's 20 s end then` : ''} ...`);
+    progress(`    ${fmtNum(waitingAtStart)}${waitingAtStart < n ? ` (of ${fmtNum(n)} sent; the others in a turn)` : ''} polls waiting after ${openSeconds.toFixed(1)} s; idle for ${(windowMs / 1000).toFixed(1)} s (measured)${windowMs < CONFIG.longPollIdleSeconds * 1000 ? `, shortened: the first poll's 20 s end then` : ''} ...`);
 
     // PostgreSQL reports a backend's transactions up to 10 s late when it went idle less than a
     // second after its last report, so what the polls' first turns ran could land in the window.
@@ -1378,6 +1391,7 @@ async function longPollRun(target, roundNo, processes, name) {
     progress(`    idle: ${idle.transactions_per_s} transactions/s, service CPU ${idle.server_cpu_pct}% of a core, PostgreSQL CPU ${idle.postgres_cpu_pct ?? '-'}%; pushing one item to each queue, ${CONFIG.longPollInFlight} in flight${processes === 2 ? ' through the second process' : ''} ...`);
 
     const pushedAt = new Array(n).fill(null);
+    const cpu2 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
     const pushStarted = performance.now();
     await forEachLimit(ids, CONFIG.longPollInFlight, async (id, i) => {
       const { status, body } = await httpRequest(pusher.url, 'POST', `/queue/${encodeURIComponent(id)}/push`, `{"item":{"i":${i}}}`);
@@ -1385,6 +1399,9 @@ async function longPollRun(target, roundNo, processes, name) {
       pushedAt[i] = performance.now();
     });
     const pushSeconds = (performance.now() - pushStarted) / 1000;
+    const cpu3 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const busy = (a, b) => (a === null || b === null ? null : round((((b - a) / CLK_TCK) / pushSeconds) * 100, 1));
+    const pushCpu = { server_cpu_pct: busy(cpu2.server, cpu3.server), pusher_cpu_pct: busy(cpu2.pusher, cpu3.pusher), postgres_cpu_pct: busy(cpu2.postgres, cpu3.postgres) };
     giveUpAt = performance.now() + 30_000;
     await Promise.race([Promise.all(consumers), sleep(60_000)]);
     giveUpAt = 0;
@@ -1400,16 +1417,26 @@ async function longPollRun(target, roundNo, processes, name) {
       title: `long polls, ${processes === 2 ? 'pushes through a second process' : 'one process'}`,
       processes,
       polls: n,
+      waiting_at_start: waitingAtStart,
       open_seconds: round(openSeconds, 2),
       memory_per_poll_kb: rssBefore && rssWaiting ? round((rssWaiting - rssBefore) / n, 2) : null,
       idle,
       push_seconds: round(pushSeconds, 2),
+      push_cpu: pushCpu,
       pushes_per_s: Math.round(n / pushSeconds),
       received,
       repolls,
       wake_ups: { local: wake('local'), notification: wake('notification'), recheck: wake('recheck') },
       notifications_received: (wakeAfter.get('pushpop_notifications_total{direction="received"}') ?? 0) - (wakeBefore.get('pushpop_notifications_total{direction="received"}') ?? 0),
       latency_ms: latency,
+      // the median latency of each tenth of the queues, in push order: shows whether it grew as the pushes went on
+      latency_p50_ms_by_tenth: Array.from({ length: 10 }, (_, k) => {
+        const part = answeredAt.slice(Math.floor((k * n) / 10), Math.floor(((k + 1) * n) / 10)).map((a, j) => {
+          const i = Math.floor((k * n) / 10) + j;
+          return a === null || pushedAt[i] === null ? null : a - pushedAt[i];
+        });
+        return summarize(part.filter((x) => x !== null)).p50;
+      }),
       errors: errors.slice(0, 20),
       error_count: errors.length,
       cpu: {},
@@ -1418,7 +1445,7 @@ async function longPollRun(target, roundNo, processes, name) {
     const bad = [];
     if (received !== n) bad.push(`${n - received} of ${fmtNum(n)} consumers did not receive their item`);
     if (errors.length > 0) bad.push(`${errors.length} failed polls (${errors[0]})`);
-    if (idle.polls_answered > 0 || idle.repolls > 0 || idle.waiting_after !== n) bad.push(`the idle window was not idle (${idle.polls_answered} answered, ${idle.repolls} re-polls, ${idle.waiting_after} waiting at its end)`);
+    if (idle.polls_answered > 0 || idle.repolls > 0 || (waitingAtStart === n && idle.waiting_after !== n)) bad.push(`the idle window was not idle (${idle.polls_answered} answered, ${idle.repolls} re-polls, ${idle.waiting_after} waiting at its end)`);
     for (const b of bad) problems.push(`${target.name} ${name} round ${roundNo}: ${b}`);
     const misses = [];
     if (idle.transactions_per_s > 20) misses.push(`${idle.transactions_per_s} transactions/s > 20`);
