@@ -99,6 +99,24 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect(await until(() => notifications.listening, 10_000)).toBe(true);
   });
 
+  it('a long poll on a queue locked pending acknowledgement answers 423 at once, as any pop; once acknowledged it waits again', async () => {
+    const q = uniqueQueueId('locked');
+    await svc.http.post(`/queue/${q}/push`).send({ item: { n: 1 } });
+    const lock = await svc.http.post(`/queue/${q}/pop?require_ack=true&ttl_seconds=30`);
+    expect(lock.body.locked).toBe(true);
+    const started = Date.now();
+    const locked = await svc.http.post(`/queue/${q}/pop?wait_seconds=10`);
+    expect(locked.status).toBe(423);
+    expect(locked.body.error_code).toBe('QUEUE_LOCKED');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(events.registeredPolls).toBe(0);
+    await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: lock.body.lock_id as string });
+    const poll = svc.http.post(`/queue/${q}/pop?wait_seconds=10&require_ack=true`).then((res) => res.body as { items: unknown[]; locked: boolean });
+    expect(await until(() => events.waitingQueues().includes(q), 5000)).toBe(true);
+    await svc.http.post(`/queue/${q}/push`).send({ item: { n: 2 } });
+    expect(await poll).toMatchObject({ items: [{ n: 2 }], locked: true });
+  });
+
   it('a long poll whose client went away stops waiting, and takes nothing pushed afterwards', async () => {
     const q = uniqueQueueId('gone');
     const client = new AbortController();
