@@ -13,7 +13,7 @@
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { Buffer } from 'node:buffer';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import console from 'node:console';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -59,9 +59,9 @@ function envList(name, fallback, allowed) {
 }
 
 const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'floor', 'pgboss'];
-const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed'];
-/** Scenarios of pushpop alone (the peers have no such feature or are not measured that way). */
-const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed'];
+const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll'];
+/** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
+const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 const CONFIG = {
@@ -80,6 +80,10 @@ const CONFIG = {
   deepItems: envInt('BENCH_DEEP_ITEMS', 200_000, 1000, 1_000_000),
   depthOps: envInt('BENCH_DEPTH_OPS', 2000, 100, 100_000),
   delayedItems: envInt('BENCH_DELAYED_ITEMS', 100_000, 1000, 1_000_000),
+  longPolls: envInt('BENCH_LONGPOLL_POLLS', 10_000, 1, 50_000),
+  longPollIdleSeconds: envInt('BENCH_LONGPOLL_IDLE_SECONDS', 8, 1, 10),
+  longPollInFlight: envInt('BENCH_LONGPOLL_IN_FLIGHT', 50, 1, 1024),
+  longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
   pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
@@ -102,6 +106,31 @@ if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.p
 if (knobErrors.length > 0) {
   for (const e of knobErrors) console.error(e);
   process.exit(2);
+}
+
+// The longpoll scenario holds BENCH_LONGPOLL_POLLS connections open at once, here and in the
+// service: below that many open files, raise the soft limit (children inherit it) by running
+// again under `ulimit -n`, or stop with a hint when the hard limit is too low.
+if (CONFIG.scenarios.includes('longpoll')) {
+  const need = CONFIG.longPolls + 1024;
+  const [soft, hard] = execFileSync('/bin/sh', ['-c', 'ulimit -Sn; ulimit -Hn'], { encoding: 'utf8', timeout: 5000 })
+    .trim()
+    .split('\n')
+    .map((v) => (v.trim() === 'unlimited' ? Infinity : Number(v)));
+  if (soft < need) {
+    if (hard >= need && process.env.BENCH_RAISED_NOFILE !== '1') {
+      process.stdout.write(`open files limit ${soft} < ${need} needed by the longpoll scenario: running again under ulimit -n ${need}\n`);
+      // Ctrl-C reaches the run below (same process group), which stops its servers; this one waits for it.
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => undefined);
+      const again = spawnSync('/bin/sh', ['-c', `ulimit -Sn ${need} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+        stdio: 'inherit',
+        env: { ...process.env, BENCH_RAISED_NOFILE: '1' },
+      });
+      process.exit(again.status ?? 1);
+    }
+    console.error(`the longpoll scenario holds ${CONFIG.longPolls} connections open in this process and in pushpop: the open files limit is ${soft} (hard ${hard}); raise it (ulimit -n ${need}) or lower BENCH_LONGPOLL_POLLS`);
+    process.exit(2);
+  }
 }
 
 const PUSHPOP_TARGETS = CONFIG.targets.filter((t) => t.startsWith('pushpop-'));
@@ -605,7 +634,7 @@ const bossName = (queueId) => (/[\w-]/.test(queueId) ? queueId : `q/${queueId}`)
 function pushpopEnv(port) {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (['DATABASE_URL', 'DATA_DIR', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'DB_POOL_SIZE', 'NODE_OPTIONS', 'ACTOR_IDLE_TIMEOUT_MS', 'MAX_ITEM_BYTES', 'MAX_BODY_BYTES', 'LOCK_SWEEP_INTERVAL_MS', 'MAX_PRIORITY', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_PER_SECOND', 'RATE_LIMIT_BURST'].includes(key)) delete env[key];
+    if (['DATABASE_URL', 'DATA_DIR', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'MAX_WAITING_POLLS', 'DB_POOL_SIZE', 'NODE_OPTIONS', 'ACTOR_IDLE_TIMEOUT_MS', 'MAX_ITEM_BYTES', 'MAX_BODY_BYTES', 'LOCK_SWEEP_INTERVAL_MS', 'MAX_PRIORITY', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_PER_SECOND', 'RATE_LIMIT_BURST'].includes(key)) delete env[key];
   }
   return Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' });
 }
@@ -1132,6 +1161,320 @@ async function scenarioDepth(target, roundNo) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// longpoll: idle consumers, then one push each
+
+/** The connection string of a pushpop target's database (the embedded server's socket and password, or pushpop_bench). */
+function pushpopDatabaseUrl(target) {
+  if (target.db) return dbUrl(target.db);
+  const pgdata = join(target.dataDir, 'postgres');
+  // postmaster.pid line 5: the unix socket's directory
+  const socketDir = readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[4].trim();
+  const password = readFileSync(join(target.dataDir, 'postgres.password'), 'utf8').trim();
+  return `postgresql://pushpop:${encodeURIComponent(password)}@localhost:5432/postgres?host=${encodeURIComponent(socketDir)}`;
+}
+
+/** Transactions committed or rolled back in the target's database so far (pg_stat_database). */
+async function transactionsOf(client) {
+  const { rows } = await client.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()');
+  return Number(rows[0].n);
+}
+
+/** Numbers of pushpop's /metrics: `name` or `name{labels}` → value. */
+async function metricsOf(url) {
+  const res = await httpRequest(url, 'GET', '/metrics', null, 10_000);
+  if (res.status !== 200 || typeof res.body !== 'string') throw new Error(`GET /metrics: ${res.status}`);
+  const out = new Map();
+  for (const line of res.body.split('\n')) {
+    const m = /^(pushpop_[a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (m) out.set(m[1], Number(m[2]));
+  }
+  return out;
+}
+
+/** A second pushpop process on the target's database (pushes go through it), started on first use and kept to the end. */
+async function secondProcess(target) {
+  if (target.second) return target.second;
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'pushpop-bench-second-'));
+  tempDirs.add(dataDir);
+  const env = { ...pushpopEnv(port), DATA_DIR: dataDir, DATABASE_URL: pushpopDatabaseUrl(target) };
+  progress(`  ${target.name}: starting a second pushpop process on the same database ...`);
+  const { proc } = await startServer({ label: `${target.name} (second process)`, args: [join(pushpopDir, 'dist/main.js')], env, cwd: pushpopDir, port, readyPath: '/health/ready' });
+  target.second = { proc, dataDir };
+  return target.second;
+}
+
+/**
+ * One long poll (`wait_seconds=20`) on its own keep-alive connection; `onSent` runs once the
+ * request is written (the connection is open).
+ */
+function longPollRequest(url, queueId, pollAgent, onSent) {
+  return new Promise((resolvePoll) => {
+    const req = http.request(new URL(`/queue/${encodeURIComponent(queueId)}/pop?wait_seconds=20`, url), { method: 'POST', agent: pollAgent }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        clearTimeout(timer);
+        const at = performance.now();
+        try {
+          resolvePoll({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')), at });
+        } catch {
+          resolvePoll({ status: res.statusCode ?? 0, body: null, at });
+        }
+      });
+      res.on('error', (error) => resolvePoll({ status: 0, error: errorText(error), at: performance.now() }));
+    });
+    const timer = setTimeout(() => req.destroy(new Error('no answer within 45 s')), 45_000);
+    req.on('error', (error) => {
+      clearTimeout(timer);
+      onSent?.();
+      resolvePoll({ status: 0, error: errorText(error), at: performance.now() });
+    });
+    req.on('finish', () => onSent?.());
+    req.end();
+  });
+}
+
+/**
+ * pushpop only. `BENCH_LONGPOLL_POLLS` consumers each long-poll (`wait_seconds=20`) a queue of
+ * their own that was never pushed to; once all of them wait, nothing happens for
+ * `BENCH_LONGPOLL_IDLE_SECONDS` while the database's transactions (pg_stat_database), the
+ * service's CPU and PostgreSQL's CPU are measured; then every queue gets one push,
+ * `BENCH_LONGPOLL_IN_FLIGHT` at a time, in the order the polls started, through the same process
+ * or through a second one on the same database; every consumer must receive its item; the
+ * latency is (poll answered − that queue's push answered). A consumer whose poll ends empty
+ * polls again (counted), as a real one would.
+ */
+async function scenarioLongPoll(target, roundNo) {
+  if (!target.longPollWarm) {
+    // Unmeasured: a fresh service opens its first thousands of polls slower (code not yet optimised by V8).
+    target.longPollWarm = true;
+    const warm = Array.from({ length: Math.min(2000, CONFIG.longPolls) }, (_, i) => `lp-warm-${i}-${Date.now().toString(36)}`);
+    await forEachLimit(warm, 200, async (id) => {
+      await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/pop?wait_seconds=1`, null, 30_000);
+    });
+  }
+  for (const processes of CONFIG.longPollProcesses) {
+    const name = `longpoll-${processes}p`;
+    try {
+      await longPollRun(target, roundNo, processes, name);
+    } catch (error) {
+      failed(target, name, roundNo, error);
+    }
+  }
+}
+
+async function longPollRun(target, roundNo, processes, name) {
+  const n = CONFIG.longPolls;
+  const pusher = processes === 2 ? (await secondProcess(target)).proc : target.proc;
+  const ids = Array.from({ length: n }, (_, i) => `lp-${roundNo}-${processes}-${i}-${Date.now().toString(36)}`);
+  const pollAgent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: n + 16 });
+  const monitor = new pg.Client({ connectionString: pushpopDatabaseUrl(target), application_name: 'pushpop-bench-monitor' });
+  await monitor.connect();
+  const waitingNow = async () => (await metricsOf(target.url)).get('pushpop_long_polls_waiting') ?? 0;
+  // consumers give up polling again after this (set once every push answered, or when the run fails)
+  let giveUpAt = Infinity;
+  let sampling = true;
+  try {
+    progress(`  ${target.name} · long polls, ${processes === 2 ? 'pushes through a second process' : 'one process'}: opening ${fmtNum(n)} long polls on empty queues ...`);
+    // polls of an earlier run that failed end when their connections close; give them time
+    for (let i = 0; i < 100 && (await waitingNow()) !== 0; i++) await sleep(250);
+    const baseline = await waitingNow();
+    if (baseline !== 0) throw new Error(`${baseline} long polls already waiting before the run`);
+    const rssBefore = rssKb(target.proc.pid);
+    const wakeBefore = await metricsOf(target.url);
+    const opened = performance.now();
+
+    // Consumers. At most 256 connections opening at a time (the listen backlog is finite), and
+    // at most 400 polls sent and not yet waiting (in their first turn), read from the service's
+    // gauge: more would only queue for the service's database connections.
+    const answeredAt = new Array(n).fill(null);
+    const errors = [];
+    let repolls = 0;
+    let repollsInWindow = 0;
+    let answeredInWindow = 0;
+    let inWindow = false;
+    let sending = 0;
+    const slots = [];
+    const slot = async () => {
+      while (sending >= 256) await new Promise((r) => slots.push(r));
+      sending += 1;
+    };
+    const release = () => {
+      sending -= 1;
+      slots.shift()?.();
+    };
+    const consumers = [];
+    let parked = 0;
+    const sampler = (async () => {
+      while (sampling) {
+        parked = await waitingNow().catch(() => parked);
+        await sleep(100);
+      }
+    })();
+    let firstSentAt = null;
+    for (let i = 0; i < n; i++) {
+      while (i - parked > 400 && errors.length === 0) await sleep(20);
+      if (errors.length > 0) break;
+      await slot();
+      firstSentAt ??= performance.now();
+      const first = longPollRequest(target.url, ids[i], pollAgent, release);
+      consumers.push(
+        (async () => {
+          let res = await first;
+          for (;;) {
+            if (res.status === 200 && res.body?.count > 0) {
+              answeredAt[i] = res.at;
+              if (inWindow) answeredInWindow += 1;
+              return;
+            }
+            if (res.status !== 200) errors.push(`${ids[i]}: ${res.status} ${res.error ?? JSON.stringify(res.body).slice(0, 200)}`);
+            if (performance.now() > giveUpAt || interrupted || errors.length > 100) return;
+            repolls += 1;
+            if (inWindow) repollsInWindow += 1;
+            if (res.status !== 200) await sleep(100);
+            res = await longPollRequest(target.url, ids[i], pollAgent);
+          }
+        })(),
+      );
+    }
+    const deadline = Date.now() + 60_000;
+    const allSent = performance.now();
+    while (parked < n) {
+      // A build whose polls go back to a turn every so often never shows them all waiting at once
+      // (BENCH_PUSHPOP_DIR with an older build): go on 5 s after the last poll was sent.
+      if (performance.now() - allSent > 5000 && parked >= n / 2) break;
+      if (Date.now() > deadline) throw new Error(`only ${parked} of ${fmtNum(n)} long polls waiting after 60 s`);
+      if (errors.length > 0) throw new Error(`long polls failed: ${errors[0]}`);
+      await sleep(100);
+    }
+    sampling = false;
+    await sampler;
+    const waitingAtStart = parked;
+    const openSeconds = (performance.now() - opened) / 1000;
+    const rssWaiting = rssKb(target.proc.pid);
+    const openedAt = performance.now();
+    // The window ends before the first poll's 20 s are up (its answer and the poll after it would be counted).
+    const windowMs = Math.min(CONFIG.longPollIdleSeconds * 1000, firstSentAt + 20_000 - 1_500 - 1_500 - performance.now());
+    if (windowMs < 1000) throw new Error(`opening ${fmtNum(n)} long polls took ${openSeconds.toFixed(1)} s: no time is left for an idle window before the first poll's 20 s are up (lower BENCH_LONGPOLL_POLLS)`);
+    progress(`    ${fmtNum(waitingAtStart)}${waitingAtStart < n ? ` (of ${fmtNum(n)} sent; the others in a turn)` : ''} polls waiting after ${openSeconds.toFixed(1)} s; idle for ${(windowMs / 1000).toFixed(1)} s (measured)${windowMs < CONFIG.longPollIdleSeconds * 1000 ? `, shortened: the first poll's 20 s end then` : ''} ...`);
+
+    // PostgreSQL reports a backend's transactions up to 10 s late when it went idle less than a
+    // second after its last report, so what the polls' first turns ran could land in the window.
+    // A backend reports everything when it exits: the service's idle connections are closed (the
+    // pool opens new ones when it needs them; the notification connection comes back by itself).
+    await sleep(Math.max(0, 1000 - (performance.now() - openedAt)));
+    const { rowCount: closedConnections } = await monitor.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('pushpop', 'pushpop-notifications') AND state = 'idle' AND pid <> pg_backend_pid()`,
+    );
+    for (const proc of processes === 2 ? [target.proc, pusher] : [target.proc]) {
+      for (let i = 0; i < 50 && (await metricsOf(proc.url)).get('pushpop_notifications_listening') !== 1; i++) await sleep(20);
+    }
+    await sleep(200);
+
+    inWindow = true;
+    const t0 = performance.now();
+    const xact0 = await transactionsOf(monitor);
+    const cpu0 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    await sleep(windowMs);
+    const xact1 = await transactionsOf(monitor);
+    const cpu1 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const windowSeconds = (performance.now() - t0) / 1000;
+    inWindow = false;
+    const waitingAfterIdle = await waitingNow();
+    const pct = (a, b) => (a === null || b === null ? null : round((((b - a) / CLK_TCK) / windowSeconds) * 100, 1));
+    const idle = {
+      seconds: round(windowSeconds, 2),
+      transactions: xact1 - xact0,
+      transactions_per_s: round((xact1 - xact0) / windowSeconds, 1),
+      pool_connections_closed_before: closedConnections,
+      server_cpu_pct: pct(cpu0.server, cpu1.server),
+      pusher_cpu_pct: pct(cpu0.pusher, cpu1.pusher),
+      postgres_cpu_pct: pct(cpu0.postgres, cpu1.postgres),
+      polls_answered: answeredInWindow,
+      repolls: repollsInWindow,
+      waiting_after: waitingAfterIdle,
+    };
+    progress(`    idle: ${idle.transactions_per_s} transactions/s, service CPU ${idle.server_cpu_pct}% of a core, PostgreSQL CPU ${idle.postgres_cpu_pct ?? '-'}%; pushing one item to each queue, ${CONFIG.longPollInFlight} in flight${processes === 2 ? ' through the second process' : ''} ...`);
+
+    const pushedAt = new Array(n).fill(null);
+    const cpu2 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const pushStarted = performance.now();
+    await forEachLimit(ids, CONFIG.longPollInFlight, async (id, i) => {
+      const { status, body } = await httpRequest(pusher.url, 'POST', `/queue/${encodeURIComponent(id)}/push`, `{"item":{"i":${i}}}`);
+      if (status !== 200) throw new Error(`push to ${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+      pushedAt[i] = performance.now();
+    });
+    const pushSeconds = (performance.now() - pushStarted) / 1000;
+    const cpu3 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const busy = (a, b) => (a === null || b === null ? null : round((((b - a) / CLK_TCK) / pushSeconds) * 100, 1));
+    const pushCpu = { server_cpu_pct: busy(cpu2.server, cpu3.server), pusher_cpu_pct: busy(cpu2.pusher, cpu3.pusher), postgres_cpu_pct: busy(cpu2.postgres, cpu3.postgres) };
+    giveUpAt = performance.now() + 30_000;
+    await Promise.race([Promise.all(consumers), sleep(60_000)]);
+    giveUpAt = 0;
+    const received = answeredAt.filter((a) => a !== null).length;
+    const latencies = answeredAt.map((a, i) => (a === null || pushedAt[i] === null ? null : a - pushedAt[i])).filter((x) => x !== null);
+    const latency = summarize(latencies);
+    const wakeAfter = await metricsOf(target.url);
+    const wake = (cause) => (wakeAfter.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0) - (wakeBefore.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0);
+    const row = {
+      round: roundNo,
+      target: target.name,
+      scenario: name,
+      title: `long polls, ${processes === 2 ? 'pushes through a second process' : 'one process'}`,
+      processes,
+      polls: n,
+      waiting_at_start: waitingAtStart,
+      open_seconds: round(openSeconds, 2),
+      memory_per_poll_kb: rssBefore && rssWaiting ? round((rssWaiting - rssBefore) / n, 2) : null,
+      idle,
+      push_seconds: round(pushSeconds, 2),
+      push_cpu: pushCpu,
+      pushes_per_s: Math.round(n / pushSeconds),
+      received,
+      repolls,
+      wake_ups: { local: wake('local'), notification: wake('notification'), recheck: wake('recheck') },
+      notifications_received: (wakeAfter.get('pushpop_notifications_total{direction="received"}') ?? 0) - (wakeBefore.get('pushpop_notifications_total{direction="received"}') ?? 0),
+      latency_ms: latency,
+      // the median latency of each tenth of the queues, in push order: shows whether it grew as the pushes went on
+      latency_p50_ms_by_tenth: Array.from({ length: 10 }, (_, k) => {
+        const part = answeredAt.slice(Math.floor((k * n) / 10), Math.floor(((k + 1) * n) / 10)).map((a, j) => {
+          const i = Math.floor((k * n) / 10) + j;
+          return a === null || pushedAt[i] === null ? null : a - pushedAt[i];
+        });
+        return summarize(part.filter((x) => x !== null)).p50;
+      }),
+      errors: errors.slice(0, 20),
+      error_count: errors.length,
+      cpu: {},
+    };
+    runRows.push(row);
+    const bad = [];
+    if (received !== n) bad.push(`${n - received} of ${fmtNum(n)} consumers did not receive their item`);
+    if (errors.length > 0) bad.push(`${errors.length} failed polls (${errors[0]})`);
+    if (idle.polls_answered > 0 || idle.repolls > 0 || (waitingAtStart === n && idle.waiting_after !== n)) bad.push(`the idle window was not idle (${idle.polls_answered} answered, ${idle.repolls} re-polls, ${idle.waiting_after} waiting at its end)`);
+    for (const b of bad) problems.push(`${target.name} ${name} round ${roundNo}: ${b}`);
+    const misses = [];
+    if (idle.transactions_per_s > 20) misses.push(`${idle.transactions_per_s} transactions/s > 20`);
+    if (idle.server_cpu_pct !== null && idle.server_cpu_pct > 10) misses.push(`service CPU ${idle.server_cpu_pct}% > 10%`);
+    if (latency.p99 !== null && latency.p99 > 200) misses.push(`p99 ${fmtMs(latency.p99)} ms > 200 ms`);
+    row.target_missed = misses;
+    progress(
+      `    ${fmtNum(received)} of ${fmtNum(n)} received; poll answered − push answered p50 ${fmtMs(latency.p50)} ms, p99 ${fmtMs(latency.p99)} ms, max ${fmtMs(latency.max)} ms; ` +
+        `pushes ${fmtNum(row.pushes_per_s)}/s; ${repolls} re-polls; wake-ups local ${row.wake_ups.local}, notification ${row.wake_ups.notification}, re-check ${row.wake_ups.recheck}; ` +
+        `${row.memory_per_poll_kb ?? '-'} KB RSS per waiting poll` +
+        (misses.length ? ` — target missed: ${misses.join('; ')}` : '') +
+        (bad.length ? ` — PROBLEM: ${bad.join('; ')}` : ''),
+    );
+  } finally {
+    giveUpAt = 0;
+    sampling = false;
+    pollAgent.destroy();
+    await monitor.end().catch(() => undefined);
+  }
+}
+
 /**
  * pushpop only: push+pop latency on one connection on a queue with BENCH_DELAYED_ITEMS delayed
  * items (not due during the run) beside the same on a queue with none. Delayed items live in a
@@ -1181,7 +1524,7 @@ async function scenarioDelayed(target, roundNo) {
   }
 }
 
-const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed };
+const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed, longpoll: scenarioLongPoll };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
 async function setUpQueues(target) {
@@ -1346,31 +1689,73 @@ function depthCells(targets) {
   }
   return out;
 }
+/** The longpoll rows: per target and process count, medians over the rounds. */
+function longPollCells(targets) {
+  const out = [];
+  for (const t of targets) {
+    for (const processes of CONFIG.longPollProcesses) {
+      const rows = runRows.filter((r) => r.target === t.name && r.scenario === `longpoll-${processes}p` && !r.failed);
+      if (rows.length === 0) continue;
+      const m = (f) => median(rows.map(f));
+      const pct = (x) => (x === null ? '-' : `${x.toFixed(1)}%`);
+      out.push([
+        t.name,
+        processes === 2 ? 'a second process' : 'the same process',
+        fmtNum(CONFIG.longPolls),
+        fmtNum(m((r) => r.idle.transactions_per_s)),
+        pct(m((r) => r.idle.server_cpu_pct)),
+        pct(m((r) => r.idle.postgres_cpu_pct)),
+        `${(m((r) => r.memory_per_poll_kb) ?? 0).toFixed(1)} KB`,
+        `${fmtNum(Math.min(...rows.map((r) => r.received)))} / ${fmtNum(CONFIG.longPolls)}`,
+        `${fmtMs(m((r) => r.latency_ms.p50))} / ${fmtMs(m((r) => r.latency_ms.p99))} / ${fmtMs(m((r) => r.latency_ms.max))}`,
+        `${fmtNum(m((r) => r.wake_ups.local))} / ${fmtNum(m((r) => r.wake_ups.notification))} / ${fmtNum(m((r) => r.wake_ups.recheck))}`,
+      ]);
+    }
+  }
+  return out;
+}
+const LONGPOLL_HEADERS = ['target', 'pushes through', 'long polls', 'idle: transactions/s', 'idle: service CPU', 'idle: PostgreSQL CPU', 'RSS per waiting poll', 'received', 'poll − push p50 / p99 / max ms', 'woken: local / notification / re-check'];
+const LONGPOLL_RIGHT = [false, false, true, true, true, true, true, true, true, true];
+const longPollTitle = () =>
+  `Long polls (pushpop only): ${fmtNum(CONFIG.longPolls)} polls (wait_seconds=20) on as many empty queues, idle for ${CONFIG.longPollIdleSeconds} s (database transactions from pg_stat_database, CPU as % of one core), then one push to each queue, ${CONFIG.longPollInFlight} in flight; latency = poll answered − that queue's push answered; medians over ${CONFIG.rounds} round(s)`;
+
 const DEPTH_HEADERS = () => ['target', `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`, `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`, 'deep / shallow', 'RSS while filling the deep queue'];
 
 function printAndWrite(meta, targets, summary) {
   const mainRows = summary.filter((s) => !s.scenario.startsWith('depth-'));
   const depthRows = depthCells(targets);
+  const longPollRows = longPollCells(targets);
   const console_ = [];
   console_.push('');
   console_.push(`pushpop benchmark — median of ${CONFIG.rounds} round(s)`);
-  console_.push(table([...HEADERS, 'non-2xx', 'errors', 'notes'], summary.map((s) => [...tableCells(s), s.non_2xx, s.errors, notesOf(s)]), [...RIGHT, true, true, false]));
+  if (summary.length) console_.push(table([...HEADERS, 'non-2xx', 'errors', 'notes'], summary.map((s) => [...tableCells(s), s.non_2xx, s.errors, notesOf(s)]), [...RIGHT, true, true, false]));
   if (depthRows.length) {
     console_.push('');
     console_.push(`Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`);
     console_.push(table(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
+  }
+  if (longPollRows.length) {
+    console_.push('');
+    console_.push(longPollTitle());
+    console_.push(table(LONGPOLL_HEADERS, longPollRows, LONGPOLL_RIGHT));
   }
   console_.push('');
   for (const line of footnotes(meta, targets, summary)) console_.push(line);
   log(console_.join('\n'));
 
   const md = [];
-  md.push(markdownTable(HEADERS, mainRows.map(tableCells), RIGHT));
+  if (mainRows.length) md.push(markdownTable(HEADERS, mainRows.map(tableCells), RIGHT));
   if (depthRows.length) {
     md.push('');
     md.push(`Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`);
     md.push('');
     md.push(markdownTable(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
+  }
+  if (longPollRows.length) {
+    md.push('');
+    md.push(`${longPollTitle()}.`);
+    md.push('');
+    md.push(markdownTable(LONGPOLL_HEADERS, longPollRows, LONGPOLL_RIGHT));
   }
   md.push('');
   for (const line of footnotes(meta, targets, summary)) md.push(`${line}\n`);
@@ -1422,6 +1807,10 @@ async function main() {
       shallow_items: CONFIG.shallowItems,
       deep_items: CONFIG.deepItems,
       depth_ops: CONFIG.depthOps,
+      long_polls: CONFIG.longPolls,
+      longpoll_idle_seconds: CONFIG.longPollIdleSeconds,
+      longpoll_in_flight: CONFIG.longPollInFlight,
+      longpoll_processes: CONFIG.longPollProcesses,
       stall_seconds: CONFIG.stallSeconds,
       postgres_server: CONFIG.pgServer,
     },
@@ -1441,7 +1830,7 @@ async function main() {
   const estimate = CONFIG.rounds * CONFIG.targets.length * perRun;
   log(`pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`);
   log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
-  log(`about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}`);
+  log(`about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}`);
   log(`load average now ${meta.loadavg_start.join(' / ')} on ${meta.cpus} CPU(s): numbers from a busy machine are noisy`);
   if (buildIsStale) log(`WARNING: ${join(pushpopDir, 'dist')} is older than its src/ — the benchmark runs the last build; run \`npm run build\` there to measure the current sources`);
 
@@ -1466,7 +1855,7 @@ async function main() {
     for (const name of CONFIG.targets) {
       if (interrupted) break;
       if (!name.startsWith('pushpop-') && CONFIG.scenarios.every((sc) => PUSHPOP_ONLY_SCENARIOS.includes(sc))) {
-        progress(`${name}: not started (the ${CONFIG.scenarios.join(' and ')} scenario(s) run on pushpop targets only)`);
+        progress(`${name}: not started (${CONFIG.scenarios.join(' and ')} run on pushpop targets only)`);
         continue;
       }
       progress(`starting ${name} ...`);
@@ -1526,6 +1915,12 @@ async function main() {
     for (const t of targets) {
       const rss = t.proc.alive() ? rssKb(t.proc.pid) : null;
       if (rss !== null) t.rssEnd = rss;
+      // a second process first: on the embedded database the first owns the server
+      if (t.second) {
+        await t.second.proc.stop();
+        rmSync(t.second.dataDir, { recursive: true, force: true });
+        tempDirs.delete(t.second.dataDir);
+      }
       const exit = await t.proc.stop();
       if (t.pool) await t.pool.end().catch(() => undefined);
       if (t.postmaster && t.name === 'pushpop-embedded' && isAlive(t.postmaster)) {

@@ -109,6 +109,13 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(1)
   MAX_PENDING_PER_QUEUE = 1000;
 
+  /**
+   * Long polls (pops with `wait_seconds`) one process keeps waiting at most; past it a pop with
+   * `wait_seconds` answers at once, as if it had none. 0 turns long polling off.
+   */
+  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
+  MAX_WAITING_POLLS = 10_000;
+
   /** How often expired acknowledgement locks are swept, and due delayed items made visible on queues nobody calls. */
   @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
   LOCK_SWEEP_INTERVAL_MS = 1000;

@@ -16,6 +16,15 @@ export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, Offloa
 /** Committed migrations, in order. `synchronize` is never used. */
 export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, DelayedItemsAndDedup1764100000004];
 
+/** Settings every connection of the service gets, the pool's and the notification listener's. */
+export function connectionSettings(schema?: string): { application_name: string; options?: string } {
+  return {
+    application_name: 'pushpop',
+    // Every connection resolves pushpop's tables and functions in its schema.
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  };
+}
+
 /** The one place TypeORM options are built, for the service, the CLI data source and the tests. */
 export function buildDataSourceOptions(url: string, poolSize = 10, schema?: string): DataSourceOptions {
   return {
@@ -33,9 +42,7 @@ export function buildDataSourceOptions(url: string, poolSize = 10, schema?: stri
       connectionTimeoutMillis: 10_000,
       // A statement stuck for this long means the store is unwell; fail it rather than pile up.
       statement_timeout: 30_000,
-      application_name: 'pushpop',
-      // Every connection resolves pushpop's tables and function in its schema.
-      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+      ...connectionSettings(schema),
     },
   };
 }

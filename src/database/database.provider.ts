@@ -1,7 +1,8 @@
 import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { ClientConfig } from 'pg';
 import { DataSource } from 'typeorm';
 import { AppConfig } from '../config/app-config.js';
-import { buildDataSourceOptions } from './database.options.js';
+import { buildDataSourceOptions, connectionSettings } from './database.options.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 
 /** Any number; it only has to be the same for every pushpop process sharing a database. */
@@ -35,6 +36,11 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
     this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
     this.url = env.DATABASE_URL ?? this.embedded!.url;
     this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA));
+  }
+
+  /** Settings of a connection of its own, outside the pool (the notification listener's), like the pool's. */
+  clientConfig(applicationName: string): ClientConfig {
+    return { connectionString: this.url, ...connectionSettings(this.schema), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 10_000 };
   }
 
   /** Whether the database answered and the schema is current. */

@@ -24,7 +24,12 @@ export const METRICS = {
   delayedItems: { name: 'pushpop_delayed_items', help: 'Delayed items not visible yet (all processes; refreshed at most every 10 s)' },
   offloadedSegments: { name: 'pushpop_offloaded_segments', help: 'Segments currently in the offload store (all processes)' },
   waitingOperations: { name: 'pushpop_waiting_operations', help: 'Operations waiting for a queue turn' },
-  longPolls: { name: 'pushpop_long_polls_waiting', help: 'Pops long-polling an empty queue' },
+  longPolls: { name: 'pushpop_long_polls_waiting', help: 'Pops long-polling an empty queue (waiting between their turns)' },
+  longPollWakeUps: { name: 'pushpop_long_poll_wake_ups_total', help: 'Long polls woken, by cause: a turn of this process left items (local), another process made the queue non-empty (notification), the periodic re-check found items (recheck)', labels: ['cause'] },
+  longPollsRefused: { name: 'pushpop_long_polls_refused_total', help: 'Pops with wait_seconds answered at once because MAX_WAITING_POLLS long polls were waiting' },
+  longPollRechecks: { name: 'pushpop_long_poll_rechecks_total', help: 'Re-check statements sent for the queues long polls wait on (one per interval for all of them)' },
+  notifications: { name: 'pushpop_notifications_total', help: 'Notifications that a queue went from no items to some, sent to or received from other processes on the database, by direction', labels: ['direction'] },
+  notificationsListening: { name: 'pushpop_notifications_listening', help: '1 while this process listens for items pushed by other processes (LISTEN/NOTIFY), else 0' },
 } as const;
 
 /** Prefix of the default Node.js process metrics. */

@@ -1,11 +1,13 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DatabaseProvider } from '../database/database.provider.js';
+import { ItemNotifications } from '../database/item-notifications.js';
 import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
 import { QueueEvents } from '../queue/queue-events.js';
 import { ActorRegistry } from '../queue/runtime/actor-registry.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
+import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
@@ -48,6 +50,8 @@ export class MetricsService implements OnModuleInit {
     private readonly store: OffloadStore,
     private readonly db: DatabaseProvider,
     private readonly segments: SegmentRepository,
+    private readonly wakeUps: QueueWakeUps,
+    private readonly notifications: ItemNotifications,
   ) {}
 
   onModuleInit(): void {
@@ -89,6 +93,10 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
     fromStats(METRICS.segmentLoadFailures, () => stats.loadFailures);
+    fromStats(METRICS.longPollWakeUps, () => events.wakeUps);
+    fromStats(METRICS.longPollsRefused, () => events.refused);
+    fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
+    fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
     const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
     stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
@@ -106,6 +114,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.longPolls, () => events.waiting);
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.segments.countDelayed()));
+    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
 
   /** A count read from the database at most every STORED_COUNT_TTL_MS; the last one while it cannot be read. */

@@ -1,50 +1,188 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+
+/** What woke a long poll: a turn of this process left items, another process's push (a notification), or the periodic re-check. */
+export type WakeCause = 'local' | 'notification' | 'recheck';
+
+/** How a long poll's wait ended. */
+export type WaitEnd = 'woken' | 'timeout' | 'closed';
 
 /**
- * Wakes long-polling pops when items arrive on their queue in this process. Waiting happens
- * outside the queue's turn, so a waiting pop never holds up pushes. Pushes made by another
- * process sharing the database are noticed by the waiter's periodic re-check.
+ * A long poll, registered for its whole life: between its turns it waits with {@link wait}.
+ * Wake-ups that come while it is in a turn are remembered, so none is lost between the turn's
+ * read and the wait (the turn may have read the queue before the push committed).
  */
-@Injectable()
-export class QueueEvents implements OnModuleDestroy {
-  private readonly waiters = new Map<string, Set<() => void>>();
-  /** Set at shutdown: long polls answer at once instead of waiting. */
-  closed = false;
+export interface LongPoll {
+  /** Resolves when woken, after `ms`, or on shutdown (at once if a wake-up came during the turn). */
+  wait(ms: number): Promise<WaitEnd>;
+  /** Unregisters the poll (it answered). */
+  close(): void;
+}
 
-  /** Resolves when `notify(queueId)` is called, after `ms`, or on shutdown, whichever is first. */
-  wait(queueId: string, ms: number): Promise<void> {
-    if (this.closed) return Promise.resolve();
+class Poll implements LongPoll {
+  /** `turn`: running a turn (not counted as waiting); `waiting`: parked in {@link wait}. */
+  state: 'turn' | 'waiting' | 'closed' = 'turn';
+  /** A wake-up that came during a turn. */
+  pending?: WakeCause;
+  private timer?: NodeJS.Timeout;
+  private resolve?: (end: WaitEnd) => void;
+
+  private readonly onAbort = (): void => this.end('closed');
+
+  constructor(
+    private readonly events: QueueEvents,
+    readonly queueId: string,
+    private readonly signal?: AbortSignal,
+  ) {
+    signal?.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  wait(ms: number): Promise<WaitEnd> {
+    if (this.state === 'closed' || this.events.closed || this.signal?.aborted) return Promise.resolve('closed');
+    if (this.pending) {
+      this.events.countWakeUp(this.pending);
+      this.pending = undefined;
+      return Promise.resolve('woken');
+    }
+    this.state = 'waiting';
+    this.events.parked += 1;
     return new Promise((resolve) => {
-      let set = this.waiters.get(queueId);
-      if (!set) this.waiters.set(queueId, (set = new Set()));
-      const done = (): void => {
-        clearTimeout(timer);
-        const current = this.waiters.get(queueId);
-        current?.delete(done);
-        if (current?.size === 0) this.waiters.delete(queueId);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, ms));
-      set.add(done);
+      this.resolve = resolve;
+      this.timer = setTimeout(() => this.end('timeout'), Math.max(0, ms));
     });
   }
 
-  /** Wakes every waiter of the queue (after a push commits). */
-  notify(queueId: string): void {
-    const set = this.waiters.get(queueId);
-    if (!set) return;
-    for (const done of [...set]) done();
+  /** Ends the wait (the poll goes back to a turn, or answers). */
+  end(how: WaitEnd): void {
+    if (this.state !== 'waiting') return;
+    clearTimeout(this.timer);
+    this.state = 'turn';
+    this.events.parked -= 1;
+    const resolve = this.resolve!;
+    this.resolve = undefined;
+    resolve(how);
   }
 
-  /** Number of pops currently long-polling. */
+  close(): void {
+    if (this.state === 'closed') return;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.end('closed');
+    this.state = 'closed';
+    this.events.remove(this);
+  }
+}
+
+/**
+ * The long polls of this process and what wakes them. A long poll waits outside the queue's
+ * turn, so it never holds up pushes, and costs nothing while it waits: no timer per poll other
+ * than its deadline, no database work. It is woken
+ * - by a turn of this process that committed and left items on its queue (the turn runner),
+ * - by a notification that another process made the queue non-empty, or by the periodic
+ *   re-check that catches what notifications missed (see `QueueWakeUps`).
+ *
+ * A wake-up names how many items arrived, and wakes at most that many polls of the queue, the
+ * longest waiting first; the others keep waiting. A woken poll takes its items in an ordinary
+ * turn, and if that turn leaves items, it wakes the next ones in turn. So one push wakes one poll
+ * however many wait, and polls woken together share turns (group commit): no thundering herd.
+ *
+ * At most `MAX_WAITING_POLLS` long polls are registered at once; past it {@link register}
+ * refuses (the pop answers at once). At shutdown every waiting poll is answered at once.
+ */
+@Injectable()
+export class QueueEvents implements OnModuleDestroy {
+  /** Per queue, its polls in registration order (the longest waiting first). */
+  private readonly polls = new Map<string, Set<Poll>>();
+  private registered = 0;
+  /** Polls parked in their wait now (not in a turn). */
+  parked = 0;
+  /** Set at shutdown: long polls answer at once instead of waiting. */
+  closed = false;
+  /** Polls woken, by cause. */
+  readonly wakeUps: Record<WakeCause, number> = { local: 0, notification: 0, recheck: 0 };
+  /** Pops with `wait_seconds` answered at once because `MAX_WAITING_POLLS` polls were waiting. */
+  refused = 0;
+
+  constructor(private readonly config: AppConfig) {}
+
+  /**
+   * Registers a long poll on a queue, before its first turn. Undefined when the process is
+   * shutting down, or already holds `MAX_WAITING_POLLS` long polls (counted in {@link refused}):
+   * the pop then answers at once. `signal` (the client went away) ends its wait for good.
+   */
+  register(queueId: string, signal?: AbortSignal): LongPoll | undefined {
+    if (this.closed) return undefined;
+    if (this.registered >= this.config.env.MAX_WAITING_POLLS) {
+      this.refused += 1;
+      return undefined;
+    }
+    const poll = new Poll(this, queueId, signal);
+    let set = this.polls.get(queueId);
+    if (!set) this.polls.set(queueId, (set = new Set()));
+    set.add(poll);
+    this.registered += 1;
+    return poll;
+  }
+
+  /**
+   * Items arrived on a queue (`available` of them, as far as the caller knows): wakes up to that
+   * many of its waiting polls, the longest waiting first, and marks those in a turn to look
+   * again. Returns the number of waiting polls woken.
+   */
+  wake(queueId: string, available: number, cause: WakeCause): number {
+    const set = this.polls.get(queueId);
+    if (!set) return 0;
+    let woken = 0;
+    for (const poll of set) {
+      if (poll.state === 'turn') {
+        poll.pending ??= cause;
+      } else if (poll.state === 'waiting' && woken < available) {
+        woken += 1;
+        this.countWakeUp(cause);
+        poll.end('woken');
+      }
+    }
+    return woken;
+  }
+
+  /** Queue ids with at least one poll waiting (not in a turn). */
+  waitingQueues(): string[] {
+    const ids: string[] = [];
+    for (const [queueId, set] of this.polls) {
+      for (const poll of set) {
+        if (poll.state === 'waiting') {
+          ids.push(queueId);
+          break;
+        }
+      }
+    }
+    return ids;
+  }
+
+  /** Long polls waiting now (parked between their turns). */
   get waiting(): number {
-    let total = 0;
-    for (const set of this.waiters.values()) total += set.size;
-    return total;
+    return this.parked;
+  }
+
+  /** Long polls registered now (waiting, or in a turn), what `MAX_WAITING_POLLS` bounds. */
+  get registeredPolls(): number {
+    return this.registered;
+  }
+
+  /** @internal */
+  countWakeUp(cause: WakeCause): void {
+    this.wakeUps[cause] += 1;
+  }
+
+  /** @internal */
+  remove(poll: Poll): void {
+    const set = this.polls.get(poll.queueId);
+    if (!set?.delete(poll)) return;
+    this.registered -= 1;
+    if (set.size === 0) this.polls.delete(poll.queueId);
   }
 
   onModuleDestroy(): void {
     this.closed = true;
-    for (const set of [...this.waiters.values()]) for (const done of [...set]) done();
+    for (const set of this.polls.values()) for (const poll of set) poll.end('closed');
   }
 }

@@ -1,4 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import { ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import { PopQueryDto } from './dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
@@ -79,13 +80,20 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, { 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto): Promise<PopResponseDto> {
-    return this.queues.pop(queueId, {
-      depth: query.depth ?? 1,
-      requireAck: query.require_ack ?? false,
-      ttlSeconds: query.ttl_seconds ?? 30,
-      waitSeconds: query.wait_seconds ?? 0,
-    });
+  async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PopResponseDto> {
+    const options = { depth: query.depth ?? 1, requireAck: query.require_ack ?? false, ttlSeconds: query.ttl_seconds ?? 30, waitSeconds: query.wait_seconds ?? 0 };
+    if (options.waitSeconds === 0) return this.queues.pop(queueId, options);
+    // A long poll whose client went away stops waiting (and takes no item nobody would receive).
+    const clientGone = new AbortController();
+    const onClose = (): void => {
+      if (!reply.raw.writableEnded) clientGone.abort();
+    };
+    reply.raw.once('close', onClose);
+    try {
+      return await this.queues.pop(queueId, options, clientGone.signal);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   }
 
   /**

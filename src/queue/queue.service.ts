@@ -55,9 +55,6 @@ export interface PushEntry {
   dedup_id?: string;
 }
 
-/** How often a long-polling pop re-checks the store for items pushed by another process. */
-const LONG_POLL_RECHECK_MS = 500;
-
 const LOCK_ERRORS: Record<LockProblem, () => Error> = {
   LOCK_NOT_FOUND: () => new LockNotFoundError(),
   LOCK_EXPIRED: () => new LockExpiredError(),
@@ -128,24 +125,35 @@ export class QueueService {
 
   /**
    * Pops, optionally under a new lock. While an unexpired lock exists every pop answers 423.
-   * A long poll waits outside the turn and tries again when a push arrives.
+   *
+   * A long poll (`waitSeconds` > 0) is registered before its first turn, so that no wake-up is
+   * lost between that turn's read and the wait. While the queue is empty it waits outside the
+   * turn and costs nothing; woken (items arrived), it tries again in an ordinary turn. At the
+   * end of its wait, or at shutdown, it answers empty without another turn: nothing woke it, so
+   * nothing arrived that this process knows of. Past `MAX_WAITING_POLLS` it answers at once.
+   * A long poll whose client went away (`clientGone`) stops waiting, and takes nothing more.
    */
-  async pop(queueId: string, options: PopOptions): Promise<PopResponseDto> {
-    const deadline = Date.now() + options.waitSeconds * 1000;
+  async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
+    const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
+    const deadline = Date.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = newLockId();
-    for (;;) {
-      const outcome = await this.runner.run(queueId, {
-        apply: (core, now) => {
-          const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000 } : undefined);
-          if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);
-          if ('unavailable' in result) throw new SegmentUnavailableError(queueId, result.unavailable.priority, result.unavailable.segment);
-          return result;
-        },
-      });
-      this.stats.itemsPopped += outcome.items.length;
-      const remaining = deadline - Date.now();
-      if (outcome.items.length > 0 || remaining <= 0 || this.events.closed) return QueueMapper.pop(outcome, options.requireAck);
-      await this.events.wait(queueId, Math.min(remaining, LONG_POLL_RECHECK_MS));
+    try {
+      for (;;) {
+        const outcome = await this.runner.run(queueId, {
+          apply: (core, now) => {
+            const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000 } : undefined);
+            if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);
+            if ('unavailable' in result) throw new SegmentUnavailableError(queueId, result.unavailable.priority, result.unavailable.segment);
+            return result;
+          },
+        });
+        this.stats.itemsPopped += outcome.items.length;
+        const remaining = deadline - Date.now();
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return QueueMapper.pop(outcome, options.requireAck);
+        if ((await poll.wait(remaining)) !== 'woken') return QueueMapper.pop(outcome, options.requireAck);
+      }
+    } finally {
+      poll?.close();
     }
   }
 

@@ -210,6 +210,19 @@ export class SegmentRepository {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /**
+   * Those of `queueIds` that hold items (not counting items under a lock), with their counts:
+   * one statement, one primary-key probe per id, whatever the number of ids.
+   */
+  async queuesWithItems(queueIds: readonly string[]): Promise<{ queueId: string; count: number }[]> {
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string }>(
+      `SELECT queue_id, item_count FROM queues WHERE queue_id = ANY($1::varchar[]) AND item_count > 0`,
+      [queueIds],
+      'pushpop_queues_with_items',
+    );
+    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count) }));
+  }
+
   async ping(): Promise<void> {
     await this.uow.autocommit.query('SELECT 1');
   }

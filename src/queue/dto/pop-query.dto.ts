@@ -43,7 +43,9 @@ export class PopQueryDto {
 
   /**
    * Long poll: on an empty queue wait up to this many seconds (0 to 20) for an item; the answer
-   * comes as soon as one arrives.
+   * comes as soon as one arrives, also when another server process on the same database took
+   * the push. A server already holding its maximum of waiting polls (`MAX_WAITING_POLLS`)
+   * answers at once, as if this were 0.
    * @example 0
    */
   @ApiPropertyOptional({ type: 'integer' })

@@ -4,12 +4,13 @@ import { SegmentStorageModule } from '../../segment-storage/segment-storage.modu
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueStats } from './queue-stats.js';
+import { QueueWakeUps } from './queue-wake-ups.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [SegmentStorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats],
-  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, SegmentStorageModule, OffloadModule],
+  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps],
+  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, SegmentStorageModule, OffloadModule],
 })
 export class RuntimeModule {}

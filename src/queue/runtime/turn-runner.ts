@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
 import { PushpopError, QueueBusyError } from '../../common/errors.js';
+import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
@@ -59,6 +60,8 @@ interface SegmentId {
 
 interface Prepared {
   core: QueueCore;
+  /** Items waiting on the queue as committed before this turn. */
+  countBefore: number;
   write: TurnWrite | undefined;
   /** Undefined: the operations did not run (a turn of its own for a backlog of due delayed items). */
   results: Settled[] | undefined;
@@ -162,6 +165,7 @@ export class TurnRunner {
     private readonly clock: Clock,
     private readonly events: QueueEvents,
     private readonly queueStats: QueueStats,
+    private readonly notifications: ItemNotifications,
   ) {}
 
   /** Adds a hook run at the start of every turn. */
@@ -271,6 +275,7 @@ export class TurnRunner {
     }
     const actor = core;
     const now = this.clock.now();
+    const countBefore = actor.count;
     let fetched = false;
     const loaded: SegmentRef[] = [];
     const run = async <T>(fn: () => T): Promise<T> => {
@@ -339,11 +344,11 @@ export class TurnRunner {
       const stored = (await this.segments.loadQueue(queueId, session)) ?? null;
       if ((stored?.version ?? null) !== actor.version) throw new VersionConflict(stored);
     }
-    return { core: actor, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
-  private async committed(queueId: string, batch: Pending[], { core, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
     const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
@@ -358,9 +363,14 @@ export class TurnRunner {
     this.stats.segmentsLoaded += loaded.length;
     for (const m of offloaded) this.logger.log(`Offloaded segment ${m.segment} for priority ${m.priority} to state store (actor ${queueId})`);
     for (const r of loaded) this.logger.log(`Loaded segment ${r.segment} for priority ${r.priority} from state store (actor ${queueId})`);
-    // Wakes long polls on the queue: after pushes, returned items, and delayed items that came due
-    // (also when the delay sweep's turn moved them, with no request on the queue).
-    if (write && core.count > 0) this.events.notify(queueId);
+    if (write && core.count > 0) {
+      // Long polls of this process waiting on the queue take what the turn left (after pushes,
+      // returned items, and delayed items that came due, also in the delay sweep's turns);
+      // other processes' long polls wait only on a queue they found empty, so they hear of the
+      // transition from none to some.
+      this.events.wake(queueId, core.count, 'local');
+      if (countBefore === 0) this.notifications.announce(queueId);
+    }
     // Inside the turn: a later turn of this queue must not save under a key before this delete ran.
     if (unused.length > 0 || this.leftovers.has(queueId)) await this.cleanUp(queueId, core, unused);
   }

@@ -1,0 +1,145 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AppConfig } from '../config/app-config.js';
+import { parseEnvironment } from '../config/environment.js';
+import { QueueEvents, type LongPoll, type WaitEnd } from './queue-events.js';
+
+const events = (maxWaiting = 10_000): QueueEvents => new QueueEvents(new AppConfig(parseEnvironment({ MAX_WAITING_POLLS: String(maxWaiting) })));
+
+/** A poll parked in its wait, and how its wait ended once it has. */
+function parked(poll: LongPoll, ms = 10_000): { ended: () => WaitEnd | undefined; promise: Promise<WaitEnd> } {
+  let end: WaitEnd | undefined;
+  const promise = poll.wait(ms).then((e) => (end = e));
+  return { ended: () => end, promise };
+}
+
+const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('QueueEvents', () => {
+  beforeEach(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] }));
+  afterEach(() => vi.useRealTimers());
+
+  it('wakes as many waiting polls as items arrived, the longest waiting first; the others keep waiting', async () => {
+    const e = events();
+    const polls = [0, 1, 2].map(() => e.register('q')!);
+    const waits = polls.map((p) => parked(p));
+    expect(e.wake('q', 2, 'local')).toBe(2);
+    await flush();
+    expect(waits.map((w) => w.ended())).toEqual(['woken', 'woken', undefined]);
+    expect(e.wakeUps).toEqual({ local: 2, notification: 0, recheck: 0 });
+  });
+
+  it('a wake-up of another queue wakes nobody', async () => {
+    const e = events();
+    const w = parked(e.register('a')!);
+    expect(e.wake('b', 5, 'notification')).toBe(0);
+    await flush();
+    expect(w.ended()).toBeUndefined();
+  });
+
+  it('a wake-up during a turn is not lost: the next wait ends at once', async () => {
+    const e = events();
+    const poll = e.register('q')!;
+    // the poll is in its first turn (not waiting): the wake-up is remembered, not counted against the items
+    expect(e.wake('q', 1, 'notification')).toBe(0);
+    expect(await poll.wait(10_000)).toBe('woken');
+    expect(e.wakeUps.notification).toBe(1);
+    // consumed: the wait after that one waits
+    const w = parked(poll);
+    await flush();
+    expect(w.ended()).toBeUndefined();
+  });
+
+  it('a poll woken and back in a turn does not take a second wake-up meant for a waiting one', async () => {
+    const e = events();
+    const first = e.register('q')!;
+    const second = e.register('q')!;
+    const a = parked(first);
+    const b = parked(second);
+    e.wake('q', 1, 'local');
+    await flush();
+    expect(a.ended()).toBe('woken');
+    // `first` is in its turn now; one more item wakes `second`
+    expect(e.wake('q', 1, 'local')).toBe(1);
+    await flush();
+    expect(b.ended()).toBe('woken');
+  });
+
+  it('ends a wait at its deadline', async () => {
+    const e = events();
+    const w = parked(e.register('q')!, 1000);
+    await vi.advanceTimersByTimeAsync(999);
+    expect(w.ended()).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(w.ended()).toBe('timeout');
+  });
+
+  it('lists the queues with a poll waiting, not those whose polls are in a turn', () => {
+    const e = events();
+    void parked(e.register('a')!);
+    e.register('b');
+    void parked(e.register('c')!);
+    expect(e.waitingQueues().sort()).toEqual(['a', 'c']);
+  });
+
+  it('counts registered polls and those waiting, and forgets closed ones', async () => {
+    const e = events();
+    const a = e.register('q')!;
+    const b = e.register('q')!;
+    expect(e.registeredPolls).toBe(2);
+    expect(e.waiting, 'both in their first turn').toBe(0);
+    const waitA = parked(a);
+    expect(e.waiting).toBe(1);
+    a.close();
+    a.close();
+    await flush();
+    expect(waitA.ended()).toBe('closed');
+    expect(e.registeredPolls).toBe(1);
+    expect(e.waiting).toBe(0);
+    b.close();
+    expect(e.registeredPolls).toBe(0);
+    expect(e.waitingQueues()).toEqual([]);
+    expect(e.wake('q', 1, 'local')).toBe(0);
+  });
+
+  it('refuses past MAX_WAITING_POLLS, counting the refusals, and takes polls again once some answered', () => {
+    const e = events(2);
+    const a = e.register('a')!;
+    e.register('b');
+    expect(e.register('c')).toBeUndefined();
+    expect(e.register('d')).toBeUndefined();
+    expect(e.refused).toBe(2);
+    a.close();
+    expect(e.register('c')).toBeDefined();
+  });
+
+  it('a poll whose client went away stops waiting, and waits no more', async () => {
+    const e = events();
+    const gone = new AbortController();
+    const poll = e.register('q', gone.signal)!;
+    const w = parked(poll);
+    gone.abort();
+    await flush();
+    expect(w.ended()).toBe('closed');
+    expect(e.waiting).toBe(0);
+    expect(await poll.wait(10_000)).toBe('closed');
+    expect(e.wake('q', 1, 'local')).toBe(0);
+  });
+
+  it('MAX_WAITING_POLLS=0 turns long polling off', () => {
+    const e = events(0);
+    expect(e.register('a')).toBeUndefined();
+    expect(e.refused).toBe(1);
+  });
+
+  it('at shutdown answers every waiting poll at once, and registers none', async () => {
+    const e = events();
+    const waits = [e.register('a')!, e.register('a')!, e.register('b')!].map((p) => parked(p));
+    const inTurn = e.register('c')!;
+    e.onModuleDestroy();
+    await flush();
+    expect(waits.map((w) => w.ended())).toEqual(['closed', 'closed', 'closed']);
+    expect(await inTurn.wait(10_000)).toBe('closed');
+    expect(e.register('d')).toBeUndefined();
+    expect(e.refused).toBe(0);
+  });
+});

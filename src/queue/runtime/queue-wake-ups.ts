@@ -1,0 +1,83 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { DatabaseProvider } from '../../database/database.provider.js';
+import { ItemNotifications } from '../../database/item-notifications.js';
+import { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import { QueueEvents } from '../queue-events.js';
+
+/** How often the re-check may run while notifications are not being received (the connection is lost). */
+export const RECHECK_UNLISTENED_MS = 500;
+/** How often it runs while they are: then it is only a safety net. */
+export const RECHECK_LISTENING_MS = 5_000;
+/** The timer's tick; the re-check runs on the first tick after its interval. */
+const TICK_MS = 250;
+
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Wakes long polls for items that other processes pushed: on a notification (another process's
+ * write made a queue non-empty; see {@link ItemNotifications}), and by a periodic re-check that
+ * catches what notifications missed (while the listening connection was lost, and in the window
+ * before it listened again). The re-check is one statement for all the queues this process's
+ * polls wait on together — the queues among them that hold items — never a turn per poll; with
+ * no poll waiting it sends nothing. It runs every {@link RECHECK_LISTENING_MS} while
+ * notifications arrive, every {@link RECHECK_UNLISTENED_MS} while they do not, and at once
+ * each time the listener (re)connects.
+ */
+@Injectable()
+export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('LongPolls');
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private lastRecheck = 0;
+  private failing = false;
+  /** Re-check statements sent. */
+  rechecks = 0;
+
+  constructor(
+    private readonly events: QueueEvents,
+    private readonly notifications: ItemNotifications,
+    private readonly segments: SegmentRepository,
+    private readonly db: DatabaseProvider,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    // One item per notification: the poll that takes it wakes the next if it left more.
+    this.notifications.onItems((queueId) => this.events.wake(queueId, 1, 'notification'));
+    this.notifications.onListening(() => void this.recheck());
+    this.timer = setInterval(() => {
+      const interval = this.notifications.listening ? RECHECK_LISTENING_MS : RECHECK_UNLISTENED_MS;
+      if (Date.now() - this.lastRecheck >= interval) void this.recheck();
+    }, TICK_MS);
+    this.timer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One re-check (skipped while one is under way, or when no poll waits). */
+  recheck(): Promise<void> {
+    this.running ??= this.run().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async run(): Promise<void> {
+    this.lastRecheck = Date.now();
+    const ids = this.events.waitingQueues();
+    if (ids.length === 0 || !this.db.isReady) return;
+    let found: { queueId: string; count: number }[];
+    try {
+      found = await this.segments.queuesWithItems(ids);
+      this.rechecks += 1;
+    } catch (error) {
+      // The database is away: requests say so (503); one line here, not one per tick.
+      if (!this.failing) this.logger.warn(`Long-poll re-check failed: ${message(error)}; retrying`);
+      this.failing = true;
+      return;
+    }
+    if (this.failing) this.logger.log('Long-poll re-check works again');
+    this.failing = false;
+    for (const { queueId, count } of found) this.events.wake(queueId, count, 'recheck');
+  }
+}

@@ -1,0 +1,166 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi, type MockInstance } from 'vitest';
+import { ItemNotifications } from '../../src/database/item-notifications.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
+import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
+import { LockSweeper } from '../../src/lock/lock-sweeper.js';
+import { QueueEvents } from '../../src/queue/queue-events.js';
+import { QueueService, type PopOptions } from '../../src/queue/queue.service.js';
+import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';
+import { range, sleep, until } from '../support/queue-helpers.js';
+import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+
+/**
+ * Idle consumers cost nothing: long polls waiting on empty queues send no statement of their
+ * own while nothing arrives; a re-check is one statement for all of them; at most
+ * MAX_WAITING_POLLS wait, the next answers at once; at shutdown all answer at once.
+ */
+const POLLS = 200;
+const waitFor = (seconds: number): PopOptions => ({ depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: seconds });
+
+describe(`long polls that wait without polling the database (${databaseKind})`, () => {
+  let svc: TestService;
+  let queues: QueueService;
+  let events: QueueEvents;
+  let statements: ReturnType<typeof vi.spyOn>;
+  let transactions: MockInstance<UnitOfWork['transaction']> | undefined;
+  let closed = false;
+
+  beforeAll(async () => {
+    svc = await startService({ env: { MAX_WAITING_POLLS: String(POLLS) } });
+    // Their statements would be counted below; nothing here needs lock expiry, delayed items or dedup ids.
+    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper]) await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
+    queues = svc.app.get(QueueService);
+    events = svc.app.get(QueueEvents);
+    expect(await until(() => svc.app.get(ItemNotifications).listening, 10_000)).toBe(true);
+  });
+  afterAll(async () => {
+    if (!closed) await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+  });
+
+  /** Counts every statement the service sends outside a transaction, and the transactions (none expected). */
+  const countStatements = (): void => {
+    const uow = svc.app.get(UnitOfWork);
+    statements = vi.spyOn(uow.autocommit, 'query');
+    transactions = vi.spyOn(uow, 'transaction');
+  };
+  afterEach(() => {
+    const locked = transactions?.mock.calls.length ?? 0;
+    transactions = undefined;
+    vi.restoreAllMocks();
+    expect(locked, 'turns under the row lock').toBe(0);
+  });
+
+  /** Starts `n` long polls on fresh queues and resolves once all of them wait (their first turn done). */
+  async function startPolls(n: number, seconds: number): Promise<{ ids: string[]; answers: Promise<{ items: unknown[] }>[] }> {
+    const ids = range(n).map(() => uniqueQueueId('idle'));
+    const answers = ids.map((id) => queues.pop(id, waitFor(seconds)));
+    expect(await until(() => events.waitingQueues().length === n, 20_000), `${n} polls waiting`).toBe(true);
+    return { ids, answers };
+  }
+
+  it(`${POLLS} polls waiting on empty queues: no statement of their own, one re-check for all, one turn for the one woken, none when their wait ends`, async () => {
+    const { ids, answers } = await startPolls(POLLS, 4);
+    countStatements();
+    await sleep(1500);
+    // Listening for notifications, the safety re-check comes every 5 s at most.
+    expect(statements.mock.calls.length, `statements while ${POLLS} polls waited 1.5 s`).toBeLessThanOrEqual(1);
+    statements.mockClear();
+
+    await svc.app.get(QueueWakeUps).recheck();
+    expect(statements, 'one re-check statement for all the waiting polls').toHaveBeenCalledTimes(1);
+    expect(statements.mock.calls[0][1]).toEqual([expect.arrayContaining(ids)]);
+    statements.mockClear();
+
+    await queues.push(ids[7], { n: 7 }, 0);
+    expect(await answers[7]).toEqual({ items: [{ n: 7 }], count: 1 });
+    expect(statements.mock.calls.length, 'the push, then the woken poll in one ordinary turn').toBeLessThanOrEqual(3);
+    expect(events.waiting).toBe(POLLS - 1);
+    statements.mockClear();
+
+    const rest = await Promise.all(answers.filter((_, i) => i !== 7));
+    expect(rest.every((a) => a.items.length === 0)).toBe(true);
+    expect(statements.mock.calls.filter(([text]) => !String(text).includes('item_count > 0')).length, 'no turn when a wait ends with nothing').toBe(0);
+    expect(events.waiting).toBe(0);
+  });
+
+  it('without notifications, one re-check every 500 ms at most, for all the waiting polls together', async () => {
+    const notifications = svc.app.get(ItemNotifications);
+    const { answers } = await startPolls(POLLS, 3);
+    await notifications.stop();
+    countStatements();
+    await sleep(2000);
+    const calls = statements.mock.calls.length;
+    expect(calls, `statements in 2 s`).toBeGreaterThanOrEqual(2);
+    expect(calls).toBeLessThanOrEqual(5);
+    expect(statements.mock.calls.every(([text]) => String(text).includes('item_count > 0'))).toBe(true);
+    await Promise.all(answers);
+    // back to listening for the tests below
+    notifications.start();
+    expect(await until(() => notifications.listening, 10_000)).toBe(true);
+  });
+
+  it('a long poll on a queue locked pending acknowledgement answers 423 at once, as any pop; once acknowledged it waits again', async () => {
+    const q = uniqueQueueId('locked');
+    await svc.http.post(`/queue/${q}/push`).send({ item: { n: 1 } });
+    const lock = await svc.http.post(`/queue/${q}/pop?require_ack=true&ttl_seconds=30`);
+    expect(lock.body.locked).toBe(true);
+    const started = Date.now();
+    const locked = await svc.http.post(`/queue/${q}/pop?wait_seconds=10`);
+    expect(locked.status).toBe(423);
+    expect(locked.body.error_code).toBe('QUEUE_LOCKED');
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(events.registeredPolls).toBe(0);
+    await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: lock.body.lock_id as string });
+    const poll = svc.http.post(`/queue/${q}/pop?wait_seconds=10&require_ack=true`).then((res) => res.body as { items: unknown[]; locked: boolean });
+    expect(await until(() => events.waitingQueues().includes(q), 5000)).toBe(true);
+    await svc.http.post(`/queue/${q}/push`).send({ item: { n: 2 } });
+    expect(await poll).toMatchObject({ items: [{ n: 2 }], locked: true });
+  });
+
+  it('a long poll whose client went away stops waiting, and takes nothing pushed afterwards', async () => {
+    const q = uniqueQueueId('gone');
+    const client = new AbortController();
+    const poll = fetch(`${svc.url}/queue/${q}/pop?wait_seconds=10`, { method: 'POST', signal: client.signal }).catch(() => 'aborted');
+    expect(await until(() => events.waitingQueues().includes(q), 5000)).toBe(true);
+    client.abort();
+    expect(await poll).toBe('aborted');
+    expect(await until(() => events.waiting === 0 && events.registeredPolls === 0, 5000), 'the poll is gone').toBe(true);
+    await queues.push(q, { n: 1 }, 0);
+    expect(await queues.pop(q, waitFor(0))).toEqual({ items: [{ n: 1 }], count: 1 });
+  });
+
+  it(`past MAX_WAITING_POLLS (${POLLS}) a long poll answers at once, counted; once one answered, polls wait again`, async () => {
+    const { ids, answers } = await startPolls(POLLS, 10);
+    const started = Date.now();
+    const refused = await svc.http.post(`/queue/${uniqueQueueId('refused')}/pop?wait_seconds=10`);
+    expect(refused.body).toEqual({ items: [], count: 0 });
+    expect(Date.now() - started).toBeLessThan(2000);
+    const metrics = (await svc.http.get('/metrics')).text;
+    expect(metrics).toMatch(/^pushpop_long_polls_refused_total 1$/m);
+    expect(metrics).toMatch(new RegExp(`^pushpop_long_polls_waiting ${POLLS}$`, 'm'));
+    expect(metrics).toMatch(/^pushpop_notifications_listening 1$/m);
+
+    // A push that is waited on frees a place.
+    await svc.http.post(`/queue/${ids[0]}/push`).send({ item: { n: 0 } });
+    expect(await answers[0]).toEqual({ items: [{ n: 0 }], count: 1 });
+    const q = uniqueQueueId('admitted');
+    const admitted = svc.http.post(`/queue/${q}/pop?wait_seconds=10`).then((res) => res.body as unknown);
+    expect(await until(() => events.waitingQueues().includes(q), 5000)).toBe(true);
+    await svc.http.post(`/queue/${q}/push`).send({ item: { n: 1 } });
+    expect(await admitted).toEqual({ items: [{ n: 1 }], count: 1 });
+    expect((await svc.http.get('/metrics')).text).toMatch(/^pushpop_long_poll_wake_ups_total\{cause="local"\} [1-9]\d*$/m);
+
+    // Shutdown answers every waiting poll at once, without a turn each.
+    countStatements();
+    const closing = Date.now();
+    const closedService = svc.close();
+    closed = true;
+    const rest = await Promise.all(answers.slice(1));
+    expect(Date.now() - closing, 'answered at shutdown').toBeLessThan(2000);
+    expect(rest.every((a) => a.items.length === 0)).toBe(true);
+    expect(statements).not.toHaveBeenCalled();
+    await closedService;
+  });
+});
