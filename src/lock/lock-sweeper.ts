@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
+import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { LockRepository } from './lock.repository.js';
@@ -18,10 +19,7 @@ const SWEEP_BATCH = 200;
  */
 @Injectable()
 export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger('LockSweeper');
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<void>;
-  private stopped = false;
+  private readonly loop: SweepLoop;
 
   constructor(
     private readonly config: AppConfig,
@@ -29,40 +27,24 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly locks: LockRepository,
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.loop = new SweepLoop(new Logger('LockSweeper'), 'Lock sweep', async () => (await this.sweep()) >= SWEEP_BATCH, () => this.config.env.LOCK_SWEEP_INTERVAL_MS);
+  }
 
   onApplicationBootstrap(): void {
     // The first sweep comes once the database is open (a crashed consumer's locks may be due already).
-    this.db.ready.then(
-      () => this.schedule(0),
-      () => undefined,
-    );
+    this.loop.start(this.db.ready);
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.sweep()
-        .then((n) => this.schedule(n >= SWEEP_BATCH ? 0 : this.config.env.LOCK_SWEEP_INTERVAL_MS))
-        .catch((error: unknown) => {
-          this.logger.warn(`Lock sweep failed: ${error instanceof Error ? error.message : String(error)}`);
-          this.schedule(this.config.env.LOCK_SWEEP_INTERVAL_MS);
-        });
-    }, ms);
-    this.timer.unref();
+    await this.loop.stop();
   }
 
   /** One sweep; returns how many due locks it found. */
   async sweep(): Promise<number> {
     const due = await this.locks.findDue(this.clock.now(), SWEEP_BATCH);
     for (const queueId of due) {
-      if (this.stopped) break;
+      if (this.loop.stopped) break;
       // An empty turn: the expiry hook at its start does the work.
       await this.runner.run(queueId, { apply: () => undefined });
     }
