@@ -122,15 +122,20 @@ export const ERROR_CODES = {
     message: 'content type text/plain is not supported; send application/json',
     headers: ['Accept-Encoding'],
   },
+  QUEUE_NOT_EMPTY: {
+    statuses: [409],
+    meaning: 'A change of `segment_size` or `buffer_segments` while the queue holds items, delayed items or a lock',
+    message: 'segment_size and buffer_segments of queue orders change only while it holds no items and no lock',
+  },
   QUEUE_LOCKED: {
-    statuses: [423],
-    meaning: 'A pop while an unexpired lock holds the queue; `lock_expires_at` says until when',
+    statuses: [409, 423],
+    meaning: 'A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)',
     message: 'Queue is locked pending acknowledgement',
     extra: { lock_expires_at: EXAMPLE_EXPIRY },
   },
   QUEUE_BUSY: {
     statuses: [429],
-    meaning: 'More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`',
+    meaning: 'More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`',
     message: 'Too many operations are waiting on queue orders; retry shortly',
     headers: ['Retry-After'],
   },

@@ -60,6 +60,27 @@ export class QueueBusyError extends PushpopError {
   }
 }
 
+/** A pop with ack on a shared queue that already has `MAX_LOCKS_PER_QUEUE` live locks. */
+export class TooManyLocksError extends PushpopError {
+  constructor(queueId: string, max: number) {
+    super(429, 'QUEUE_BUSY', `Queue ${queueId} has ${max} live locks, the most it may have; acknowledge or release some, or retry shortly`, {}, { 'Retry-After': '1' });
+  }
+}
+
+/** A change of the segment layout of a queue that holds items, delayed items or locks. */
+export class QueueNotEmptyError extends PushpopError {
+  constructor(queueId: string) {
+    super(409, 'QUEUE_NOT_EMPTY', `segment_size and buffer_segments of queue ${queueId} change only while it holds no items and no lock`);
+  }
+}
+
+/** A change of lock mode while a lock lives; `lock_expires_at`: when the (earliest) live lock expires at the latest. */
+export class LockModeChangeError extends PushpopError {
+  constructor(queueId: string, expiresAt: number | null) {
+    super(409, 'QUEUE_LOCKED', `The lock mode of queue ${queueId} changes only while no lock lives`, { lock_expires_at: expiresAt === null ? null : expiresAt / 1000 });
+  }
+}
+
 /** The client sent more than its rate limit allows (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST); `Retry-After` says when the next request gets through. */
 export class RateLimitedError extends PushpopError {
   constructor(retryAfterSeconds: number, ratePerSecond: number, burst: number) {

@@ -105,6 +105,10 @@ export class Environment {
   @Transform(toInt) @IsInt() @Min(100)
   ACTOR_IDLE_TIMEOUT_MS = 60_000;
 
+  /** Live locks one queue in shared lock mode may have; past it a pop with ack gets 429 QUEUE_BUSY. */
+  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000)
+  MAX_LOCKS_PER_QUEUE = 10_000;
+
   /** Operations allowed to wait for one queue's turn; past it callers get 429 QUEUE_BUSY. */
   @Transform(toInt) @IsInt() @Min(1)
   MAX_PENDING_PER_QUEUE = 1000;

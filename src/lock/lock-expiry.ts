@@ -21,11 +21,19 @@ export class LockExpiry implements OnModuleInit {
   onModuleInit(): void {
     this.runner.addHook((queueId, core, now) => {
       const returned = core.expireLock(now);
-      if (returned === undefined) return undefined;
+      const shared = core.expireSharedLocks(now);
+      if (returned === undefined && shared === undefined) return undefined;
       return () => {
-        this.stats.lockExpirations += 1;
-        this.stats.itemsRedelivered.expired += returned;
-        this.logger.log(`Lock on queue ${queueId} expired; ${returned} item(s) returned to the front`);
+        if (returned !== undefined) {
+          this.stats.lockExpirations += 1;
+          this.stats.itemsRedelivered.expired += returned;
+          this.logger.log(`Lock on queue ${queueId} expired; ${returned} item(s) returned to the front`);
+        }
+        if (shared && shared.locks > 0) {
+          this.stats.lockExpirations += shared.locks;
+          this.stats.itemsRedelivered.expired += shared.returned;
+          this.logger.log(`${shared.locks} shared lock(s) on queue ${queueId} expired; ${shared.returned} item(s) given back`);
+        }
       };
     });
   }

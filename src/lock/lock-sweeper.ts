@@ -8,6 +8,11 @@ import { LockRepository } from './lock.repository.js';
 
 /** Most queues expired in one sweep; the rest wait for the next tick (which comes at once). */
 const SWEEP_BATCH = 200;
+/** Expired shared locks are remembered (their id answers 410) this long after expiry. */
+const REMEMBER_EXPIRED_MS = 3_600_000;
+/** Forgetting runs at most this often, in batches of FORGET_BATCH. */
+const FORGET_INTERVAL_MS = 60_000;
+const FORGET_BATCH = 1000;
 
 /**
  * Returns the items of expired locks even when nobody calls their queue: every
@@ -20,6 +25,7 @@ const SWEEP_BATCH = 200;
 @Injectable()
 export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly loop: SweepLoop;
+  private lastForget = 0;
 
   constructor(
     private readonly config: AppConfig,
@@ -42,7 +48,13 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   /** One sweep; returns how many due locks it found. */
   async sweep(): Promise<number> {
-    const due = await this.locks.findDue(this.clock.now(), SWEEP_BATCH);
+    const now = this.clock.now();
+    // An expired shared lock's id answers 410 for at least an hour, then 404.
+    if (now - this.lastForget >= FORGET_INTERVAL_MS) {
+      this.lastForget = now;
+      await this.locks.forgetExpired(now - REMEMBER_EXPIRED_MS, FORGET_BATCH);
+    }
+    const due = await this.locks.findDue(now, SWEEP_BATCH);
     for (const queueId of due) {
       if (this.loop.stopped) break;
       // An empty turn: the expiry hook at its start does the work.

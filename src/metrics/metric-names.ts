@@ -21,6 +21,8 @@ export const METRICS = {
   storeDuration: { name: 'pushpop_store_transaction_duration_seconds', help: 'Database time of one actor turn (transaction), by outcome', labels: ['outcome'] },
   activeActors: { name: 'pushpop_active_actors', help: 'Queue actors held in memory' },
   itemsInMemory: { name: 'pushpop_items_in_memory', help: 'Items held in memory over all actors' },
+  itemsDeadLettered: { name: 'pushpop_items_dead_lettered_total', help: 'Items that reached their queue\'s max_deliveries when their lock expired or was released, moved to its dead-letter queue' },
+  liveLocks: { name: 'pushpop_live_locks', help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)' },
   delayedItems: { name: 'pushpop_delayed_items', help: 'Delayed items not visible yet (all processes; refreshed at most every 10 s)' },
   offloadedSegments: { name: 'pushpop_offloaded_segments', help: 'Segments currently in the offload store (all processes)' },
   waitingOperations: { name: 'pushpop_waiting_operations', help: 'Operations waiting for a queue turn' },

@@ -40,6 +40,7 @@ export class MetricsService implements OnModuleInit {
   });
   private offloadedCount = { value: 0, at: 0 };
   private delayedCount = { value: 0, at: 0 };
+  private liveLockCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -88,6 +89,7 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.lockExpirations, () => queueStats.lockExpirations);
     fromStats(METRICS.delayedItemsDue, () => queueStats.delayedItemsDue);
     fromStats(METRICS.duplicatesSkipped, () => queueStats.duplicatesSkipped);
+    fromStats(METRICS.itemsDeadLettered, () => queueStats.itemsDeadLettered);
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
@@ -114,6 +116,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.longPolls, () => events.waiting);
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.segments.countDelayed()));
+    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.segments.countLiveLocks()));
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import { PopQueryDto } from './dto/pop-query.dto.js';
@@ -14,7 +14,9 @@ import {
   PushResponseDto,
   QueueInfoDto,
   QueueListDto,
+  QueueSettingsDto,
 } from './dto/queue-responses.dto.js';
+import { QueueSettingsRequestDto } from './dto/queue-settings.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
@@ -137,6 +139,35 @@ export class QueueController {
   @ApiParam(QUEUE_ID_PARAM)
   async getQueue(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueInfoDto> {
     return this.queues.getQueue(queueId);
+  }
+
+  /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue. */
+  @Get('queue/:queue_id/settings')
+  @Scopes('read')
+  @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
+  @ApiParam(QUEUE_ID_PARAM)
+  async getSettings(@Param('queue_id', QueueIdPipe) queueId: string): Promise<QueueSettingsDto> {
+    return this.queues.getSettings(queueId);
+  }
+
+  /**
+   * Changes any of the queue's settings (creating the queue if it does not exist) and answers
+   * all of them. `segment_size` and `buffer_segments` change only while the queue holds no
+   * items and no lock (409 `QUEUE_NOT_EMPTY`); `lock_mode` only while no lock lives (409
+   * `QUEUE_LOCKED`); `max_deliveries` needs `dead_letter_queue`, which may not be the queue itself (400).
+   */
+  @Put('queue/:queue_id/settings')
+  @Scopes('admin')
+  @ApiErrors(COMMON_QUEUE_ERRORS, BODY_ERRORS, { 409: ['QUEUE_NOT_EMPTY', 'QUEUE_LOCKED'] })
+  @ApiParam(QUEUE_ID_PARAM)
+  async putSettings(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: QueueSettingsRequestDto): Promise<QueueSettingsDto> {
+    return this.queues.putSettings(queueId, {
+      segmentSize: body.segment_size,
+      bufferSegments: body.buffer_segments,
+      lockMode: body.lock_mode,
+      maxDeliveries: body.max_deliveries,
+      deadLetterQueue: body.dead_letter_queue,
+    });
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { PopOutcome, QueueView } from './core/queue-core.js';
+import type { QueueSettings } from './core/types.js';
 import type { QueueListRow } from '../segment-storage/queue-metadata.js';
 import type {
   AcknowledgeResponseDto,
@@ -10,6 +11,7 @@ import type {
   PushResponseDto,
   QueueInfoDto,
   QueueListDto,
+  QueueSettingsDto,
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 
@@ -35,7 +37,24 @@ export const QueueMapper = {
     const items = outcome.items.map((i) => JSON.parse(i.json) as Record<string, unknown>);
     if (!requireAck) return { items, count: items.length };
     if (!outcome.lock) return { items, count: 0, locked: false };
-    return { items, count: items.length, locked: true, lock_id: outcome.lock.lockId, lock_expires_at: seconds(outcome.lock.expiresAt) };
+    return {
+      items,
+      count: items.length,
+      locked: true,
+      lock_id: outcome.lock.lockId,
+      lock_expires_at: seconds(outcome.lock.expiresAt),
+      delivery_counts: outcome.items.map((i) => i.deliveries ?? 1),
+    };
+  },
+
+  settings(settings: QueueSettings): QueueSettingsDto {
+    return {
+      segment_size: settings.segmentSize,
+      buffer_segments: settings.bufferSegments,
+      lock_mode: settings.lockMode ?? 'exclusive',
+      max_deliveries: settings.maxDeliveries ?? null,
+      dead_letter_queue: settings.deadLetterQueue ?? null,
+    };
   },
 
   acknowledge(count: number): AcknowledgeResponseDto {
@@ -46,8 +65,9 @@ export const QueueMapper = {
     return { success: true, lock_id: lockId, lock_expires_at: seconds(expiresAt) };
   },
 
-  release(count: number): ReleaseResponseDto {
-    return { success: true, items_returned: count };
+  /** `items_dead_lettered` only when some items went to the dead-letter queue. */
+  release(count: number, deadLettered = 0): ReleaseResponseDto {
+    return deadLettered > 0 ? { success: true, items_returned: count, items_dead_lettered: deadLettered } : { success: true, items_returned: count };
   },
 
   queueInfo(queueId: string, view: QueueView): QueueInfoDto {
@@ -64,19 +84,18 @@ export const QueueMapper = {
       };
     }
     const lock = view.lock?.state === 'active' ? view.lock : undefined;
-    return {
-      queue_id: queueId,
-      count: view.count,
-      priorities,
-      config: { segment_size: view.settings.segmentSize, buffer_segments: view.settings.bufferSegments },
-      lock: lock ? { expires_at: seconds(lock.expiresAt), created_at: seconds(lock.createdAt), item_count: lock.items.length } : null,
-      delayed: view.delayed,
-    };
+    const config = QueueMapper.settings(view.settings);
+    const base = { queue_id: queueId, count: view.count, priorities, config, delayed: view.delayed };
+    if (view.locks) {
+      const { count, itemCount, nextExpiresAt } = view.locks;
+      return { ...base, locks: { count, item_count: itemCount, next_expires_at: nextExpiresAt === null ? null : seconds(nextExpiresAt) } };
+    }
+    return { ...base, lock: lock ? { expires_at: seconds(lock.expiresAt), created_at: seconds(lock.createdAt), item_count: lock.items.length } : null };
   },
 
   queueList(rows: readonly QueueListRow[], now: number, nextCursor: string | null): QueueListDto {
     return {
-      queues: rows.map((r) => ({ queue_id: r.queueId, count: r.count, locked: r.lockExpiresAt !== null && r.lockExpiresAt > now })),
+      queues: rows.map((r) => ({ queue_id: r.queueId, count: r.count, locked: (r.lockExpiresAt !== null && r.lockExpiresAt > now) || r.liveLocks > 0 })),
       next_cursor: nextCursor,
     };
   },

@@ -6,15 +6,18 @@ import {
   InvalidLockIdError,
   LockExpiredError,
   LockIdRequiredError,
+  LockModeChangeError,
   LockNotFoundError,
   QueueLockedError,
+  QueueNotEmptyError,
   QueueNotFoundError,
   SegmentUnavailableError,
   StateKeyNotFoundError,
+  TooManyLocksError,
   ValidationFailedError,
 } from '../common/errors.js';
 import { SegmentRepository } from '../segment-storage/segment.repository.js';
-import type { LockProblem, NewItem } from './core/types.js';
+import type { LockProblem, NewItem, QueueSettings, SettingsPatch } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
@@ -24,6 +27,7 @@ import type {
   PushResponseDto,
   QueueInfoDto,
   QueueListDto,
+  QueueSettingsDto,
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 import { encodeItem } from './item-codec.js';
@@ -60,6 +64,11 @@ const LOCK_ERRORS: Record<LockProblem, () => Error> = {
   LOCK_EXPIRED: () => new LockExpiredError(),
   INVALID_LOCK_ID: () => new InvalidLockIdError(),
 };
+
+/** The fields of a patch that are set (undefined ones leave a setting as it is). */
+function definedOnly(patch: SettingsPatch): Partial<QueueSettings> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<QueueSettings>;
+}
 
 /** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */
 const newLockId = (): string => randomBytes(8).toString('base64url');
@@ -137,12 +146,14 @@ export class QueueService {
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = Date.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = newLockId();
+    const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     try {
       for (;;) {
         const outcome = await this.runner.run(queueId, {
           apply: (core, now) => {
-            const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000 } : undefined);
+            const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
             if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);
+            if ('busy' in result) throw new TooManyLocksError(queueId, maxLocks);
             if ('unavailable' in result) throw new SegmentUnavailableError(queueId, result.unavailable.priority, result.unavailable.segment);
             return result;
           },
@@ -160,7 +171,7 @@ export class QueueService {
   /** Removes the lock's items for good. */
   async acknowledge(queueId: string, lockId: unknown): Promise<AcknowledgeResponseDto> {
     const id = this.requireLockId(lockId);
-    const count = await this.runner.run(queueId, { apply: (core) => this.lockResult(core.acknowledge(id)) });
+    const count = await this.runner.run(queueId, { apply: (core, now) => this.lockResult(core.acknowledge(id, now)) });
     this.stats.itemsAcknowledged += count;
     return QueueMapper.acknowledge(count);
   }
@@ -172,12 +183,52 @@ export class QueueService {
     return QueueMapper.extendLock(id, lock.expiresAt);
   }
 
-  /** Gives the lock's items back to the front of their priorities now. */
+  /** Gives the lock's items back now (items that reached `max_deliveries` go to the dead-letter queue). */
   async release(queueId: string, lockId: unknown): Promise<ReleaseResponseDto> {
     const id = this.requireLockId(lockId);
-    const returned = await this.runner.run(queueId, { apply: (core) => this.lockResult(core.release(id)) });
-    this.stats.itemsRedelivered.released += returned;
-    return QueueMapper.release(returned);
+    const outcome = await this.runner.run(queueId, {
+      apply: (core, now) => {
+        const released = core.releaseLock(id, now);
+        this.lockResult(released.returned);
+        return released.outcome!;
+      },
+    });
+    this.stats.itemsRedelivered.released += outcome.returned;
+    return QueueMapper.release(outcome.returned, outcome.deadLettered);
+  }
+
+  /** The queue's settings; 404 for a queue that does not exist. */
+  async getSettings(queueId: string): Promise<QueueSettingsDto> {
+    const settings = await this.runner.run(queueId, {
+      apply: (core) => {
+        if (!core.isPresent) throw new QueueNotFoundError(queueId);
+        return core.settings;
+      },
+    });
+    return QueueMapper.settings(settings);
+  }
+
+  /**
+   * Changes a queue's settings, creating the queue if need be. The request's own rules (ranges,
+   * `max_deliveries` needs a dead-letter queue, not the queue itself) are checked here, against
+   * the settings as they will be after the change.
+   */
+  async putSettings(queueId: string, patch: SettingsPatch): Promise<QueueSettingsDto> {
+    if (patch.deadLetterQueue === queueId) throw new ValidationFailedError('dead_letter_queue must not be the queue itself');
+    if (patch.deadLetterQueue !== undefined && patch.deadLetterQueue !== null && !isQueueId(patch.deadLetterQueue)) {
+      throw new ValidationFailedError('dead_letter_queue must be a queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
+    }
+    const settings = await this.runner.run(queueId, {
+      apply: (core): QueueSettings => {
+        const next: QueueSettings = { ...core.settings, ...definedOnly(patch) };
+        if (next.maxDeliveries != null && !next.deadLetterQueue) throw new ValidationFailedError('max_deliveries needs dead_letter_queue');
+        const result = core.updateSettings(patch);
+        if (result === 'QUEUE_NOT_EMPTY') throw new QueueNotEmptyError(queueId);
+        if (result === 'QUEUE_LOCKED') throw new LockModeChangeError(queueId, core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry);
+        return result;
+      },
+    });
+    return QueueMapper.settings(settings);
   }
 
   /** First in the contract's order, and needs no turn. */

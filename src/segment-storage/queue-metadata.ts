@@ -12,13 +12,53 @@ export interface StoredPriority {
   tail_offloaded_segment: number | null;
   next_position: number;
   head_position: number;
+  /** Items given back by shared locks, waiting in `returned_items`; absent: 0. */
+  returned?: number;
+  /** Items held by shared locks; absent: 0. */
+  held?: number;
 }
 
-/** A `queue_locks` row (times in epoch milliseconds). */
+/** Where an item was pushed within its priority. */
+export interface StoredOrigin {
+  readonly segment: number;
+  readonly position: number;
+}
+
+/** A locked item: its priority and JSON text, where it was pushed and its deliveries (absent for locks written before these were kept). */
+export interface StoredHeldItem {
+  readonly priority: number;
+  readonly json: string;
+  readonly origin?: StoredOrigin;
+  readonly deliveries?: number;
+}
+
+/** A `returned_items` row. */
+export interface StoredReturnedEntry extends StoredOrigin {
+  readonly json: string;
+  readonly deliveries: number;
+}
+
+/** The queue row's settings. */
+export interface StoredSettings {
+  readonly segmentSize: number;
+  readonly bufferSegments: number;
+  readonly lockMode?: 'exclusive' | 'shared';
+  readonly maxDeliveries?: number | null;
+  readonly deadLetterQueue?: string | null;
+}
+
+/** The queue row's summary of its shared locks (`nextExpiry` a lower bound, epoch ms). */
+export interface StoredSharedSummary {
+  readonly live: number;
+  readonly items: number;
+  readonly nextExpiry: number | null;
+}
+
+/** A `queue_locks` or `shared_locks` row (times in epoch milliseconds). */
 export interface StoredLock {
   readonly lockId: string;
   readonly state: 'active' | 'expired';
-  readonly items: readonly { readonly priority: number; readonly json: string }[];
+  readonly items: readonly StoredHeldItem[];
   readonly createdAt: number;
   readonly expiresAt: number;
 }
@@ -41,16 +81,19 @@ export interface StoredDelayedItem {
 /** A `queues` row with its lock. */
 export interface StoredQueue {
   readonly version: number;
-  readonly settings: { readonly segmentSize: number; readonly bufferSegments: number };
+  readonly settings: StoredSettings;
   readonly priorities: Record<string, StoredPriority>;
   readonly lock: StoredLock | null;
   readonly delayed: StoredDelayedSummary;
+  readonly shared: StoredSharedSummary;
 }
 
 /** One item row of a segment. `json` is the item's JSON text, exactly as stored. */
 export interface StoredEntry {
   readonly position: number;
   readonly json: string;
+  /** Absent: 0. */
+  readonly deliveries?: number;
 }
 
 /** Everything one turn writes; see the `pushpop_write_turn` migration for how it is applied. */
@@ -58,11 +101,11 @@ export interface StoredTurnWrite {
   readonly expectedVersion: number | null;
   readonly newVersion: number;
   readonly deleteQueue: boolean;
-  readonly settings: { readonly segmentSize: number; readonly bufferSegments: number };
+  readonly settings: StoredSettings;
   readonly itemCount: number;
   readonly priorities: Record<string, StoredPriority>;
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
-  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
+  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string; readonly deliveries?: number }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: StoredLock } | { readonly op: 'delete' } | undefined;
   /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];
@@ -76,6 +119,18 @@ export interface StoredTurnWrite {
   readonly delayedDeleteThrough: { readonly dueAt: number; readonly seq: number } | null;
   /** Rows added to `dedup_ids` (or replacing an expired row of the same id). */
   readonly dedupInserts: readonly { readonly dedupId: string; readonly expiresAt: number }[];
+  /** The queue row's shared-lock columns after the turn; null: unchanged. */
+  readonly shared: StoredSharedSummary | null;
+  /** `shared_locks` rows written and deleted. */
+  readonly sharedLockUpserts: readonly StoredLock[];
+  readonly sharedLockDeletes: readonly string[];
+  /** `returned_items` rows added and deleted. */
+  readonly returnedInserts: readonly (StoredReturnedEntry & { readonly priority: number })[];
+  readonly returnedDeletes: readonly (StoredOrigin & { readonly priority: number })[];
+  /** Items for the tail of another queue (its dead-letter queue), in order. */
+  readonly deadLetters: { readonly queueId: string; readonly items: readonly StoredHeldItem[] } | null;
+  /** With dead letters: the turn's time (they are due then) and the settings and version of a dead-letter queue the turn creates. */
+  readonly deadLetterDefaults?: { readonly segmentSize: number; readonly bufferSegments: number; readonly version: number; readonly now: number };
 }
 
 /** A listing row for `GET /queues`. */
@@ -84,4 +139,6 @@ export interface QueueListRow {
   count: number;
   /** Expiry (epoch ms) of the queue's active acknowledgement lock, or null. */
   lockExpiresAt: number | null;
+  /** Live shared locks. */
+  liveLocks: number;
 }

@@ -1,6 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
-import type { QueueListRow, StoredDelayedItem, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from './queue-metadata.js';
+import type {
+  QueueListRow,
+  StoredDelayedItem,
+  StoredEntry,
+  StoredHeldItem,
+  StoredLock,
+  StoredPriority,
+  StoredQueue,
+  StoredReturnedEntry,
+  StoredTurnWrite,
+} from './queue-metadata.js';
 
 interface RawQueueRow {
   version: string;
@@ -11,21 +21,67 @@ interface RawQueueRow {
   lock_state: 'active' | 'expired' | null;
   lock_priorities: number[] | null;
   lock_items: string[] | null;
+  lock_segments: string[] | null;
+  lock_positions: number[] | null;
+  lock_deliveries: number[] | null;
   lock_created_at: Date | null;
   lock_expires_at: Date | null;
   delayed_count: string;
   next_due_at: Date | null;
   delayed_seq: string;
+  lock_mode: 'exclusive' | 'shared';
+  max_deliveries: number | null;
+  dead_letter_queue: string | null;
+  live_locks: number;
+  locked_items: string;
+  next_lock_expiry: Date | null;
+}
+
+/** A `queue_locks` / `shared_locks` row as read. */
+interface RawLockRow {
+  lock_id: string;
+  state: 'active' | 'expired';
+  priorities: number[];
+  items: string[];
+  segments: string[] | null;
+  positions: number[] | null;
+  deliveries: number[] | null;
+  created_at: Date;
+  expires_at: Date;
 }
 
 const LOAD_QUEUE = `
   SELECT q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
+         q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
+         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries,
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
-const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 38 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 66 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+
+const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, created_at, expires_at';
+
+/** A lock's items from its parallel arrays (origins and deliveries absent in rows written before they were kept). */
+function heldItems(priorities: number[], items: string[], segments: string[] | null, positions: number[] | null, deliveries: number[] | null): StoredHeldItem[] {
+  return items.map((json, i) => {
+    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number } = { priority: priorities[i], json };
+    if (segments && positions) item.origin = { segment: Number(segments[i]), position: positions[i] };
+    if (deliveries) item.deliveries = deliveries[i];
+    return item;
+  });
+}
+
+function toStoredLock(row: RawLockRow): StoredLock {
+  return {
+    lockId: row.lock_id,
+    state: row.state,
+    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries),
+    createdAt: row.created_at.getTime(),
+    expiresAt: row.expires_at.getTime(),
+  };
+}
 
 /**
  * A queue's due delayed items, oldest first, at most `$3 - 1` of them plus one more to tell
@@ -42,7 +98,13 @@ const LOAD_DUE = `
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
     version: Number(raw.version),
-    settings: { segmentSize: raw.segment_size, bufferSegments: raw.buffer_segments },
+    settings: {
+      segmentSize: raw.segment_size,
+      bufferSegments: raw.buffer_segments,
+      lockMode: raw.lock_mode,
+      maxDeliveries: raw.max_deliveries,
+      deadLetterQueue: raw.dead_letter_queue,
+    },
     priorities: raw.priorities,
     lock:
       raw.lock_id === null
@@ -50,11 +112,12 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
         : {
             lockId: raw.lock_id,
             state: raw.lock_state!,
-            items: raw.lock_items!.map((json, i) => ({ json, priority: raw.lock_priorities![i] })),
+            items: heldItems(raw.lock_priorities!, raw.lock_items!, raw.lock_segments, raw.lock_positions, raw.lock_deliveries),
             createdAt: raw.lock_created_at!.getTime(),
             expiresAt: raw.lock_expires_at!.getTime(),
           },
     delayed: { count: Number(raw.delayed_count), nextDueAt: raw.next_due_at ? raw.next_due_at.getTime() : null, nextSeq: Number(raw.delayed_seq) },
+    shared: { live: raw.live_locks, items: Number(raw.locked_items), nextExpiry: raw.next_lock_expiry ? raw.next_lock_expiry.getTime() : null },
   };
 }
 
@@ -84,8 +147,8 @@ export class SegmentRepository {
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
   async loadSegments(queueId: string, segments: readonly { priority: number; segment: number }[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredEntry[]>> {
-    const rows = await session.query<{ priority: number; segment: string; position: number; item: string }>(
-      `SELECT s.priority, s.segment, s.position, s.item
+    const rows = await session.query<{ priority: number; segment: string; position: number; item: string; deliveries: number }>(
+      `SELECT s.priority, s.segment, s.position, s.item, s.deliveries
          FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment
         WHERE s.queue_id = $1
         ORDER BY s.priority, s.segment, s.position`,
@@ -97,7 +160,7 @@ export class SegmentRepository {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);
       if (!list) out.set(key, (list = []));
-      list.push({ position: row.position, json: row.item });
+      list.push(row.deliveries > 0 ? { position: row.position, json: row.item, deliveries: row.deliveries } : { position: row.position, json: row.item });
     }
     return out;
   }
@@ -117,6 +180,52 @@ export class SegmentRepository {
     due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     if (due.length > limit) return { items: due.slice(0, limit), nextDueAt: due[limit].dueAt };
     return { items: due, nextDueAt: later };
+  }
+
+  /** The named shared locks of a queue that exist (live or expired), by id. */
+  async loadSharedLocks(queueId: string, ids: readonly string[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredLock>> {
+    const rows = await session.query<RawLockRow>(
+      `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks WHERE queue_id = $1 AND lock_id = ANY($2::varchar[])`,
+      [queueId, ids],
+      'pushpop_load_shared_locks',
+    );
+    return new Map(rows.map((row) => [row.lock_id, toStoredLock(row)]));
+  }
+
+  /**
+   * A queue's live shared locks expired at `now`, earliest first, at most `limit`, and the
+   * expiry of the first live lock after them (null: none). Both are ranges of the partial
+   * index on `(queue_id, expires_at)`.
+   */
+  async loadDueSharedLocks(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ locks: StoredLock[]; nextExpiry: number | null }> {
+    const rows = await session.query<RawLockRow>(
+      `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks
+        WHERE queue_id = $1 AND state = 'active' AND expires_at <= to_timestamp($2 / 1000.0) ORDER BY expires_at LIMIT $3`,
+      [queueId, now, limit],
+      'pushpop_load_due_shared_locks',
+    );
+    const next = rows.length < limit ? await this.nextSharedLockExpiry(queueId, session, now) : null;
+    return { locks: rows.map(toStoredLock), nextExpiry: next };
+  }
+
+  /** Expiry of a queue's earliest live shared lock (after `after`, if given); null when there is none. */
+  async nextSharedLockExpiry(queueId: string, session: DbSession = this.uow.autocommit, after = -Infinity): Promise<number | null> {
+    const rows = await session.query<{ expires_at: Date }>(
+      `SELECT expires_at FROM shared_locks WHERE queue_id = $1 AND state = 'active' AND expires_at > to_timestamp($2 / 1000.0) ORDER BY expires_at LIMIT 1`,
+      [queueId, Number.isFinite(after) ? after : -1e15],
+      'pushpop_next_shared_lock_expiry',
+    );
+    return rows[0] ? rows[0].expires_at.getTime() : null;
+  }
+
+  /** The first `limit` given-back items of a queue's priority, in push order (one range of the primary key). */
+  async loadReturned(queueId: string, priority: number, limit: number, session: DbSession = this.uow.autocommit): Promise<StoredReturnedEntry[]> {
+    const rows = await session.query<{ segment: string; position: number; item: string; deliveries: number }>(
+      `SELECT segment, position, item, deliveries FROM returned_items WHERE queue_id = $1 AND priority = $2 ORDER BY segment, position LIMIT $3`,
+      [queueId, priority, limit],
+      'pushpop_load_returned',
+    );
+    return rows.map((r) => ({ segment: Number(r.segment), position: r.position, json: r.item, deliveries: r.deliveries }));
   }
 
   /** Which of `ids` were accepted on the queue and have not expired at `now`. */
@@ -176,6 +285,48 @@ export class SegmentRepository {
       write.delayedDeleteThrough?.seq ?? null,
       write.dedupInserts.map((d) => d.dedupId),
       write.dedupInserts.map((d) => d.expiresAt),
+      // Settings: always written as the turn's core holds them.
+      true,
+      write.settings.lockMode ?? 'exclusive',
+      write.settings.maxDeliveries ?? null,
+      write.settings.deadLetterQueue ?? null,
+      // Deliveries of inserted rows: an empty array (all 0) unless an item given back by an exclusive lock is among them.
+      write.inserts.some((i) => i.deliveries) ? write.inserts.map((i) => i.deliveries ?? 0) : [],
+      lock ? lock.items.map((i) => i.origin?.segment ?? null) : null,
+      lock ? lock.items.map((i) => i.origin?.position ?? null) : null,
+      lock ? lock.items.map((i) => i.deliveries ?? 1) : null,
+      write.shared?.live ?? null,
+      write.shared?.items ?? null,
+      write.shared?.nextExpiry ?? null,
+      JSON.stringify(
+        write.sharedLockUpserts.map((l) => ({
+          id: l.lockId,
+          state: l.state,
+          priorities: l.items.map((i) => i.priority),
+          segments: l.items.map((i) => i.origin?.segment ?? 0),
+          positions: l.items.map((i) => i.origin?.position ?? 0),
+          items: l.items.map((i) => i.json),
+          deliveries: l.items.map((i) => i.deliveries ?? 1),
+          created: l.createdAt,
+          expires: l.expiresAt,
+        })),
+      ),
+      write.sharedLockDeletes,
+      write.returnedInserts.map((r) => r.priority),
+      write.returnedInserts.map((r) => r.segment),
+      write.returnedInserts.map((r) => r.position),
+      write.returnedInserts.map((r) => r.json),
+      write.returnedInserts.map((r) => r.deliveries),
+      write.returnedDeletes.map((r) => r.priority),
+      write.returnedDeletes.map((r) => r.segment),
+      write.returnedDeletes.map((r) => r.position),
+      write.deadLetters?.queueId ?? null,
+      write.deadLetterDefaults?.version ?? null,
+      write.deadLetterDefaults?.segmentSize ?? null,
+      write.deadLetterDefaults?.bufferSegments ?? null,
+      write.deadLetters?.items.map((i) => i.priority) ?? [],
+      write.deadLetters?.items.map((i) => i.json) ?? [],
+      write.deadLetterDefaults?.now ?? null,
     ];
     const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
@@ -194,14 +345,22 @@ export class SegmentRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null }>(
-      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at
-         FROM (SELECT queue_id, item_count FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number }>(
+      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks
+         FROM (SELECT queue_id, item_count, live_locks FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
          LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
         ORDER BY q.queue_id`,
       params,
     );
-    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null }));
+    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null, liveLocks: r.live_locks }));
+  }
+
+  /** Live locks over all queues, exclusive and shared (through the partial indexes on their expiries). */
+  async countLiveLocks(): Promise<number> {
+    const rows = await this.uow.autocommit.query<{ n: string | null }>(
+      `SELECT (SELECT count(*) FROM queue_locks WHERE state = 'active') + (SELECT coalesce(sum(live_locks), 0) FROM queues WHERE next_lock_expiry IS NOT NULL) AS n`,
+    );
+    return Number(rows[0]?.n ?? 0);
   }
 
   /** Delayed items over all queues (the queues that have any, through the partial index on `next_due_at`). */

@@ -152,15 +152,15 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
   });
 
   describe('pop?require_ack=true', () => {
-    it('answers items, count, locked, a lock_id of >= 11 URL-safe characters and lock_expires_at ~ now + ttl (unix seconds, float)', async () => {
+    it('answers items, count, locked, a lock_id of >= 11 URL-safe characters, lock_expires_at ~ now + ttl (unix seconds, float) and delivery_counts', async () => {
       const q = uniqueQueueId('lock-shape');
       await pushAll(svc.http, q, [...entries(1, 'b0'), ...entries(0, 'a0', 'a1')]);
       const before = nowSeconds();
       const res = await popAck(svc.http, q, { depth: 2, ttl: 10 });
       const after = nowSeconds();
       expect(res.status).toBe(200);
-      expect(Object.keys(res.body).sort()).toEqual(['count', 'items', 'lock_expires_at', 'lock_id', 'locked']);
-      expect(res.body).toMatchObject({ items: [{ id: 'a0' }, { id: 'a1' }], count: 2, locked: true });
+      expect(Object.keys(res.body).sort()).toEqual(['count', 'delivery_counts', 'items', 'lock_expires_at', 'lock_id', 'locked']);
+      expect(res.body).toMatchObject({ items: [{ id: 'a0' }, { id: 'a1' }], count: 2, locked: true, delivery_counts: [1, 1] });
       expect(res.body.lock_id).toMatch(LOCK_ID_PATTERN);
       expect(res.body.lock_expires_at).toBeGreaterThanOrEqual(before + 10 - 0.01);
       expect(res.body.lock_expires_at).toBeLessThanOrEqual(after + 10 + 0.01);

@@ -31,4 +31,15 @@ export class QueueLockEntity {
 
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt: Date;
+
+  /** Where each held item was pushed (segment and position), parallel to `items`; null for locks written before these were kept. */
+  @Column({ type: 'bigint', array: true, nullable: true })
+  segments: string[] | null;
+
+  @Column({ type: 'integer', array: true, nullable: true })
+  positions: number[] | null;
+
+  /** Deliveries of each held item, counting this lock. */
+  @Column({ type: 'integer', array: true, nullable: true })
+  deliveries: number[] | null;
 }

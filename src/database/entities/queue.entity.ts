@@ -8,6 +8,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  */
 @Entity('queues')
 @Index('IDX_queues_next_due', ['nextDueAt'], { where: `"next_due_at" IS NOT NULL` })
+@Index('IDX_queues_next_lock_expiry', ['nextLockExpiry'], { where: `"next_lock_expiry" IS NOT NULL` })
 export class QueueEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
   queueId: string;
@@ -40,6 +41,28 @@ export class QueueEntity {
   /** Sequence number of the queue's next delayed item (orders items due at the same time by push order). */
   @Column({ name: 'delayed_seq', type: 'bigint', default: 0 })
   delayedSeq: string;
+
+  /** `exclusive` (one lock at a time, the seeds) or `shared` (competing consumers, locks in `shared_locks`). */
+  @Column({ name: 'lock_mode', type: 'varchar', length: 16, default: 'exclusive' })
+  lockMode: 'exclusive' | 'shared';
+
+  /** Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
+  @Column({ name: 'max_deliveries', type: 'integer', nullable: true })
+  maxDeliveries: number | null;
+
+  @Column({ name: 'dead_letter_queue', type: 'varchar', length: 200, collation: 'C', nullable: true })
+  deadLetterQueue: string | null;
+
+  /** Live shared locks and the items they hold. */
+  @Column({ name: 'live_locks', type: 'integer', default: 0 })
+  liveLocks: number;
+
+  @Column({ name: 'locked_items', type: 'bigint', default: 0 })
+  lockedItems: string;
+
+  /** No live shared lock expires before this (a lower bound: extending a lock leaves it); null: no live shared lock. */
+  @Column({ name: 'next_lock_expiry', type: 'timestamptz', nullable: true })
+  nextLockExpiry: Date | null;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;

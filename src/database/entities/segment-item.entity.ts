@@ -28,4 +28,8 @@ export class SegmentItemEntity {
    */
   @Column({ type: 'text' })
   item: string;
+
+  /** Times the item was handed out under a lock (items given back to the front by an exclusive lock); 0 for items never delivered. */
+  @Column({ type: 'integer', default: 0 })
+  deliveries: number;
 }

@@ -1,21 +1,30 @@
 import {
   MissingDedupIds,
   MissingDueItems,
+  MissingLockRows,
   MissingSegments,
   NO_DELAYED,
+  NO_SHARED_LOCKS,
   type DelayedSummary,
   type DueFetch,
   type HeldItem,
+  type ItemOrigin,
+  type LockMode,
   type LockProblem,
+  type LockRowsFetch,
   type LockState,
   type NewItem,
   type OffloadMove,
   type PriorityMetadata,
   type QueueRecord,
   type QueueSettings,
+  type ReturnedEntry,
   type SegmentEntry,
   type SegmentFetch,
   type SegmentRef,
+  type SettingsPatch,
+  type SettingsProblem,
+  type SharedLockSummary,
   type TurnWrite,
 } from './types.js';
 import { WriteSet } from './write-set.js';
@@ -34,14 +43,42 @@ const newPriority = (): PriorityMetadata => ({ count: 0, head_segment: 0, tail_s
 /** Delayed items one turn moves to their priorities at most; a larger backlog takes turns of its own (see {@link QueueCore.moveDueItems}). */
 export const MAX_DUE_PER_TURN = 1000;
 
+/** Expired shared locks one turn gives back at most; the rest are given back by the next turns (or when their id is used). */
+export const MAX_EXPIRED_LOCKS_PER_TURN = 100;
+
+/** Orders given-back items by where they were pushed. */
+const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment || a.position - b.position;
+
+/** Given-back items of one priority held in memory this turn: a prefix (in push order) of those stored, or all of them. */
+interface ReturnedCache {
+  entries: ReturnedEntry[];
+  offset: number;
+  complete: boolean;
+}
+
+/** What a lock's expiry or release did with its items. */
+export interface GiveBackOutcome {
+  /** Items back in the queue. */
+  readonly returned: number;
+  /** Items that reached `maxDeliveries` and went to the dead-letter queue. */
+  readonly deadLettered: number;
+}
+
+/** What the expiry of a turn's due shared locks did. */
+export interface SharedExpiryOutcome extends GiveBackOutcome {
+  readonly locks: number;
+}
+
 const SEGMENT_KEY = /^queue_(\d{1,9})_seg_(\d{1,15})$/;
 const OFFLOADED_KEY = /^offloaded_queue_(\d{1,9})_seg_(\d{1,15})_(.+)$/;
 
 /** What a pop decided. */
 export type PopOutcome =
   | { readonly items: HeldItem[]; readonly lock?: LockState }
-  /** An unexpired lock exists: every pop is refused until it ends. */
+  /** An unexpired lock exists: every pop is refused until it ends (exclusive mode). */
   | { readonly locked: LockState }
+  /** Shared mode: the queue has as many live locks as it may (a pop with ack only). */
+  | { readonly busy: true }
   /** The head segment is in the offload store, which could not be read: nothing was taken. */
   | { readonly unavailable: { readonly priority: number; readonly segment: number } };
 
@@ -63,6 +100,8 @@ export interface QueueView {
   readonly priorities: ReadonlyMap<number, PriorityView>;
   readonly settings: QueueSettings;
   readonly lock: LockState | null;
+  /** Shared mode: its live locks; null otherwise. */
+  readonly locks: { readonly count: number; readonly itemCount: number; readonly nextExpiresAt: number | null } | null;
   /** Delayed items, not yet visible. */
   readonly delayed: number;
 }
@@ -92,7 +131,7 @@ export class QueueCore {
   private storedVersion: number | null;
   private exists: boolean;
   private deleted = false;
-  readonly settings: QueueSettings;
+  private currentSettings: QueueSettings;
   private readonly priorities = new Map<number, PriorityMetadata>();
   private sortedPriorities: number[] | undefined;
   /** Segments in memory, per priority, by number. */
@@ -120,9 +159,22 @@ export class QueueCore {
   private movedDue = false;
   /** Deduplication ids checked this turn: true when live (accepted within the window, by an earlier turn or this one). */
   private readonly dedupLive = new Map<string, boolean>();
+  /** Shared locks: what the queue row records (the locks themselves stay in the table). */
+  private shared: { live: number; items: number; nextExpiry: number | null };
+  /** Shared locks read this turn (null: no such lock). */
+  private readonly lockRows = new Map<string, LockState | null>();
+  /** Due shared locks read for this turn, until {@link expireSharedLocks} takes them. */
+  private dueLocks: { locks: readonly LockState[]; nextExpiry: number | null } | undefined;
+  /** The due shared locks were given back this turn. */
+  private expiredDue = false;
+  /** The exact earliest expiry of a live shared lock was read this turn. */
+  private nextExpiryExact = false;
+  /** Given-back items read this turn, per priority. */
+  private readonly returnedCache = new Map<number, ReturnedCache>();
 
-  private constructor(settings: QueueSettings, version: number | null, lock: LockState | null, delayed: DelayedSummary = NO_DELAYED) {
-    this.settings = settings;
+  private constructor(settings: QueueSettings, version: number | null, lock: LockState | null, delayed: DelayedSummary = NO_DELAYED, shared: SharedLockSummary = NO_SHARED_LOCKS) {
+    this.currentSettings = settings;
+    this.shared = { ...shared };
     this.storedVersion = version;
     this.exists = version !== null;
     this.lock = lock;
@@ -138,7 +190,7 @@ export class QueueCore {
 
   /** A queue as stored. */
   static fromRecord(record: QueueRecord): QueueCore {
-    const core = new QueueCore(record.settings, record.version, record.lock, record.delayed);
+    const core = new QueueCore(record.settings, record.version, record.lock, record.delayed, record.shared);
     for (const [p, meta] of Object.entries(record.priorities)) core.priorities.set(Number(p), { ...meta });
     return core;
   }
@@ -152,10 +204,23 @@ export class QueueCore {
     return this.exists;
   }
 
-  /** Items waiting (not held by a lock). */
+  get settings(): QueueSettings {
+    return this.currentSettings;
+  }
+
+  get lockMode(): LockMode {
+    return this.currentSettings.lockMode ?? 'exclusive';
+  }
+
+  /** Shared locks as the queue row records them. */
+  get sharedLocks(): SharedLockSummary {
+    return { ...this.shared };
+  }
+
+  /** Items waiting (not held by a lock), given-back ones included. */
   get count(): number {
     let total = 0;
-    for (const meta of this.priorities.values()) total += meta.count;
+    for (const meta of this.priorities.values()) total += meta.count + (meta.returned ?? 0);
     return total;
   }
 
@@ -179,7 +244,7 @@ export class QueueCore {
     return this.cachedItems;
   }
 
-  /** Priorities that hold items, lowest (popped first) first. */
+  /** Priorities that have an entry (they hold items, or shared locks hold some of theirs), lowest (popped first) first. */
   priorityList(): readonly number[] {
     this.sortedPriorities ??= [...this.priorities.keys()].sort((a, b) => a - b);
     return this.sortedPriorities;
@@ -296,14 +361,25 @@ export class QueueCore {
    * a priority's metadata goes with its last item. With `ack`, the items are held by a new lock.
    * Never passes a segment that could not be loaded (that would reorder items).
    */
-  pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number }): PopOutcome {
-    if (this.lock?.state === 'active') return { locked: this.lock };
+  pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome {
+    const shared = this.lockMode === 'shared';
+    if (!shared && this.lock?.state === 'active') return { locked: this.lock };
+    if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
     const plan: { priority: number; segment: number; take: number }[] = [];
+    const fromReturned = new Map<number, number>();
     const missing: SegmentRef[] = [];
     let blocked: { priority: number; segment: number } | undefined;
     let remaining = depth;
     outer: for (const priority of this.priorityList()) {
       const meta = this.priorities.get(priority)!;
+      // Given-back items come first: they were pushed before everything still in the segments.
+      const returned = Math.min(remaining, meta.returned ?? 0);
+      if (returned > 0) {
+        this.needReturned(priority, returned);
+        fromReturned.set(priority, returned);
+        remaining -= returned;
+      }
+      if (meta.count === 0) continue;
       for (let segment = meta.head_segment; remaining > 0 && segment <= meta.tail_segment; segment++) {
         const k = segKey(priority, segment);
         if (this.unavailable.has(k)) {
@@ -326,11 +402,50 @@ export class QueueCore {
     }
     if (missing.length > 0) throw new MissingSegments(missing);
 
+    // Shared locks keep their items' priorities alive (see PriorityMetadata.held).
+    const heldAfter = new Map<number, number>();
+    if (shared && ack) {
+      for (const [priority, take] of fromReturned) heldAfter.set(priority, take);
+      for (const { priority, take } of plan) heldAfter.set(priority, (heldAfter.get(priority) ?? 0) + take);
+    }
     const items: HeldItem[] = [];
-    for (const { priority, segment, take } of plan) {
+    const planned = [...fromReturned.keys(), ...plan.map((p) => p.priority)];
+    for (const priority of [...new Set(planned)].sort((a, b) => a - b)) {
+      const take = fromReturned.get(priority);
+      if (take) items.push(...this.takeReturned(priority, take));
+      for (const step of plan) if (step.priority === priority) this.takeFromSegment(step, items, (heldAfter.get(priority) ?? 0) > 0);
+    }
+    if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
+    if (items.length > 0) this.touch();
+    if (!ack || items.length === 0) return { items };
+    const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
+    const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
+    if (!shared) {
+      this.setLock(lock);
+      return { items: delivered, lock };
+    }
+    for (const [priority, n] of heldAfter) {
+      const meta = this.priorities.get(priority)!;
+      meta.held = (meta.held ?? 0) + n;
+    }
+    this.writes.sharedLocks.set(lock.lockId, lock);
+    this.lockRows.set(lock.lockId, lock);
+    this.shared.live += 1;
+    this.shared.items += delivered.length;
+    this.shared.nextExpiry = this.shared.nextExpiry === null ? lock.expiresAt : Math.min(this.shared.nextExpiry, lock.expiresAt);
+    this.writes.sharedChanged = true;
+    return { items: delivered, lock };
+  }
+
+  /** Takes the planned items of one segment (see {@link pop}); `keepPriority`: shared locks will hold some of the priority's items. */
+  private takeFromSegment({ priority, segment, take }: { priority: number; segment: number; take: number }, items: HeldItem[], keepPriority: boolean): void {
+    {
       const meta = this.priorities.get(priority)!;
       const seg = this.cached(priority, segment)!;
-      for (let i = 0; i < take; i++) items.push({ priority, json: seg.entries[seg.offset + i].json });
+      for (let i = 0; i < take; i++) {
+        const entry = seg.entries[seg.offset + i];
+        items.push({ priority, json: entry.json, origin: { segment, position: entry.position }, deliveries: entry.deliveries ?? 0 });
+      }
       seg.offset += take;
       this.cachedItems -= take;
       meta.count -= take;
@@ -343,38 +458,124 @@ export class QueueCore {
           seg.entries = seg.entries.slice(seg.offset);
           seg.offset = 0;
         }
-        continue;
+        return;
       }
       this.writes.deleteSegment(priority, segment);
       this.dropSegment(priority, segment);
       if (segment < meta.tail_segment) {
         meta.head_segment = segment + 1;
         meta.head_position = 0;
+      } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0) {
+        // The segments are empty but the priority lives on (given-back items, or items under
+        // shared locks): the next push continues the tail segment, so push order stays the
+        // order of (segment, position).
+        meta.head_position = meta.next_position;
+        this.cacheSegment(priority, segment, []);
       } else {
         // Last item of this priority: its metadata entry goes (seed 003, pop flow step 4).
-        this.priorities.delete(priority);
-        this.sortedPriorities = undefined;
+        this.dropPriority(priority);
       }
     }
-    if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
-    if (items.length > 0) this.touch();
-    if (!ack || items.length === 0) return { items };
-    const lock: LockState = { lockId: ack.lockId, state: 'active', items, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
-    this.setLock(lock);
-    return { items, lock };
   }
 
-  /** Returns the items of a lock whose time has come (the hook at the start of every turn); the count returned, or undefined. */
+  /** Removes a priority's entry (nothing of it is left anywhere). */
+  private dropPriority(priority: number): void {
+    this.priorities.delete(priority);
+    this.sortedPriorities = undefined;
+    this.returnedCache.delete(priority);
+  }
+
+  /** Drops the entry of a priority with nothing left in segments, given back or held. */
+  private dropIfEmpty(priority: number): void {
+    const meta = this.priorities.get(priority);
+    if (meta && meta.count === 0 && !meta.returned && !meta.held) {
+      this.writes.deleteSegment(priority, meta.tail_segment);
+      this.dropSegment(priority, meta.tail_segment);
+      this.dropPriority(priority);
+    }
+  }
+
+  /** Makes sure the first `take` given-back items of a priority are in memory (else throws {@link MissingLockRows}). */
+  private needReturned(priority: number, take: number): void {
+    const cache = this.returnedCache.get(priority);
+    if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return;
+    // Rows this turn removed are still in the table: read past them.
+    const removed = this.writes.pendingReturned(priority).removed.size;
+    throw new MissingLockRows({ kind: 'returned', priority, limit: take + removed });
+  }
+
+  /** Pops the first `take` given-back items of a priority (in memory, see {@link needReturned}). */
+  private takeReturned(priority: number, take: number): HeldItem[] {
+    const cache = this.returnedCache.get(priority)!;
+    const meta = this.priorities.get(priority)!;
+    const out: HeldItem[] = [];
+    for (const entry of cache.entries.slice(cache.offset, cache.offset + take)) {
+      this.writes.removeReturned(priority, entry);
+      out.push({ priority, json: entry.json, origin: { segment: entry.segment, position: entry.position }, deliveries: entry.deliveries });
+    }
+    cache.offset += out.length;
+    meta.returned = (meta.returned ?? 0) - out.length;
+    if (meta.returned === 0) delete meta.returned;
+    return out;
+  }
+
+  /**
+   * Returns the items of an exclusive lock whose time has come (the hook at the start of every
+   * turn); the count returned (items dead-lettered included), or undefined.
+   */
   expireLock(now: number): number | undefined {
     const lock = this.lock;
     if (lock?.state !== 'active' || lock.expiresAt > now) return undefined;
-    this.returnToFront(lock.items);
+    this.giveBack(lock.items, false);
     this.setLock({ ...lock, state: 'expired', items: [] });
     return lock.items.length;
   }
 
-  /** The contract's checks for acknowledge, extend-lock and release, in order. */
-  checkLock(lockId: string): LockState | LockProblem {
+  /**
+   * Gives back the items of shared locks expired at `now` (the hook at the start of every
+   * turn), at most {@link MAX_EXPIRED_LOCKS_PER_TURN}; undefined when none is due (no read: the
+   * queue row carries a lower bound of the earliest expiry). Throws {@link MissingLockRows}
+   * (before changing anything) to have the due locks read.
+   */
+  expireSharedLocks(now: number): SharedExpiryOutcome | undefined {
+    if (this.expiredDue || this.shared.live === 0 || this.shared.nextExpiry === null || this.shared.nextExpiry > now) return undefined;
+    const due = this.dueLocks;
+    if (!due) throw new MissingLockRows({ kind: 'due', now, limit: MAX_EXPIRED_LOCKS_PER_TURN });
+    this.dueLocks = undefined;
+    this.expiredDue = true;
+    let returned = 0;
+    let deadLettered = 0;
+    for (const lock of due.locks) {
+      const outcome = this.endSharedLock(lock, 'expire');
+      returned += outcome.returned;
+      deadLettered += outcome.deadLettered;
+    }
+    // Read exactly, unless more were due than one turn takes: then the last one read bounds the rest.
+    const next = due.locks.length >= MAX_EXPIRED_LOCKS_PER_TURN ? due.locks[due.locks.length - 1].expiresAt : due.nextExpiry;
+    this.shared.nextExpiry = this.shared.live === 0 ? null : (next ?? now);
+    this.nextExpiryExact = due.locks.length < MAX_EXPIRED_LOCKS_PER_TURN;
+    this.writes.sharedChanged = true;
+    this.touch();
+    return { locks: due.locks.length, returned, deadLettered };
+  }
+
+  /**
+   * The contract's checks for acknowledge, extend-lock and release, in order. Shared mode has
+   * no INVALID_LOCK_ID: a lock is found by its id. A shared lock found expired by time but not
+   * yet given back (more were due than a turn takes) is given back now, and answers 410.
+   */
+  checkLock(lockId: string, now = -Infinity): LockState | LockProblem {
+    if (this.lockMode === 'shared') {
+      const lock = this.sharedLock(lockId);
+      if (!lock) return 'LOCK_NOT_FOUND';
+      if (lock.state === 'expired') return 'LOCK_EXPIRED';
+      if (lock.expiresAt <= now) {
+        this.endSharedLock(lock, 'expire');
+        this.writes.sharedChanged = true;
+        return 'LOCK_EXPIRED';
+      }
+      return lock;
+    }
     const lock = this.lock;
     if (!lock) return 'LOCK_NOT_FOUND';
     if (lock.state === 'expired') return 'LOCK_EXPIRED';
@@ -383,35 +584,199 @@ export class QueueCore {
   }
 
   /** Removes the lock and its items for good; the number of items, or why not. */
-  acknowledge(lockId: string): number | LockProblem {
-    const lock = this.checkLock(lockId);
+  acknowledge(lockId: string, now?: number): number | LockProblem {
+    const lock = this.checkLock(lockId, now);
     if (typeof lock === 'string') return lock;
-    this.setLock(null);
+    if (this.lockMode === 'shared') this.endSharedLock(lock, 'acknowledge');
+    else this.setLock(null);
     return lock.items.length;
   }
 
   /** Sets the lock's expiry to `now + ttlMs`. */
   extendLock(lockId: string, now: number, ttlMs: number): LockState | LockProblem {
-    const lock = this.checkLock(lockId);
+    const lock = this.checkLock(lockId, now);
     if (typeof lock === 'string') return lock;
     const extended = { ...lock, expiresAt: now + ttlMs };
-    this.setLock(extended);
+    if (this.lockMode === 'shared') {
+      // The row's earliest expiry stays a lower bound: a later expiry never makes it wrong.
+      this.writes.sharedLocks.set(lockId, extended);
+      this.lockRows.set(lockId, extended);
+      this.touch();
+    } else {
+      this.setLock(extended);
+    }
     return extended;
   }
 
-  /** Gives the lock's items back to the front of their priorities now and removes the lock. */
-  release(lockId: string): number | LockProblem {
-    const lock = this.checkLock(lockId);
-    if (typeof lock === 'string') return lock;
-    this.returnToFront(lock.items);
+  /** Gives the lock's items back now (to where they were; dead-lettered past `maxDeliveries`) and removes the lock. */
+  release(lockId: string, now?: number): number | LockProblem {
+    return this.releaseLock(lockId, now).returned;
+  }
+
+  /** {@link release}, telling items given back from items dead-lettered. */
+  releaseLock(lockId: string, now?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+    const lock = this.checkLock(lockId, now);
+    if (typeof lock === 'string') return { returned: lock };
+    if (this.lockMode === 'shared') return { returned: lock.items.length, outcome: this.endSharedLock(lock, 'release') };
+    const outcome = this.giveBack(lock.items, false);
     this.setLock(null);
-    return lock.items.length;
+    return { returned: lock.items.length, outcome };
+  }
+
+  /**
+   * Changes the queue's settings (creating the queue if it has no row). The segment layout
+   * changes only while the queue holds nothing (items, delayed items, locks); the lock mode
+   * only while no lock lives.
+   */
+  updateSettings(patch: SettingsPatch): QueueSettings | SettingsProblem {
+    const current = this.currentSettings;
+    const live = this.lock?.state === 'active' || this.shared.live > 0;
+    const layout = (patch.segmentSize !== undefined && patch.segmentSize !== current.segmentSize) || (patch.bufferSegments !== undefined && patch.bufferSegments !== current.bufferSegments);
+    if (layout && (this.count > 0 || this.delayedItems > 0 || live || this.priorities.size > 0)) return 'QUEUE_NOT_EMPTY';
+    if (patch.lockMode !== undefined && patch.lockMode !== this.lockMode && live) return 'QUEUE_LOCKED';
+    const next: QueueSettings = {
+      segmentSize: patch.segmentSize ?? current.segmentSize,
+      bufferSegments: patch.bufferSegments ?? current.bufferSegments,
+      lockMode: patch.lockMode ?? this.lockMode,
+      maxDeliveries: patch.maxDeliveries !== undefined ? patch.maxDeliveries : (current.maxDeliveries ?? null),
+      deadLetterQueue: patch.deadLetterQueue !== undefined ? patch.deadLetterQueue : (current.deadLetterQueue ?? null),
+    };
+    this.currentSettings = next;
+    this.exists = true;
+    this.touch();
+    return next;
+  }
+
+  /** Hands over what {@link MissingLockRows} asked for. */
+  provideLockRows(fetch: LockRowsFetch): void {
+    switch (fetch.kind) {
+      case 'locks':
+        for (const [id, lock] of fetch.locks) if (!this.lockRows.has(id)) this.lockRows.set(id, lock);
+        return;
+      case 'due':
+        this.dueLocks = { locks: fetch.locks, nextExpiry: fetch.nextExpiry };
+        return;
+      case 'next':
+        if (this.shared.live > 0 && fetch.nextExpiry !== null && fetch.nextExpiry !== this.shared.nextExpiry) {
+          // Tightened: written with the turn, so that the sweep does not find the old bound again.
+          this.shared.nextExpiry = fetch.nextExpiry;
+          this.writes.sharedChanged = true;
+          this.touch();
+        }
+        this.nextExpiryExact = true;
+        return;
+      case 'returned': {
+        const { removed, added } = this.writes.pendingReturned(fetch.priority);
+        // What was read, minus what this turn popped again, plus what it gave back; a full read
+        // is only a prefix: what it gave back past the last row read is not part of it.
+        const asked = this.priorities.get(fetch.priority)?.returned ?? 0;
+        const rows = fetch.entries.filter((e) => !removed.has(`${e.segment}:${e.position}`));
+        const complete = rows.length >= asked || fetch.entries.length === 0;
+        const last = fetch.entries[fetch.entries.length - 1];
+        const merged = [...rows, ...added.filter((e) => complete || !last || byOrigin(e, last) < 0)].sort(byOrigin);
+        this.returnedCache.set(fetch.priority, { entries: merged, offset: 0, complete: complete || merged.length >= asked });
+        return;
+      }
+    }
+  }
+
+  /** A shared lock as known this turn; throws {@link MissingLockRows} to have it read. */
+  private sharedLock(lockId: string): LockState | null {
+    if (this.writes.sharedLocks.has(lockId)) return this.writes.sharedLocks.get(lockId) ?? null;
+    if (this.lockRows.has(lockId)) return this.lockRows.get(lockId) ?? null;
+    throw new MissingLockRows({ kind: 'locks', ids: [lockId] });
+  }
+
+  /** Ends a live shared lock: acknowledged (items gone), released (row gone, items back) or expired (row kept, items back). */
+  private endSharedLock(lock: LockState, how: 'acknowledge' | 'release' | 'expire'): GiveBackOutcome {
+    let outcome: GiveBackOutcome = { returned: 0, deadLettered: 0 };
+    if (how === 'acknowledge') {
+      for (const item of lock.items) {
+        const meta = this.priorities.get(item.priority);
+        if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
+      }
+      for (const priority of new Set(lock.items.map((i) => i.priority))) {
+        const meta = this.priorities.get(priority);
+        if (meta && meta.held === 0) delete meta.held;
+        this.dropIfEmpty(priority);
+      }
+    } else {
+      outcome = this.giveBack(lock.items, true);
+    }
+    const ended = how === 'expire' ? { ...lock, state: 'expired' as const, items: [] } : null;
+    this.writes.sharedLocks.set(lock.lockId, ended);
+    this.lockRows.set(lock.lockId, ended);
+    this.shared.live = Math.max(0, this.shared.live - 1);
+    this.shared.items = Math.max(0, this.shared.items - lock.items.length);
+    if (this.shared.live === 0) this.shared.nextExpiry = null;
+    this.writes.sharedChanged = true;
+    this.touch();
+    return outcome;
+  }
+
+  /**
+   * Gives a lock's items back. An item that reached `maxDeliveries` (with a dead-letter queue
+   * set) goes to the dead-letter queue's tail instead, written by the same turn. The others go
+   * back to where they were in push order: from a shared lock, or while given-back items of
+   * their priority wait, among the given-back items (by origin); otherwise to the front of
+   * their priority, as the seeds' exclusive lock does.
+   */
+  private giveBack(items: readonly HeldItem[], fromShared: boolean): GiveBackOutcome {
+    const { maxDeliveries, deadLetterQueue } = this.currentSettings;
+    const back = new Map<number, HeldItem[]>();
+    let deadLettered = 0;
+    for (const item of items) {
+      if (fromShared) {
+        const meta = this.priorities.get(item.priority);
+        if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
+      }
+      if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
+        this.writes.deadLetters.push(item);
+        deadLettered += 1;
+        continue;
+      }
+      const list = back.get(item.priority) ?? [];
+      list.push(item);
+      back.set(item.priority, list);
+    }
+    const toFront: HeldItem[] = [];
+    for (const [priority, list] of back) {
+      const meta = this.priorities.get(priority);
+      const keyed = list.every((i) => i.origin !== undefined);
+      if (meta && keyed && (fromShared || (meta.returned ?? 0) > 0)) this.addReturned(priority, meta, list);
+      else toFront.push(...list);
+    }
+    this.returnToFront(toFront);
+    for (const item of items) {
+      const meta = this.priorities.get(item.priority);
+      if (meta && meta.held === 0) delete meta.held;
+    }
+    for (const priority of new Set(items.map((i) => i.priority))) this.dropIfEmpty(priority);
+    if (deadLettered > 0) this.touch();
+    return { returned: items.length - deadLettered, deadLettered };
+  }
+
+  /** Items go back among the given-back items of their priority, each by where it was pushed. */
+  private addReturned(priority: number, meta: PriorityMetadata, items: readonly HeldItem[]): void {
+    const entries = items.map((i) => ({ segment: i.origin!.segment, position: i.origin!.position, json: i.json, deliveries: i.deliveries ?? 0 }));
+    for (const entry of entries) this.writes.addReturned(priority, entry);
+    meta.returned = (meta.returned ?? 0) + entries.length;
+    const cache = this.returnedCache.get(priority);
+    if (cache) {
+      const last = cache.entries[cache.entries.length - 1];
+      const kept = cache.entries.slice(cache.offset);
+      for (const entry of entries) if (cache.complete || (last !== undefined && byOrigin(entry, last) < 0)) kept.push(entry);
+      cache.entries = kept.sort(byOrigin);
+      cache.offset = 0;
+    }
+    this.exists = true;
+    this.touch();
   }
 
   /** Deletes the queue with everything in it; the items it held (waiting, locked and delayed), or undefined when there is no queue. */
   deleteQueue(): number | undefined {
     if (!this.exists) return undefined;
-    const held = this.lock?.state === 'active' ? this.lock.items.length : 0;
+    const held = (this.lock?.state === 'active' ? this.lock.items.length : 0) + this.shared.items;
     const deleted = this.count + held + this.delayedItems;
     for (const [priority, meta] of this.priorities) {
       if (meta.head_offloaded_segment === null || meta.tail_offloaded_segment === null) continue;
@@ -422,6 +787,8 @@ export class QueueCore {
     this.cache.clear();
     this.cachedItems = 0;
     this.lock = null;
+    this.shared = { ...NO_SHARED_LOCKS };
+    this.returnedCache.clear();
     this.delayedItems = 0;
     this.nextDue = null;
     this.delayedSeq = 0;
@@ -433,12 +800,22 @@ export class QueueCore {
   /** The queue as inspection shows it; undefined when there is no queue. */
   view(): QueueView | undefined {
     if (!this.exists) return undefined;
+    if (this.shared.live > 0 && !this.nextExpiryExact) throw new MissingLockRows({ kind: 'next' });
     const priorities = new Map<number, PriorityView>();
-    for (const p of this.priorityList()) {
+    for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
       priorities.set(p, { ...m, head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
     }
-    return { count: this.count, priorities, settings: this.settings, lock: this.lock, delayed: this.delayedItems };
+    const locks = this.lockMode === 'shared' ? { count: this.shared.live, itemCount: this.shared.items, nextExpiresAt: this.shared.nextExpiry } : null;
+    return { count: this.count, priorities, settings: this.settings, lock: this.lock, locks, delayed: this.delayedItems };
+  }
+
+  /** Priorities with items waiting (an entry kept only for items under shared locks is not shown). */
+  private visiblePriorities(): number[] {
+    return this.priorityList().filter((p) => {
+      const m = this.priorities.get(p)!;
+      return m.count + (m.returned ?? 0) > 0;
+    });
   }
 
   /** The raw state under seed 003's key names (metadata document, a segment in state, an offloaded segment). */
@@ -466,7 +843,7 @@ export class QueueCore {
   /** Seed 003's metadata document (never the lock). */
   metadataDocument(): unknown {
     const queues: Record<string, { metadata: Record<string, number> }> = {};
-    for (const p of this.priorityList()) {
+    for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
       const metadata: Record<string, number> = { count: m.count, head_segment: m.head_segment, tail_segment: m.tail_segment };
       if (m.head_offloaded_segment !== null && m.tail_offloaded_segment !== null) {
@@ -598,9 +975,23 @@ export class QueueCore {
         delayedInserts: [],
         delayedDeleteThrough: null,
         dedupInserts: [],
+        shared: null,
+        sharedLockUpserts: [],
+        sharedLockDeletes: [],
+        returnedInserts: [],
+        returnedDeletes: [],
+        deadLetters: null,
       };
     }
     if (this.writes.isEmpty) return undefined;
+    const returned = this.writes.returnedRows();
+    const upserts: LockState[] = [];
+    const deletes: string[] = [];
+    for (const [id, lock] of this.writes.sharedLocks) {
+      if (lock) upserts.push(lock);
+      else deletes.push(id);
+    }
+    const deadLetterQueue = this.currentSettings.deadLetterQueue;
     const priorities: Record<string, PriorityMetadata> = {};
     for (const p of this.priorityList()) priorities[String(p)] = { ...this.priorities.get(p)! };
     return {
@@ -617,6 +1008,12 @@ export class QueueCore {
       delayedInserts: this.writes.delayedInserts,
       delayedDeleteThrough: this.writes.delayedDeleteThrough,
       dedupInserts: this.writes.dedupInserts,
+      shared: this.writes.sharedChanged ? { ...this.shared } : null,
+      sharedLockUpserts: upserts,
+      sharedLockDeletes: deletes,
+      returnedInserts: returned.inserts,
+      returnedDeletes: returned.deletes,
+      deadLetters: this.writes.deadLetters.length > 0 && deadLetterQueue ? { queueId: deadLetterQueue, items: this.writes.deadLetters } : null,
     };
   }
 
@@ -638,6 +1035,11 @@ export class QueueCore {
     this.dueFetch = undefined;
     this.movedDue = false;
     this.dedupLive.clear();
+    this.lockRows.clear();
+    this.dueLocks = undefined;
+    this.expiredDue = false;
+    this.nextExpiryExact = false;
+    this.returnedCache.clear();
     for (const priority of [...this.cache.keys()]) this.evictOutsideWindow(priority);
   }
 
@@ -699,17 +1101,17 @@ export class QueueCore {
    * case 3). Needs no segment in memory.
    */
   private returnToFront(items: readonly HeldItem[]): void {
-    const byPriority = new Map<number, string[]>();
+    const byPriority = new Map<number, HeldItem[]>();
     for (const item of items) {
       const list = byPriority.get(item.priority) ?? [];
-      list.push(item.json);
+      list.push(item);
       byPriority.set(item.priority, list);
     }
-    for (const [priority, jsons] of byPriority) {
+    for (const [priority, held] of byPriority) {
       const existing = this.priorities.get(priority);
       const meta = existing ?? this.addPriority(priority);
-      const start = existing ? meta.head_position - jsons.length : 0;
-      const entries = jsons.map((json, i) => ({ position: start + i, json }));
+      const start = existing ? meta.head_position - held.length : 0;
+      const entries: SegmentEntry[] = held.map(({ json, deliveries }, i) => (deliveries ? { position: start + i, json, deliveries } : { position: start + i, json }));
       meta.count += entries.length;
       if (existing) meta.head_position = start;
       else meta.next_position = entries.length;

@@ -3,11 +3,34 @@
  * the core decides, the turn runner reads and writes.
  */
 
-/** A queue's settings, stored with the queue when it is created. */
+/** How a queue's acknowledgement locks work: one at a time (the seeds) or any number side by side (competing consumers). */
+export type LockMode = 'exclusive' | 'shared';
+
+/**
+ * A queue's settings, stored with the queue. The segment layout is fixed while the queue holds
+ * anything; the rest may change whenever no lock lives (see {@link QueueCore.updateSettings}).
+ * Absent optional fields mean the defaults: exclusive locks, no delivery limit.
+ */
 export interface QueueSettings {
   readonly segmentSize: number;
   readonly bufferSegments: number;
+  readonly lockMode?: LockMode;
+  /** Deliveries after which an item given back goes to `deadLetterQueue` instead; null or absent: no limit. */
+  readonly maxDeliveries?: number | null;
+  readonly deadLetterQueue?: string | null;
 }
+
+/** A change of settings as asked for: absent fields stay as they are. */
+export interface SettingsPatch {
+  readonly segmentSize?: number;
+  readonly bufferSegments?: number;
+  readonly lockMode?: LockMode;
+  readonly maxDeliveries?: number | null;
+  readonly deadLetterQueue?: string | null;
+}
+
+/** Why a change of settings was refused. */
+export type SettingsProblem = 'QUEUE_NOT_EMPTY' | 'QUEUE_LOCKED';
 
 /**
  * Metadata of one priority of one queue (seed 003's metadata document, one entry per priority).
@@ -30,24 +53,57 @@ export interface PriorityMetadata {
   next_position: number;
   /** Position of the first item of the head segment; returned items go just below it. */
   head_position: number;
+  /**
+   * Items given back by shared locks (or by an exclusive one while such items wait) and not
+   * popped again: they live apart from the segments, ordered by where they were pushed, and
+   * are popped before the segments' items. Absent: 0. Not part of `count`.
+   */
+  returned?: number;
+  /**
+   * Items of this priority held by shared locks. While any are held the entry stays (with
+   * `count` 0 if need be), so segment numbers keep growing and an item given back finds its
+   * place by its segment and position. Absent: 0.
+   */
+  held?: number;
+}
+
+/** Where an item was pushed within its priority: its segment and position. Orders items by push order. */
+export interface ItemOrigin {
+  readonly segment: number;
+  readonly position: number;
+}
+
+/** An item given back and waiting apart from the segments (see {@link PriorityMetadata.returned}). */
+export interface ReturnedEntry extends ItemOrigin {
+  readonly json: string;
+  readonly deliveries: number;
 }
 
 /** One item of a segment: its position in the segment and its JSON text, exactly as pushed. */
 export interface SegmentEntry {
   readonly position: number;
   readonly json: string;
+  /** Times the item was handed out under a lock (an item given back by an exclusive lock); absent: 0. */
+  readonly deliveries?: number;
 }
 
 /** An item with the priority it came from (what a lock holds and gives back). */
 export interface HeldItem {
   readonly priority: number;
   readonly json: string;
+  /** Where it was pushed; absent for items of locks stored before origins were kept. */
+  readonly origin?: ItemOrigin;
+  /** Times handed out under a lock, counting the lock holding it; absent: 0 (a plain pop) or unknown. */
+  readonly deliveries?: number;
 }
 
 /** A queue's acknowledgement lock (times in epoch milliseconds). */
 export interface LockState {
   readonly lockId: string;
-  /** `expired`: its items went back; kept so the old id answers 410 until a new lock replaces it. */
+  /**
+   * `expired`: its items went back; kept so the old id answers 410 (exclusive: until a new lock
+   * replaces it; shared: for at least an hour).
+   */
   readonly state: 'active' | 'expired';
   /** Held items with their original priorities, in pop order (empty once expired). */
   readonly items: readonly HeldItem[];
@@ -98,6 +154,19 @@ export interface NewItem {
   readonly dedupId?: string;
 }
 
+/**
+ * What a queue's row records of its shared locks (the locks themselves are not in memory).
+ * `nextExpiry` is a lower bound: no live lock expires before it (extending a lock leaves it
+ * as it was); null exactly when `live` is 0.
+ */
+export interface SharedLockSummary {
+  readonly live: number;
+  readonly items: number;
+  readonly nextExpiry: number | null;
+}
+
+export const NO_SHARED_LOCKS: SharedLockSummary = { live: 0, items: 0, nextExpiry: null };
+
 /** A queue as stored: what activating its actor reads. */
 export interface QueueRecord {
   readonly version: number;
@@ -106,6 +175,37 @@ export interface QueueRecord {
   readonly lock: LockState | null;
   /** Absent: no delayed item. */
   readonly delayed?: DelayedSummary;
+  /** Absent: no shared lock. */
+  readonly shared?: SharedLockSummary;
+}
+
+/**
+ * Thrown when the core needs rows of shared locks or given-back items it does not hold. Thrown
+ * before anything changed: the runner reads what `need` says and hands it over with
+ * {@link QueueCore.provideLockRows}, then runs the same call again.
+ * - `locks`: the named locks (null for those that do not exist);
+ * - `due`: live locks expired at `now`, earliest first, at most `limit`, and the expiry of the
+ *   first live lock after them;
+ * - `next`: the earliest expiry of a live lock;
+ * - `returned`: the first `limit` given-back items of `priority`, in push order.
+ */
+export type LockRowsNeed =
+  | { readonly kind: 'locks'; readonly ids: readonly string[] }
+  | { readonly kind: 'due'; readonly now: number; readonly limit: number }
+  | { readonly kind: 'next' }
+  | { readonly kind: 'returned'; readonly priority: number; readonly limit: number };
+
+export type LockRowsFetch =
+  | { readonly kind: 'locks'; readonly locks: ReadonlyMap<string, LockState> }
+  | { readonly kind: 'due'; readonly locks: readonly LockState[]; readonly nextExpiry: number | null }
+  | { readonly kind: 'next'; readonly nextExpiry: number | null }
+  | { readonly kind: 'returned'; readonly priority: number; readonly entries: readonly ReturnedEntry[] };
+
+export class MissingLockRows extends Error {
+  constructor(readonly need: LockRowsNeed) {
+    super(`lock rows needed: ${need.kind}`);
+    this.name = 'MissingLockRows';
+  }
 }
 
 /**
@@ -188,8 +288,18 @@ export interface TurnWrite {
   readonly priorities: Record<string, PriorityMetadata>;
   /** Per segment, rows with `from <= position <= through` are deleted (before the inserts); none lies below `from`. */
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
-  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string }[];
+  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string; readonly deliveries?: number }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
+  /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */
+  readonly shared: SharedLockSummary | null;
+  /** Shared locks written (created, extended, expired) and deleted (acknowledged, released). */
+  readonly sharedLockUpserts: readonly LockState[];
+  readonly sharedLockDeletes: readonly string[];
+  /** Given-back items added and removed (popped again), by priority and origin. */
+  readonly returnedInserts: readonly (ReturnedEntry & { readonly priority: number })[];
+  readonly returnedDeletes: readonly (ItemOrigin & { readonly priority: number })[];
+  /** Items that reached `maxDeliveries`, for the tail of the dead-letter queue, in order. */
+  readonly deadLetters: { readonly queueId: string; readonly items: readonly HeldItem[] } | null;
   /** The queue row's summary of its delayed items after the turn; null when the turn left them as they were. */
   readonly delayed: DelayedSummary | null;
   /** Delayed items pushed by the turn. */

@@ -1,4 +1,4 @@
-import type { DelayedItem, LockState, SegmentEntry } from './types.js';
+import type { DelayedItem, HeldItem, ItemOrigin, LockState, ReturnedEntry, SegmentEntry } from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -20,7 +20,7 @@ const key = (priority: number, segment: number): string => `${priority}:${segmen
  * it survive (a priority emptied and refilled in one turn reuses segment and position numbers).
  */
 export class WriteSet {
-  private readonly inserts = new Map<string, { priority: number; segment: number; rows: Map<number, string> }>();
+  private readonly inserts = new Map<string, { priority: number; segment: number; rows: Map<number, SegmentEntry> }>();
   private readonly deletes = new Map<string, { priority: number; segment: number; from: number; through: number }>();
   lock: { op: 'upsert'; lock: LockState } | { op: 'delete' } | undefined;
   /** Offloaded segments to delete from the offload store once the turn has committed. */
@@ -33,6 +33,18 @@ export class WriteSet {
   readonly dedupInserts: { dedupId: string; expiresAt: number }[] = [];
   /** The queue row's delayed-item columns change (items put aside or moved, or the earliest due time). */
   delayedChanged = false;
+  /** The queue row's shared-lock columns change. */
+  sharedChanged = false;
+  /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). */
+  readonly sharedLocks = new Map<string, LockState | null>();
+  /**
+   * Given-back items to add (an entry) or remove (null), by priority and origin. An item given
+   * back and popped again in the same turn nets to nothing, unless it was stored before the
+   * turn (then the removal stays).
+   */
+  private readonly returned = new Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }>();
+  /** Items for the tail of the dead-letter queue, in order. */
+  readonly deadLetters: HeldItem[] = [];
   metadataChanged = false;
 
   insert(priority: number, segment: number, entries: readonly SegmentEntry[]): void {
@@ -40,8 +52,48 @@ export class WriteSet {
     const k = key(priority, segment);
     let pending = this.inserts.get(k);
     if (!pending) this.inserts.set(k, (pending = { priority, segment, rows: new Map() }));
-    for (const entry of entries) pending.rows.set(entry.position, entry.json);
+    for (const entry of entries) pending.rows.set(entry.position, entry);
     this.metadataChanged = true;
+  }
+
+  /** An item given back goes to the stored given-back items (see {@link PriorityMetadata.returned}). */
+  addReturned(priority: number, entry: ReturnedEntry): void {
+    const k = `${priority}:${entry.segment}:${entry.position}`;
+    const existing = this.returned.get(k);
+    this.returned.set(k, { priority, origin: entry, entry, stored: existing?.stored ?? false });
+    this.metadataChanged = true;
+  }
+
+  /** A given-back item was popped again (from the table, or added earlier in this turn). */
+  removeReturned(priority: number, origin: ItemOrigin): void {
+    const k = `${priority}:${origin.segment}:${origin.position}`;
+    const existing = this.returned.get(k);
+    if (existing && !existing.stored) this.returned.delete(k);
+    else this.returned.set(k, { priority, origin: { segment: origin.segment, position: origin.position }, entry: null, stored: true });
+    this.metadataChanged = true;
+  }
+
+  /** Given-back items this turn added (and did not pop again) and those it removed from the table. */
+  returnedRows(): { inserts: (ReturnedEntry & { priority: number })[]; deletes: (ItemOrigin & { priority: number })[] } {
+    const inserts: (ReturnedEntry & { priority: number })[] = [];
+    const deletes: (ItemOrigin & { priority: number })[] = [];
+    for (const { priority, origin, entry, stored } of this.returned.values()) {
+      if (stored) deletes.push({ priority, segment: origin.segment, position: origin.position });
+      if (entry) inserts.push({ priority, ...entry });
+    }
+    return { inserts, deletes };
+  }
+
+  /** Pending changes to one priority's given-back items: removed origins and added entries. */
+  pendingReturned(priority: number): { removed: Set<string>; added: ReturnedEntry[] } {
+    const removed = new Set<string>();
+    const added: ReturnedEntry[] = [];
+    for (const { priority: p, origin, entry, stored } of this.returned.values()) {
+      if (p !== priority) continue;
+      if (stored) removed.add(`${origin.segment}:${origin.position}`);
+      if (entry) added.push(entry);
+    }
+    return { removed, added };
   }
 
   deleteRange(priority: number, segment: number, from: number, through: number): void {
@@ -74,7 +126,11 @@ export class WriteSet {
       this.deletes.size === 0 &&
       this.delayedInserts.length === 0 &&
       this.delayedDeleteThrough === null &&
-      this.dedupInserts.length === 0
+      this.dedupInserts.length === 0 &&
+      !this.sharedChanged &&
+      this.sharedLocks.size === 0 &&
+      this.returned.size === 0 &&
+      this.deadLetters.length === 0
     );
   }
 
@@ -82,10 +138,13 @@ export class WriteSet {
     return [...this.deletes.values()];
   }
 
-  insertRows(): { priority: number; segment: number; position: number; json: string }[] {
-    const rows: { priority: number; segment: number; position: number; json: string }[] = [];
+  insertRows(): { priority: number; segment: number; position: number; json: string; deliveries?: number }[] {
+    const rows: { priority: number; segment: number; position: number; json: string; deliveries?: number }[] = [];
     for (const { priority, segment, rows: byPosition } of this.inserts.values()) {
-      for (const position of [...byPosition.keys()].sort((a, b) => a - b)) rows.push({ priority, segment, position, json: byPosition.get(position)! });
+      for (const position of [...byPosition.keys()].sort((a, b) => a - b)) {
+        const { json, deliveries } = byPosition.get(position)!;
+        rows.push(deliveries ? { priority, segment, position, json, deliveries } : { priority, segment, position, json });
+      }
     }
     return rows;
   }
@@ -94,6 +153,6 @@ export class WriteSet {
   pendingInserts(priority: number, segment: number): SegmentEntry[] {
     const pending = this.inserts.get(key(priority, segment));
     if (!pending) return [];
-    return [...pending.rows.entries()].sort((a, b) => a[0] - b[0]).map(([position, json]) => ({ position, json }));
+    return [...pending.rows.values()].sort((a, b) => a.position - b.position);
   }
 }

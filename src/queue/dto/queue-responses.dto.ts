@@ -47,6 +47,12 @@ export class PopResponseDto {
   lock_id?: string;
   /** With `require_ack` and items: when the lock expires, unix seconds. */
   lock_expires_at?: number;
+  /**
+   * With `require_ack` and items: how many times each item has been handed out under a lock,
+   * this time included (1 for an item never delivered before), parallel to `items`.
+   */
+  @ApiProperty({ type: 'array', items: { type: 'integer', minimum: 1 }, required: false })
+  delivery_counts?: number[];
 }
 
 /** One priority of a queue. */
@@ -71,13 +77,27 @@ export class PriorityInfoDto {
   tail_segment_count: number;
 }
 
-/** Segment settings stored with a queue when it was created. */
-export class QueueConfigDto {
-  @ApiProperty({ type: 'integer' })
+/** A queue's settings (`GET`/`PUT /queue/{queue_id}/settings`, and `config` in `GET /queue/{queue_id}`). */
+export class QueueSettingsDto {
+  /** Items per segment (1-10000). */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 10000 })
   segment_size: number;
-  @ApiProperty({ type: 'integer' })
+  /** Segments after the head kept out of the offload store (1-1000). */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 1000 })
   buffer_segments: number;
+  /** `exclusive`: one lock at a time, every pop 423 while it lives; `shared`: competing consumers, each pop with ack takes a lock of its own. */
+  @ApiProperty({ enum: ['exclusive', 'shared'] })
+  lock_mode: 'exclusive' | 'shared';
+  /** Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 1000, nullable: true })
+  max_deliveries: number | null;
+  /** The queue items go to after `max_deliveries` deliveries; null: none. */
+  @ApiProperty({ type: 'string', nullable: true })
+  dead_letter_queue: string | null;
 }
+
+/** The settings as `GET /queue/{queue_id}` shows them. */
+export class QueueConfigDto extends QueueSettingsDto {}
 
 /** The acknowledgement lock of a queue (never its id). */
 export class LockInfoDto {
@@ -88,6 +108,19 @@ export class LockInfoDto {
   /** Items held by the lock. */
   @ApiProperty({ type: 'integer' })
   item_count: number;
+}
+
+/** The shared locks of a queue in shared lock mode. */
+export class SharedLocksInfoDto {
+  /** Live locks. */
+  @ApiProperty({ type: 'integer' })
+  count: number;
+  /** Items they hold. */
+  @ApiProperty({ type: 'integer' })
+  item_count: number;
+  /** Earliest expiry of a live lock, unix seconds; null when there is none. */
+  @ApiProperty({ type: 'number', nullable: true })
+  next_expires_at: number | null;
 }
 
 /** A queue's state. */
@@ -101,7 +134,11 @@ export class QueueInfoDto {
   @ApiProperty({ type: 'object', additionalProperties: { $ref: getSchemaPath(PriorityInfoDto) } })
   priorities: Record<string, PriorityInfoDto>;
   config: QueueConfigDto;
-  lock: LockInfoDto | null;
+  /** Exclusive lock mode: the lock, or null (absent in shared mode). */
+  @ApiProperty({ type: LockInfoDto, nullable: true, required: false })
+  lock?: LockInfoDto | null;
+  /** Shared lock mode: the live locks (absent in exclusive mode). */
+  locks?: SharedLocksInfoDto;
   /**
    * Items pushed with `delay_seconds` that are not visible yet (not in `count`, not popped).
    * @example 0
@@ -149,7 +186,10 @@ export class ExtendLockResponseDto {
 
 export class ReleaseResponseDto {
   success: boolean;
-  /** Items given back to the front of their priorities. */
+  /** Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
   @ApiProperty({ type: 'integer' })
   items_returned: number;
+  /** Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
+  @ApiProperty({ type: 'integer', required: false })
+  items_dead_lettered?: number;
 }

@@ -14,6 +14,8 @@ export class QueueStats {
   delayedItemsDue = 0;
   /** Pushed items skipped because their dedup id was accepted within the window. */
   duplicatesSkipped = 0;
+  /** Items that reached their queue's `max_deliveries` and went to its dead-letter queue. */
+  itemsDeadLettered = 0;
   /** Items put back at the front of their queue, by reason. */
   readonly itemsRedelivered = { expired: 0, released: 0 };
 }

@@ -10,7 +10,7 @@ import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.j
 import type { StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
-import { MissingDedupIds, MissingDueItems, MissingSegments, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
+import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueStats } from './queue-stats.js';
@@ -288,6 +288,7 @@ export class TurnRunner {
           else if (error instanceof MissingDueItems) actor.provideDueItems(await this.segments.loadDueItems(queueId, error.now, error.limit, session));
           // Never carried over from an earlier attempt: a loser of a race must see the winner's ids.
           else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.segments.liveDedupIds(queueId, error.ids, now, session));
+          else if (error instanceof MissingLockRows) actor.provideLockRows(await this.readLockRows(queueId, error.need, session));
           else throw error;
           fetched = true;
         }
@@ -333,10 +334,12 @@ export class TurnRunner {
     const write = actor.pendingWrite(() => randomInt(2 ** 40, 2 ** 47));
     if (write) {
       const key = (s: SegmentId): string => offloadedSegmentKey(s.priority, s.segment, queueId);
+      const defaults = this.config.queueDefaults;
       const stored: StoredTurnWrite = {
         ...write,
         storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items })) : [],
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
+        ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
     } else if (!locked && (!activated || fetched)) {
@@ -363,6 +366,16 @@ export class TurnRunner {
     this.stats.segmentsLoaded += loaded.length;
     for (const m of offloaded) this.logger.log(`Offloaded segment ${m.segment} for priority ${m.priority} to state store (actor ${queueId})`);
     for (const r of loaded) this.logger.log(`Loaded segment ${r.segment} for priority ${r.priority} from state store (actor ${queueId})`);
+    if (write?.deadLetters) {
+      // The dead-letter queue's row moved on: its actor here reloads at its next turn, which
+      // moves the dead letters to its tails (so does the delay sweep, with no traffic).
+      const target = write.deadLetters.queueId;
+      this.queueStats.itemsDeadLettered += write.deadLetters.items.length;
+      this.registry.deactivate(target);
+      this.events.wake(target, write.deadLetters.items.length, 'local');
+      this.notifications.announce(target);
+      this.logger.log(`${write.deadLetters.items.length} item(s) of queue ${queueId} reached their delivery limit and went to queue ${target}`);
+    }
     if (write && core.count > 0) {
       // Long polls of this process waiting on the queue take what the turn left (after pushes,
       // returned items, and delayed items that came due, also in the delay sweep's turns);
@@ -403,6 +416,20 @@ export class TurnRunner {
     this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`);
     this.leftovers.set(queueId, new Map(keys.map((k) => [k, pending.get(k)!])));
     this.leftoverCount += keys.length;
+  }
+
+  /** Reads the shared-lock rows or given-back items a core call asked for. */
+  private async readLockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
+    switch (need.kind) {
+      case 'locks':
+        return { kind: 'locks', locks: await this.segments.loadSharedLocks(queueId, need.ids, session) };
+      case 'due':
+        return { kind: 'due', ...(await this.segments.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
+      case 'next':
+        return { kind: 'next', nextExpiry: await this.segments.nextSharedLockExpiry(queueId, session) };
+      case 'returned':
+        return { kind: 'returned', priority: need.priority, entries: await this.segments.loadReturned(queueId, need.priority, need.limit, session) };
+    }
   }
 
   /** Fetches the segments a core call asked for and hands them over, in the order asked. */

@@ -1,0 +1,27 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+
+/**
+ * An item a shared lock gave back (expired or released), waiting to be popped again. Keyed by
+ * where it was pushed, so a priority's given-back items are one index range in push order; a
+ * pop takes them before the items still in the segments.
+ */
+@Entity('returned_items')
+export class ReturnedItemEntity {
+  @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
+  queueId: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  priority: number;
+
+  @PrimaryColumn({ type: 'bigint' })
+  segment: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  position: number;
+
+  @Column({ type: 'text' })
+  item: string;
+
+  @Column({ type: 'integer' })
+  deliveries: number;
+}
