@@ -196,7 +196,8 @@ export type LockRowsNeed =
   | { readonly kind: 'returned'; readonly priority: number; readonly limit: number };
 
 export type LockRowsFetch =
-  | { readonly kind: 'locks'; readonly locks: ReadonlyMap<string, LockState> }
+  /** Every id asked for: its lock, or null when there is no such lock. */
+  | { readonly kind: 'locks'; readonly locks: ReadonlyMap<string, LockState | null> }
   | { readonly kind: 'due'; readonly locks: readonly LockState[]; readonly nextExpiry: number | null }
   | { readonly kind: 'next'; readonly nextExpiry: number | null }
   | { readonly kind: 'returned'; readonly priority: number; readonly entries: readonly ReturnedEntry[] };

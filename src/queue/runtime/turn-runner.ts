@@ -421,8 +421,10 @@ export class TurnRunner {
   /** Reads the shared-lock rows or given-back items a core call asked for. */
   private async readLockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
     switch (need.kind) {
-      case 'locks':
-        return { kind: 'locks', locks: await this.segments.loadSharedLocks(queueId, need.ids, session) };
+      case 'locks': {
+        const found = await this.segments.loadSharedLocks(queueId, need.ids, session);
+        return { kind: 'locks', locks: new Map(need.ids.map((id) => [id, found.get(id) ?? null])) };
+      }
       case 'due':
         return { kind: 'due', ...(await this.segments.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
       case 'next':
