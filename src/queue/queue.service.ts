@@ -67,7 +67,7 @@ const LOCK_ERRORS: Record<LockProblem, () => Error> = {
 
 /** The fields of a patch that are set (undefined ones leave a setting as it is). */
 function definedOnly(patch: SettingsPatch): Partial<QueueSettings> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<QueueSettings>;
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
 }
 
 /** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */

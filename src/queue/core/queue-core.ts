@@ -171,6 +171,8 @@ export class QueueCore {
   private nextExpiryExact = false;
   /** Given-back items read this turn, per priority. */
   private readonly returnedCache = new Map<number, ReturnedCache>();
+  /** How many given-back rows were last asked for, per priority. */
+  private readonly returnedAsked = new Map<number, number>();
 
   private constructor(settings: QueueSettings, version: number | null, lock: LockState | null, delayed: DelayedSummary = NO_DELAYED, shared: SharedLockSummary = NO_SHARED_LOCKS) {
     this.currentSettings = settings;
@@ -412,8 +414,10 @@ export class QueueCore {
     const planned = [...fromReturned.keys(), ...plan.map((p) => p.priority)];
     for (const priority of [...new Set(planned)].sort((a, b) => a - b)) {
       const take = fromReturned.get(priority);
+      const keep = (heldAfter.get(priority) ?? 0) > 0;
       if (take) items.push(...this.takeReturned(priority, take));
-      for (const step of plan) if (step.priority === priority) this.takeFromSegment(step, items, (heldAfter.get(priority) ?? 0) > 0);
+      for (const step of plan) if (step.priority === priority) this.takeFromSegment(step, items, keep);
+      if (!keep) this.dropIfEmpty(priority);
     }
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
     if (items.length > 0) this.touch();
@@ -501,7 +505,9 @@ export class QueueCore {
     if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return;
     // Rows this turn removed are still in the table: read past them.
     const removed = this.writes.pendingReturned(priority).removed.size;
-    throw new MissingLockRows({ kind: 'returned', priority, limit: take + removed });
+    const limit = take + removed;
+    this.returnedAsked.set(priority, limit);
+    throw new MissingLockRows({ kind: 'returned', priority, limit });
   }
 
   /** Pops the first `take` given-back items of a priority (in memory, see {@link needReturned}). */
@@ -598,9 +604,13 @@ export class QueueCore {
     if (typeof lock === 'string') return lock;
     const extended = { ...lock, expiresAt: now + ttlMs };
     if (this.lockMode === 'shared') {
-      // The row's earliest expiry stays a lower bound: a later expiry never makes it wrong.
       this.writes.sharedLocks.set(lockId, extended);
       this.lockRows.set(lockId, extended);
+      // The row's earliest expiry stays a lower bound: a later expiry leaves it, an earlier one (a short ttl) lowers it.
+      if (this.shared.nextExpiry === null || extended.expiresAt < this.shared.nextExpiry) {
+        this.shared.nextExpiry = extended.expiresAt;
+        this.writes.sharedChanged = true;
+      }
       this.touch();
     } else {
       this.setLock(extended);
@@ -669,12 +679,12 @@ export class QueueCore {
         const { removed, added } = this.writes.pendingReturned(fetch.priority);
         // What was read, minus what this turn popped again, plus what it gave back; a full read
         // is only a prefix: what it gave back past the last row read is not part of it.
-        const asked = this.priorities.get(fetch.priority)?.returned ?? 0;
+        // Fewer rows than asked for: the table holds no more.
+        const complete = fetch.entries.length < (this.returnedAsked.get(fetch.priority) ?? Infinity);
         const rows = fetch.entries.filter((e) => !removed.has(`${e.segment}:${e.position}`));
-        const complete = rows.length >= asked || fetch.entries.length === 0;
         const last = fetch.entries[fetch.entries.length - 1];
-        const merged = [...rows, ...added.filter((e) => complete || !last || byOrigin(e, last) < 0)].sort(byOrigin);
-        this.returnedCache.set(fetch.priority, { entries: merged, offset: 0, complete: complete || merged.length >= asked });
+        const merged = [...rows, ...added.filter((e) => complete || byOrigin(e, last) < 0)].sort(byOrigin);
+        this.returnedCache.set(fetch.priority, { entries: merged, offset: 0, complete });
         return;
       }
     }
@@ -1040,6 +1050,7 @@ export class QueueCore {
     this.expiredDue = false;
     this.nextExpiryExact = false;
     this.returnedCache.clear();
+    this.returnedAsked.clear();
     for (const priority of [...this.cache.keys()]) this.evictOutsideWindow(priority);
   }
 
@@ -1160,10 +1171,10 @@ export class QueueCore {
   /** Table rows of a segment as the turn left them: minus its pending deletes, plus its pending inserts. */
   private merged(priority: number, segment: number, rows: readonly SegmentEntry[]): SegmentEntry[] {
     const through = this.writes.deletedThrough(priority, segment);
-    const byPosition = new Map<number, string>();
-    for (const row of rows) if (row.position > through) byPosition.set(row.position, row.json);
-    for (const entry of this.writes.pendingInserts(priority, segment)) byPosition.set(entry.position, entry.json);
-    return [...byPosition.entries()].sort((a, b) => a[0] - b[0]).map(([position, json]) => ({ position, json }));
+    const byPosition = new Map<number, SegmentEntry>();
+    for (const row of rows) if (row.position > through) byPosition.set(row.position, row);
+    for (const entry of this.writes.pendingInserts(priority, segment)) byPosition.set(entry.position, entry);
+    return [...byPosition.values()].sort((a, b) => a.position - b.position);
   }
 
   private cacheSegment(priority: number, segment: number, entries: SegmentEntry[]): void {
