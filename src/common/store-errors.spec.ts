@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConnectionFailure } from './store-errors.js';
+import { isConnectionFailure, isTransientConflict } from './store-errors.js';
 
 const withCode = (message: string, props: Record<string, unknown>): Error => Object.assign(new Error(message), props);
 
@@ -28,5 +28,19 @@ describe('isConnectionFailure', () => {
     ['not an error', 'EPIPE'],
   ])('%s: a fault, not an outage', (_label, error) => {
     expect(isConnectionFailure(error)).toBe(false);
+  });
+});
+
+describe('isTransientConflict', () => {
+  it('a deadlock or a serialization failure: run the transaction again', () => {
+    expect(isTransientConflict(withCode('deadlock detected', { code: '40P01' }))).toBe(true);
+    expect(isTransientConflict(withCode('could not serialize access due to concurrent update', { code: '40001' }))).toBe(true);
+  });
+
+  it('anything else is not', () => {
+    expect(isTransientConflict(withCode('duplicate key value violates unique constraint', { code: '23505' }))).toBe(false);
+    expect(isTransientConflict(withCode('terminating connection due to administrator command', { code: '57P01' }))).toBe(false);
+    expect(isTransientConflict(new Error('deadlock detected'))).toBe(false);
+    expect(isTransientConflict(null)).toBe(false);
   });
 });

@@ -15,3 +15,15 @@ export function isConnectionFailure(error: unknown): boolean {
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|57P|53|58)/.test(code);
   return /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed|is not queryable/i.test(error.message);
 }
+
+/**
+ * Whether an error of the PostgreSQL driver means "this transaction lost a race; run it again":
+ * a deadlock (40P01) or a serialization failure (40001). A turn that dead-letters locks two
+ * queue rows; it takes them in a fixed order, but a turn already holding its queue's row lock
+ * (the fallback after optimistic misses) may meet another such turn the other way round, and
+ * PostgreSQL then aborts one of them.
+ */
+export function isTransientConflict(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}

@@ -127,7 +127,7 @@ describe('restart', () => {
       const before = await answer(svc.http.get(`/queue/${q}`));
       expect(before.status).toBe(200);
       expect(before.body.count).toBe(model.count);
-      expect(before.body.config).toEqual({ segment_size: 10, buffer_segments: expect.any(Number) });
+      expect(before.body.config).toEqual({ segment_size: 10, buffer_segments: expect.any(Number), lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null });
       const metaBefore = await answer(svc.http.get(`/queue/${q}/state/metadata`));
       expect(metaBefore.status).toBe(200);
 

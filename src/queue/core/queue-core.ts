@@ -471,10 +471,16 @@ export class QueueCore {
         meta.head_position = 0;
       } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0) {
         // The segments are empty but the priority lives on (given-back items, or items under
-        // shared locks): the next push continues the tail segment, so push order stays the
-        // order of (segment, position).
+        // shared locks): the next push continues after the last item, so push order stays the
+        // order of (segment, position). A full tail is left for the next segment number, so that
+        // the (empty) head never sits before a full tail.
+        if (meta.next_position >= this.settings.segmentSize) {
+          meta.tail_segment += 1;
+          meta.head_segment = meta.tail_segment;
+          meta.next_position = 0;
+        }
         meta.head_position = meta.next_position;
-        this.cacheSegment(priority, segment, []);
+        this.cacheSegment(priority, meta.tail_segment, []);
       } else {
         // Last item of this priority: its metadata entry goes (seed 003, pop flow step 4).
         this.dropPriority(priority);
@@ -814,7 +820,9 @@ export class QueueCore {
     const priorities = new Map<number, PriorityView>();
     for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
-      priorities.set(p, { ...m, head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
+      // `count`: every item waiting at the priority, given-back ones (kept apart from the segments) included.
+      const view = { ...m, count: m.count + (m.returned ?? 0) };
+      priorities.set(p, { ...view, head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
     }
     const locks = this.lockMode === 'shared' ? { count: this.shared.live, itemCount: this.shared.items, nextExpiresAt: this.shared.nextExpiry } : null;
     return { count: this.count, priorities, settings: this.settings, lock: this.lock, locks, delayed: this.delayedItems };
@@ -855,7 +863,7 @@ export class QueueCore {
     const queues: Record<string, { metadata: Record<string, number> }> = {};
     for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
-      const metadata: Record<string, number> = { count: m.count, head_segment: m.head_segment, tail_segment: m.tail_segment };
+      const metadata: Record<string, number> = { count: m.count + (m.returned ?? 0), head_segment: m.head_segment, tail_segment: m.tail_segment };
       if (m.head_offloaded_segment !== null && m.tail_offloaded_segment !== null) {
         metadata.head_offloaded_segment = m.head_offloaded_segment;
         metadata.tail_offloaded_segment = m.tail_offloaded_segment;

@@ -3,6 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
 import { PushpopError, QueueBusyError } from '../../common/errors.js';
+import { isTransientConflict } from '../../common/store-errors.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
@@ -227,6 +228,10 @@ export class TurnRunner {
         this.registry.deactivate(queueId);
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof VersionConflict) {
           current = error.current;
+          continue;
+        }
+        if (attempt + 1 < MAX_ATTEMPTS && isTransientConflict(error)) {
+          this.logger.warn(`Turn of queue ${queueId} lost a race in the database (${message(error)}); running it again`);
           continue;
         }
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
