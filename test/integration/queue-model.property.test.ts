@@ -303,7 +303,10 @@ class ModelRunner {
           locked: true,
           lock_id: expect.stringMatching(LOCK_ID_PATTERN),
           lock_expires_at: expect.any(Number),
+          delivery_counts: expect.any(Array),
         });
+        expect(res.body.delivery_counts, `${this.label}: a delivery count per item, at least 1`).toHaveLength(want.items.length);
+        for (const n of res.body.delivery_counts as unknown[]) expect(Number.isInteger(n) && (n as number) >= 1, `${this.label}: delivery count ${String(n)}`).toBe(true);
         expectTime(res.body.lock_expires_at, want.expiresAt, `${this.label}: lock_expires_at`);
         const lockId = res.body.lock_id as string;
         expect([...this.lockIds.values(), BOGUS_REAL_LOCK_ID], `${this.label}: a new lock id for every lock`).not.toContain(lockId);

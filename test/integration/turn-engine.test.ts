@@ -4,6 +4,7 @@ import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
+import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { range } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -75,6 +76,26 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(turnStatements(), 'a duplicate: the read, then a version check (nothing to write)').toBe(9);
     await queues.push(q, { n: 5 }, 0);
     expect(turnStatements(), 'and a plain push is one statement again').toBe(10);
+  });
+
+  it('shared locks: with 1,000 live locks a pop with ack is one statement and an acknowledge two; no lock is held in memory', async () => {
+    const q = uniqueQueueId('shared-trips');
+    await queues.putSettings(q, { lockMode: 'shared' });
+    await queues.pushBatch(q, range(1010).map((n) => ({ item: { n } })));
+    const locks: string[] = [];
+    for (let i = 0; i < 1000; i++) locks.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
+    countStatements();
+    const turnStatements = (): number => statements.mock.calls.filter(([text]) => !String(text).includes('FROM queue_locks WHERE state')).length;
+    const popped = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 300, waitSeconds: 0 });
+    expect(popped).toMatchObject({ items: [{ n: 1000 }, { n: 1001 }], delivery_counts: [1, 1] });
+    expect(turnStatements(), 'a pop with ack: the write alone').toBe(1);
+    await queues.acknowledge(q, locks[500]);
+    expect(turnStatements(), 'an acknowledge: the lock read, then the write').toBe(3);
+    const info = await queues.getQueue(q);
+    expect(info.locks).toMatchObject({ count: 1000, item_count: 1001 });
+    const actor = svc.app.get(ActorRegistry).get(q)!;
+    expect(actor.itemsInMemory, 'the actor holds the segments of its window only, no lock').toBeLessThanOrEqual(3 * 100);
+    expect(actor.lock).toBeNull();
   });
 
   it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {
