@@ -208,12 +208,14 @@ export class SegmentRepository {
     return { locks: rows.map(toStoredLock), nextExpiry: next };
   }
 
-  /** Expiry of a queue's earliest live shared lock (after `after`, if given); null when there is none. */
-  async nextSharedLockExpiry(queueId: string, session: DbSession = this.uow.autocommit, after = -Infinity): Promise<number | null> {
+  /** Expiry of a queue's earliest live shared lock (after `after`, if given; not one of `exclude`); null when there is none. */
+  async nextSharedLockExpiry(queueId: string, session: DbSession = this.uow.autocommit, after = -Infinity, exclude: readonly string[] = []): Promise<number | null> {
     // -Infinity: every live lock (`'-infinity'` is a timestamptz PostgreSQL knows).
     const rows = await session.query<{ expires_at: Date }>(
-      `SELECT expires_at FROM shared_locks WHERE queue_id = $1 AND state = 'active' AND expires_at > coalesce(to_timestamp($2 / 1000.0), '-infinity') ORDER BY expires_at LIMIT 1`,
-      [queueId, Number.isFinite(after) ? after : null],
+      `SELECT expires_at FROM shared_locks
+        WHERE queue_id = $1 AND state = 'active' AND expires_at > coalesce(to_timestamp($2 / 1000.0), '-infinity') AND lock_id <> ALL($3::varchar[])
+        ORDER BY expires_at LIMIT 1`,
+      [queueId, Number.isFinite(after) ? after : null, exclude],
       'pushpop_next_shared_lock_expiry',
     );
     return rows[0] ? rows[0].expires_at.getTime() : null;

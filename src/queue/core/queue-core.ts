@@ -616,6 +616,8 @@ export class QueueCore {
       if (this.shared.nextExpiry === null || extended.expiresAt < this.shared.nextExpiry) {
         this.shared.nextExpiry = extended.expiresAt;
         this.writes.sharedChanged = true;
+      } else {
+        this.nextExpiryExact = false;
       }
       this.touch();
     } else {
@@ -672,15 +674,19 @@ export class QueueCore {
       case 'due':
         this.dueLocks = { locks: fetch.locks, nextExpiry: fetch.nextExpiry };
         return;
-      case 'next':
-        if (this.shared.live > 0 && fetch.nextExpiry !== null && fetch.nextExpiry !== this.shared.nextExpiry) {
+      case 'next': {
+        // The stored locks this turn did not write, and those it wrote that still live.
+        let next = fetch.nextExpiry;
+        for (const lock of this.writes.sharedLocks.values()) if (lock?.state === 'active' && (next === null || lock.expiresAt < next)) next = lock.expiresAt;
+        if (this.shared.live > 0 && next !== null && next !== this.shared.nextExpiry) {
           // Tightened: written with the turn, so that the sweep does not find the old bound again.
-          this.shared.nextExpiry = fetch.nextExpiry;
+          this.shared.nextExpiry = next;
           this.writes.sharedChanged = true;
           this.touch();
         }
         this.nextExpiryExact = true;
         return;
+      }
       case 'returned': {
         const { removed, added } = this.writes.pendingReturned(fetch.priority);
         // What was read, minus what this turn popped again, plus what it gave back; a full read
@@ -725,6 +731,8 @@ export class QueueCore {
     this.shared.live = Math.max(0, this.shared.live - 1);
     this.shared.items = Math.max(0, this.shared.items - lock.items.length);
     if (this.shared.live === 0) this.shared.nextExpiry = null;
+    // It may have been the earliest: what the row keeps is a lower bound again.
+    this.nextExpiryExact = false;
     this.writes.sharedChanged = true;
     this.touch();
     return outcome;
@@ -816,7 +824,7 @@ export class QueueCore {
   /** The queue as inspection shows it; undefined when there is no queue. */
   view(): QueueView | undefined {
     if (!this.exists) return undefined;
-    if (this.shared.live > 0 && !this.nextExpiryExact) throw new MissingLockRows({ kind: 'next' });
+    if (this.shared.live > 0 && !this.nextExpiryExact) throw new MissingLockRows({ kind: 'next', exclude: [...this.writes.sharedLocks.keys()] });
     const priorities = new Map<number, PriorityView>();
     for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;

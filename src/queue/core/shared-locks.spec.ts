@@ -57,7 +57,7 @@ class FakeDb {
         return { kind: 'due', locks: due, nextExpiry: live.find((l) => l.expiresAt > need.now)?.expiresAt ?? null };
       }
       case 'next':
-        return { kind: 'next', nextExpiry: live[0]?.expiresAt ?? null };
+        return { kind: 'next', nextExpiry: live.find((l) => !need.exclude.includes(l.lockId))?.expiresAt ?? null };
       case 'returned':
         return { kind: 'returned', priority: need.priority, entries: (this.returned.get(need.priority) ?? []).slice(0, need.limit) };
     }
@@ -301,6 +301,12 @@ describe('QueueCore in shared lock mode', () => {
     turn(db, core, 10, () => core.extendLock('A', 10, 1000));
     const fresh = db.load();
     expect(turn(db, fresh, 10, () => fresh.view())!.locks).toEqual({ count: 2, itemCount: 2, nextExpiresAt: 300 });
+    // In one turn: the view, then the earliest lock acknowledged, then the view again.
+    startTurn(db, fresh, 20);
+    expect(withFetch(db, fresh, () => fresh.view())!.locks).toMatchObject({ nextExpiresAt: 300 });
+    expect(withFetch(db, fresh, () => fresh.acknowledge('B', 20))).toBe(1);
+    expect(withFetch(db, fresh, () => fresh.view())!.locks).toEqual({ count: 1, itemCount: 1, nextExpiresAt: 1010 });
+    endTurn(db, fresh);
   });
 
   it('more due locks than one turn gives back: the rest in the next turns, or when their id is used', () => {

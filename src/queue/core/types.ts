@@ -186,13 +186,13 @@ export interface QueueRecord {
  * - `locks`: the named locks (null for those that do not exist);
  * - `due`: live locks expired at `now`, earliest first, at most `limit`, and the expiry of the
  *   first live lock after them;
- * - `next`: the earliest expiry of a live lock;
+ * - `next`: the earliest expiry of a live lock, leaving out those this turn wrote (`exclude`);
  * - `returned`: the first `limit` given-back items of `priority`, in push order.
  */
 export type LockRowsNeed =
   | { readonly kind: 'locks'; readonly ids: readonly string[] }
   | { readonly kind: 'due'; readonly now: number; readonly limit: number }
-  | { readonly kind: 'next' }
+  | { readonly kind: 'next'; readonly exclude: readonly string[] }
   | { readonly kind: 'returned'; readonly priority: number; readonly limit: number };
 
 export type LockRowsFetch =

@@ -433,7 +433,7 @@ export class TurnRunner {
       case 'due':
         return { kind: 'due', ...(await this.segments.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
       case 'next':
-        return { kind: 'next', nextExpiry: await this.segments.nextSharedLockExpiry(queueId, session) };
+        return { kind: 'next', nextExpiry: await this.segments.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
       case 'returned':
         return { kind: 'returned', priority: need.priority, entries: await this.segments.loadReturned(queueId, need.priority, need.limit, session) };
     }
