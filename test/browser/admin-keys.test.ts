@@ -139,6 +139,12 @@ suite(`admin console with API keys in Chromium (${databaseKind})`, () => {
     expect(await page.getByRole('button', { name: 'Pop with ack', exact: true }).isDisabled()).toBe(true);
     expect(await page.getByTestId('push-form').getByTestId('scope-note').textContent()).toContain('needs the produce');
     expect(await page.getByTestId('pop-form').getByTestId('scope-note').textContent()).toContain('needs the consume');
+    // The settings are shown; changing them needs admin.
+    expect(await page.locator('[data-testid=settings-values] [data-setting=lock_mode] dd').textContent()).toMatch(/^exclusive/);
+    const editSettings = page.getByTestId('settings-edit');
+    expect(await editSettings.isDisabled()).toBe(true);
+    expect(await editSettings.getAttribute('title')).toBe('Changing a queue’s settings needs the admin scope; the key “viewer” has read.');
+    expect(await page.getByTestId('settings').getByTestId('scope-note').textContent()).toContain('needs the admin scope');
     // /metrics needs read: the viewer sees the numbers.
     await expect.poll(() => page.locator('[data-metric=items-in-memory]').textContent()).toMatch(/^\d/);
 
@@ -206,6 +212,19 @@ suite(`admin console with API keys in Chromium (${databaseKind})`, () => {
     await expect.poll(() => identity(page)).toBe('ops · admin');
     await page.getByTestId('queue-list').waitFor();
     expect(await stored(page)).toEqual({ session: KEYS.ops.key, local: 0 });
+  });
+
+  it('with the admin key a queue’s settings can be changed', async () => {
+    const id = await queueWith('keys-settings', 1);
+    const { page } = await open(`/admin/#/queue/${id}`);
+    await enterKey(page, KEYS.ops.key);
+    await expect.poll(() => identity(page)).toBe('ops · admin');
+    await page.getByTestId('settings-edit').click();
+    await page.getByTestId('settings-form').locator('select[name=lock_mode]').selectOption('shared');
+    await page.getByTestId('settings-form').getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => page.locator('[data-testid=settings-values] [data-setting=lock_mode] dd').textContent()).toMatch(/^shared/);
+    const { data } = await admin.GET('/queue/{queue_id}/settings', { params: { path: { queue_id: id } } });
+    expect(data?.lock_mode).toBe('shared');
   });
 
   it('with the admin key a queue can be deleted', async () => {

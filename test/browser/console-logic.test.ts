@@ -17,9 +17,10 @@ import {
 } from '../../apps/admin/src/access.js';
 import { headline, rate, sumSamples } from '../../apps/admin/src/metrics.js';
 import { segmentChain, segmentKey, type PriorityInfo } from '../../apps/admin/src/segments.js';
+import { describeSettings, nextExpiry, releaseMessage, remaining, settingsForm, settingsPatch } from '../../apps/admin/src/settings.js';
 
 // The admin console's pure parts, without a browser: the segment picture, the /metrics numbers,
-// what a key's scopes allow and where the key is kept.
+// what a key's scopes allow and where the key is kept, a queue's settings form and its locks.
 
 const config = { segment_size: 100, buffer_segments: 1 };
 
@@ -117,7 +118,8 @@ describe('what a key may do', () => {
     expect(allowed(['produce'])).toEqual(['push']);
     expect(allowed(['consume'])).toEqual(['lock', 'pop']);
     expect(allowed(['produce', 'consume'])).toEqual(['lock', 'pop', 'push']);
-    expect(allowed(['admin'])).toEqual(['delete', 'lock', 'metrics', 'pop', 'push', 'read']);
+    expect(allowed(['admin'])).toEqual(['delete', 'lock', 'metrics', 'pop', 'push', 'read', 'settings']);
+    expect(allowed(['read', 'produce', 'consume'])).not.toContain('settings');
     expect(allowed([])).toEqual([]);
     expect(allows(['read', 'produce', 'consume'], 'delete')).toBe(false);
   });
@@ -130,6 +132,7 @@ describe('what a key may do', () => {
     const p = permissions({ name: 'viewer', scopes: ['read'] });
     expect(p.push).toEqual({ allowed: false, reason: 'Pushing needs the produce (or admin) scope; the key “viewer” has read.' });
     expect(p.delete).toEqual({ allowed: false, reason: 'Deleting a queue needs the admin scope; the key “viewer” has read.' });
+    expect(p.settings).toEqual({ allowed: false, reason: 'Changing a queue’s settings needs the admin scope; the key “viewer” has read.' });
     expect(permissions({ name: 'none', scopes: [] }).read).toMatchObject({ reason: 'Listing and reading queues needs the read (or admin) scope; the key “none” has no scope.' });
   });
 
@@ -218,5 +221,68 @@ describe('the session', () => {
     expect(sessionIdentity(first)).toBeNull();
     const signedIn: Session = { kind: 'signed-in', identity: { name: 'viewer', scopes: ['read'] } };
     expect(sessionAfterFailure(signedIn, { status: 403, code: 'FORBIDDEN', message: 'no' }, true)).toBe(signedIn);
+  });
+});
+
+describe('queue settings form', () => {
+  const current = { segment_size: 100, buffer_segments: 1, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null } as const;
+
+  it('fills the form from the settings; no change sends nothing', () => {
+    const form = settingsForm(current);
+    expect(form).toEqual({ segment_size: '100', buffer_segments: '1', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '' });
+    expect(settingsPatch(form, current)).toEqual({ patch: {} });
+    expect(settingsForm({ ...current, max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toMatchObject({ max_deliveries: '3', dead_letter_queue: 'orders.dead' });
+  });
+
+  it('sends only what changed, blanks as none', () => {
+    const form = { ...settingsForm(current), segment_size: ' 50 ', lock_mode: 'shared' as const, max_deliveries: '5', dead_letter_queue: ' orders.dead ' };
+    expect(settingsPatch(form, current)).toEqual({ patch: { segment_size: 50, lock_mode: 'shared', max_deliveries: 5, dead_letter_queue: 'orders.dead' } });
+    const withDlq = { ...current, max_deliveries: 5, dead_letter_queue: 'orders.dead' };
+    expect(settingsPatch({ ...settingsForm(withDlq), max_deliveries: '', dead_letter_queue: '' }, withDlq)).toEqual({ patch: { max_deliveries: null, dead_letter_queue: null } });
+  });
+
+  it('refuses numbers out of range before sending; the rules that need the queue are left to the service', () => {
+    const form = settingsForm(current);
+    expect(settingsPatch({ ...form, segment_size: '0' }, current)).toEqual({ field: 'segment_size', problem: 'segment_size must be a whole number from 1 to 10,000.' });
+    expect(settingsPatch({ ...form, segment_size: '' }, current)).toMatchObject({ field: 'segment_size' });
+    expect(settingsPatch({ ...form, buffer_segments: '1001' }, current)).toEqual({ field: 'buffer_segments', problem: 'buffer_segments must be a whole number from 1 to 1,000.' });
+    expect(settingsPatch({ ...form, max_deliveries: '2.5' }, current)).toMatchObject({ field: 'max_deliveries' });
+    // max_deliveries without a dead-letter queue, or the queue as its own: the service answers 400.
+    expect(settingsPatch({ ...form, max_deliveries: '3' }, current)).toEqual({ patch: { max_deliveries: 3 } });
+  });
+
+  it('a queue that does not exist yet: a blank segment layout keeps the service defaults', () => {
+    const form = settingsForm(null);
+    expect(form).toEqual({ segment_size: '', buffer_segments: '', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '' });
+    expect(settingsPatch(form, null)).toEqual({ patch: {} });
+    expect(settingsPatch({ ...form, lock_mode: 'shared', segment_size: '20' }, null)).toEqual({ patch: { segment_size: 20, lock_mode: 'shared' } });
+  });
+
+  it('describes all the settings for the result panel', () => {
+    expect(describeSettings({ ...current, lock_mode: 'shared', max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toBe(
+      'segment_size 100, buffer_segments 1, lock_mode shared, max_deliveries 3, dead_letter_queue orders.dead',
+    );
+    expect(describeSettings(current)).toBe('segment_size 100, buffer_segments 1, lock_mode exclusive, max_deliveries none, dead_letter_queue none');
+  });
+});
+
+describe('locks and releases', () => {
+  it('counts down to the next expiry of a shared queue’s locks', () => {
+    expect(nextExpiry({ count: 0, item_count: 0, next_expires_at: null }, 1000)).toEqual({ kind: 'none' });
+    expect(nextExpiry({ count: 2, item_count: 5, next_expires_at: 1012.34 }, 1000)).toEqual({ kind: 'in', text: '12.3 s' });
+    expect(nextExpiry({ count: 2, item_count: 5, next_expires_at: 1000 }, 1000)).toEqual({ kind: 'due' });
+    expect(remaining(125)).toBe('2:05.0');
+    expect(remaining(-1)).toBe('expired');
+  });
+
+  it('a release says where the items went, in the words of the lock mode', () => {
+    expect(releaseMessage({ success: true, items_returned: 1 }, 'exclusive')).toBe('Released: 1 item back at the front of its priority.');
+    expect(releaseMessage({ success: true, items_returned: 3 }, 'exclusive')).toBe('Released: 3 items back at the front of their priorities.');
+    expect(releaseMessage({ success: true, items_returned: 2 }, 'shared')).toBe('Released: 2 items back in the queue, in push order.');
+    expect(releaseMessage({ success: true, items_returned: 1, items_dead_lettered: 2 }, 'shared')).toBe(
+      'Released: 1 item back in the queue, in push order; 2 items reached max_deliveries and went to the dead-letter queue.',
+    );
+    expect(releaseMessage({ success: true, items_returned: 0, items_dead_lettered: 1 }, 'shared')).toBe('Released: 1 item reached max_deliveries and went to the dead-letter queue.');
+    expect(releaseMessage({ success: true, items_returned: 0 }, 'shared')).toBe('Released: 0 items back in the queue, in push order.');
   });
 });

@@ -77,6 +77,7 @@ function Console({ session }: { session: ConsoleSession }) {
                 <ul>
                   <li>See each priority’s segment chain: head, buffer, offloaded range and tail.</li>
                   <li>Push, pop, pop with acknowledgement, then acknowledge, extend or release the lock.</li>
+                  <li>See and change a queue’s settings: segment layout, lock mode (exclusive or shared), max deliveries and dead-letter queue.</li>
                   <li>
                     The HTTP API: <a href="/docs">Swagger UI</a> · <a href="/openapi.json">openapi.json</a>
                   </li>

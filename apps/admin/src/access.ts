@@ -8,7 +8,7 @@
 export type Scope = 'produce' | 'consume' | 'read' | 'admin';
 
 /** The console's controls, grouped by the scope each needs. */
-export type Action = 'read' | 'metrics' | 'push' | 'pop' | 'lock' | 'delete';
+export type Action = 'read' | 'metrics' | 'push' | 'pop' | 'lock' | 'settings' | 'delete';
 
 /** The scope each action needs (besides `admin`), as the service checks it. */
 export const ACTION_SCOPE: Readonly<Record<Action, Scope>> = {
@@ -17,6 +17,7 @@ export const ACTION_SCOPE: Readonly<Record<Action, Scope>> = {
   push: 'produce',
   pop: 'consume',
   lock: 'consume',
+  settings: 'admin',
   delete: 'admin',
 };
 
@@ -26,6 +27,7 @@ const ACTION_TEXT: Readonly<Record<Action, string>> = {
   push: 'Pushing',
   pop: 'Popping',
   lock: 'Acknowledging, extending or releasing a lock',
+  settings: 'Changing a queue’s settings',
   delete: 'Deleting a queue',
 };
 

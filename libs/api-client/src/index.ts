@@ -22,6 +22,12 @@ export type AcknowledgeResponse = Schemas['AcknowledgeResponseDto'];
 export type ExtendLockResponse = Schemas['ExtendLockResponseDto'];
 export type ReleaseResponse = Schemas['ReleaseResponseDto'];
 export type QueueInfo = Schemas['QueueInfoDto'];
+/** A queue's settings: `GET`/`PUT /queue/{queue_id}/settings`, and `config` of `GET /queue/{queue_id}`. */
+export type QueueSettings = Schemas['QueueSettingsDto'];
+/** Body of `PUT /queue/{queue_id}/settings`: any of the settings; those left out stay as they are. */
+export type QueueSettingsRequest = Schemas['QueueSettingsRequestDto'];
+/** `locks` of `GET /queue/{queue_id}` for a queue in shared lock mode. */
+export type SharedLocksInfo = Schemas['SharedLocksInfoDto'];
 export type QueueList = Schemas['QueueListDto'];
 export type QueueSummary = Schemas['QueueSummaryDto'];
 export type DeleteQueueResponse = Schemas['DeleteQueueResponseDto'];

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'react';
-import type { QueueInfo } from '@pushpop/api-client';
+import type { QueueInfo, SharedLocksInfo } from '@pushpop/api-client';
 import { call, toApiError, type ApiError } from '../api';
-import { clockTime, oneDecimal, plural } from '../format';
+import { clockTime, count, plural } from '../format';
 import { useNow } from '../hooks';
+import { nextExpiry, releaseMessage, remaining } from '../settings';
 import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
 import { LockIcon } from './icons';
@@ -17,18 +18,12 @@ export interface HeldLock {
 
 type LockInfo = NonNullable<QueueInfo['lock']>;
 
-function remaining(seconds: number): string {
-  if (seconds <= 0) return 'expired';
-  if (seconds < 60) return `${oneDecimal(seconds)} s`;
-  const m = Math.floor(seconds / 60);
-  const s = seconds - m * 60;
-  return `${m}:${s < 10 ? '0' : ''}${oneDecimal(s)}`;
-}
-
 interface Props {
   queueId: string;
   /** The queue's lock; `undefined` when the key may not read the queue, so the console cannot see it. */
   lock: LockInfo | null | undefined;
+  /** A queue in shared lock mode: its live locks (then `lock` is null). */
+  locks?: SharedLocksInfo;
   held: HeldLock | undefined;
   onHeld: (lock: HeldLock | undefined) => void;
   onResult: (message: string) => void;
@@ -38,12 +33,13 @@ interface Props {
 
 /**
  * The queue's acknowledgement lock: a live countdown to `expires_at` (ticks every 200 ms), and
- * acknowledge / extend / release with the lock id the console got from its own pop.
+ * acknowledge / extend / release with the lock id the console got from its own pop. A shared
+ * queue shows its locks instead: how many, the items they hold, the next expiry.
  */
-export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: Props) {
+export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChanged }: Props) {
   const api = useApi();
   const allowed = usePermissions().lock;
-  const now = useNow(200, Boolean(lock));
+  const now = useNow(200, Boolean(lock) || Boolean(locks?.count));
   const [lockId, setLockId] = useState(held?.lockId ?? '');
   useEffect(() => setLockId(held?.lockId ?? ''), [held?.lockId]);
   const [ttl, setTtl] = useState('30');
@@ -72,7 +68,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
       } else {
         const answer = await call(api.POST('/queue/{queue_id}/release', { params: { path }, body: { lock_id: id } }));
         onHeld(undefined);
-        onResult(`Released: ${plural(answer.items_returned, 'item')} back at the front of ${answer.items_returned === 1 ? 'its priority' : 'their priorities'}.`);
+        onResult(releaseMessage(answer, locks ? 'shared' : 'exclusive'));
       }
     } catch (e) {
       setError(toApiError(e));
@@ -84,14 +80,19 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
 
   const left = lock ? lock.expires_at - now / 1000 : 0;
   const span = lock ? Math.max(0.001, lock.expires_at - lock.created_at) : 1;
+  const live = lock || (locks && locks.count > 0);
 
   return (
-    <section className={`card lock-card${lock ? ' lock-active' : ''}`} data-testid="lock-card" aria-label="Lock">
+    <section className={`card lock-card${live ? ' lock-active' : ''}`} data-testid="lock-card" data-lock-mode={locks ? 'shared' : 'exclusive'} aria-label="Lock">
       <div className="card-head">
         <h3>
-          <LockIcon /> Lock
+          <LockIcon /> {locks ? 'Locks (shared)' : 'Lock'}
         </h3>
-        {lock ? (
+        {locks ? (
+          <span className={`badge${locks.count > 0 ? ' badge-lock' : ''}`} data-testid="lock-items">
+            {locks.count > 0 ? `${plural(locks.item_count, 'item')} held` : 'none'}
+          </span>
+        ) : lock ? (
           <span className="badge badge-lock" data-testid="lock-items">
             {plural(lock.item_count, 'item')} held
           </span>
@@ -99,7 +100,9 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
           <span className="badge">{lock === undefined ? 'not shown' : 'none'}</span>
         )}
       </div>
-      {lock ? (
+      {locks ? (
+        <SharedLocks locks={locks} now={now} held={held} />
+      ) : lock ? (
         <div className="lock-status">
           <div className="countdown" data-testid="lock-countdown" data-expires-at={lock.expires_at}>
             {left > 0 ? (
@@ -129,7 +132,7 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
             : 'No lock. “Pop with ack” takes one; while it lasts every pop answers 423 QUEUE_LOCKED.'}
         </p>
       )}
-      {(lock || held || lock === undefined) && (
+      {(live || held || lock === undefined) && (
         <div className="form">
           <label className="field">
             <span>
@@ -178,5 +181,41 @@ export function LockCard({ queueId, lock, held, onHeld, onResult, onChanged }: P
       )}
       {error && <ErrorNote error={error} onDismiss={() => setError(null)} />}
     </section>
+  );
+}
+
+/** A shared queue's locks (`locks` of `GET /queue/{id}`): how many live, the items they hold, the next expiry. */
+function SharedLocks({ locks, now, held }: { locks: SharedLocksInfo; now: number; held: HeldLock | undefined }) {
+  const next = nextExpiry(locks, now / 1000);
+  if (locks.count === 0) {
+    return (
+      <p className="muted small" data-testid="shared-locks" data-count={0}>
+        {held
+          ? 'No lock lives: the console’s lock was acknowledged or released elsewhere, or it expired.'
+          : 'No lock. Shared lock mode: each “Pop with ack” takes the next items under a lock of its own, and other pops go on meanwhile.'}
+      </p>
+    );
+  }
+  return (
+    <div className="lock-status" data-testid="shared-locks" data-count={locks.count} data-items={locks.item_count} data-next-expires-at={locks.next_expires_at ?? undefined}>
+      <div className="lock-figures">
+        <span>
+          <strong data-testid="shared-lock-count">{count(locks.count)}</strong> {locks.count === 1 ? 'lock' : 'locks'}
+        </span>
+        <span>
+          <strong data-testid="shared-lock-items">{count(locks.item_count)}</strong> {locks.item_count === 1 ? 'item' : 'items'} held
+        </span>
+      </div>
+      <div className="countdown" data-testid="shared-lock-next">
+        {next.kind === 'in' ? (
+          <>
+            next expiry in <strong>{next.text}</strong>
+          </>
+        ) : (
+          'next expiry due: its items go back on the queue’s next operation or sweep'
+        )}
+      </div>
+      {locks.next_expires_at !== null && <div className="muted small">next expiry at {clockTime(locks.next_expires_at)}</div>}
+    </div>
   );
 }

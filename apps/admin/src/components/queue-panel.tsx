@@ -14,6 +14,7 @@ import { PushForm } from './push-form';
 import { ResultPanel, type ActionResult } from './result-panel';
 import { SegmentChain, SegmentLegend, type SegmentRef } from './segment-chain';
 import { SegmentItems } from './segment-items';
+import { SettingsCard } from './settings-card';
 import { whyNot } from './scope-note';
 
 const QUEUE_POLL_MS = 2000;
@@ -36,6 +37,11 @@ function totals(info: QueueInfo): { segments: number; offloaded: number } {
     offloaded += chain.offloaded;
   }
   return { segments, offloaded };
+}
+
+/** Items held pending acknowledgement: by the exclusive lock, or by all the locks of a shared queue. */
+function heldItems(info: QueueInfo): number {
+  return info.locks ? info.locks.item_count : (info.lock?.item_count ?? 0);
 }
 
 /** One queue: counts, the segment chain of each priority, the lock, the actions and their results. */
@@ -66,6 +72,7 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
   const info = queue.data;
   const priorities = info ? Object.keys(info.priorities).sort((a, b) => Number(a) - Number(b)) : [];
   const sums = info ? totals(info) : undefined;
+  const heldCount = info ? heldItems(info) : 0;
 
   const message = (text: string) => {
     setResult({ kind: 'message', text, at: Date.now() });
@@ -135,9 +142,11 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
             )}
           </span>
         </div>
-        <div className={`stat${info?.lock ? ' stat-lock' : ''}`}>
-          <span className="stat-label">Held by lock</span>
-          <span className="stat-value">{info === undefined ? '–' : count(info?.lock?.item_count ?? 0)}</span>
+        <div className={`stat${info?.lock || info?.locks?.count ? ' stat-lock' : ''}`}>
+          <span className="stat-label">{info?.locks ? 'Held by locks' : 'Held by lock'}</span>
+          <span className="stat-value" data-testid="queue-held">
+            {info === undefined ? '–' : count(heldCount)}
+          </span>
         </div>
         <div className="stat">
           <span className="stat-label">Segments</span>
@@ -151,6 +160,8 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
           <span className="stat-value">{info ? (priorities.length ? priorities.join(', ') : 'none') : info === null ? 'none' : '–'}</span>
         </div>
       </div>
+
+      {info !== undefined && <SettingsCard queueId={queueId} settings={info?.config ?? null} onSaved={message} onChanged={onChanged} />}
 
       {info === null && (
         <p className="notice" data-testid="queue-missing">
@@ -171,15 +182,19 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
       )}
       {info && priorities.length === 0 && (
         <p className="notice">
-          The queue is empty{info.lock ? ': its items are held by the lock' : ''}
-          {info.delayed > 0 ? `${info.lock ? ';' : ':'} ${plural(info.delayed, 'delayed item')} will join it when due` : ''}.
+          The queue is empty{heldCount > 0 ? `: its items are held by ${info.locks ? 'its locks' : 'the lock'}` : ''}
+          {info.delayed > 0 ? `${heldCount > 0 ? ';' : ':'} ${plural(info.delayed, 'delayed item')} will join it when due` : ''}.
         </p>
       )}
 
       <div className="columns">
         <div className="column">
           {(info !== undefined || (!can.read.allowed && can.lock.allowed)) && (
-            <LockCard queueId={queueId} lock={can.read.allowed ? (info?.lock ?? null) : undefined} held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />
+            <LockCard
+              queueId={queueId}
+              lock={can.read.allowed ? (info?.lock ?? null) : undefined}
+              locks={info?.locks ?? undefined}
+              held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />
           )}
           <section className="card" aria-label="Push">
             <div className="card-head">
@@ -211,7 +226,7 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
         onCancel={() => setConfirming(false)}
       >
         <p>
-          This removes {info ? plural(info.count + (info.lock?.item_count ?? 0), 'item') : 'its items'}, every segment (offloaded ones too) and any lock.
+          This removes {info ? plural(info.count + heldCount, 'item') : 'its items'}, every segment (offloaded ones too) and any lock.
           It cannot be undone.
         </p>
         {deleteError && <ErrorNote error={deleteError} />}

@@ -25,6 +25,12 @@ export function ResultPanel({ result }: { result: ActionResult | null }) {
               lock_id <code data-testid="result-lock-id">{result.response.lock_id}</code>
             </p>
           )}
+          {result.response.delivery_counts && result.response.delivery_counts.length > 0 && (
+            <p className="small">
+              deliveries <code data-testid="result-deliveries">{result.response.delivery_counts.join(', ')}</code>
+              <span className="muted"> (this one included, per item)</span>
+            </p>
+          )}
           {result.response.items.length > 0 && <pre className="json" data-testid="popped-items">{JSON.stringify(result.response.items, null, 2)}</pre>}
         </>
       )}
