@@ -190,6 +190,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queue/{queue_id}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue. */
+        get: operations["getSettings"];
+        /**
+         * Changes any of the queue's settings (creating the queue if it does not exist) and answers
+         *     all of them. `segment_size` and `buffer_segments` change only while the queue holds no
+         *     items and no lock (409 `QUEUE_NOT_EMPTY`); `lock_mode` only while no lock lives (409
+         *     `QUEUE_LOCKED`); `max_deliveries` needs `dead_letter_queue`, which may not be the queue itself (400).
+         */
+        put: operations["putSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queue/{queue_id}/state/{key}": {
         parameters: {
             query?: never;
@@ -285,8 +308,9 @@ export interface components {
          *     - `ITEM_TOO_LARGE` (413): An item is more than `MAX_ITEM_BYTES` of JSON
          *     - `PAYLOAD_TOO_LARGE` (413): The request body is more than `MAX_BODY_BYTES` (decompressed)
          *     - `UNSUPPORTED_MEDIA_TYPE` (415): A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one
-         *     - `QUEUE_LOCKED` (423): A pop while an unexpired lock holds the queue; `lock_expires_at` says until when
-         *     - `QUEUE_BUSY` (429): More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+         *     - `QUEUE_NOT_EMPTY` (409): A change of `segment_size` or `buffer_segments` while the queue holds items, delayed items or a lock
+         *     - `QUEUE_LOCKED` (409, 423): A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)
+         *     - `QUEUE_BUSY` (429): More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
          *     - `RATE_LIMITED` (429): Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
          *     - `INTERNAL_ERROR` (500): An unexpected fault of the service; it is logged, and the answer carries no detail
          *     - `STORE_UNAVAILABLE` (503): The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After`
@@ -294,7 +318,7 @@ export interface components {
          *     - `ADMIN_NOT_BUILT` (503): `/admin/` was asked for, but the admin console has not been built (`npm run build`)
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_NOT_EMPTY" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
         ErrorResponseDto: {
             /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
             error_code: components["schemas"]["ErrorCode"];
@@ -358,6 +382,11 @@ export interface components {
         PopResponseDto: {
             /** @description Number of items returned. */
             count: number;
+            /**
+             * @description With `require_ack` and items: how many times each item has been handed out under a lock,
+             *     this time included (1 for an item never delivered before), parallel to `items`.
+             */
+            delivery_counts?: number[];
             /** @description The popped items, in order. */
             items: {
                 [key: string]: unknown;
@@ -454,7 +483,18 @@ export interface components {
             success: boolean;
         };
         QueueConfigDto: {
+            /** @description Segments after the head kept out of the offload store (1-1000). */
             buffer_segments: number;
+            /** @description The queue items go to after `max_deliveries` deliveries; null: none. */
+            dead_letter_queue: string | null;
+            /**
+             * @description `exclusive`: one lock at a time, every pop 423 while it lives; `shared`: competing consumers, each pop with ack takes a lock of its own.
+             * @enum {string}
+             */
+            lock_mode: "exclusive" | "shared";
+            /** @description Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
+            max_deliveries: number | null;
+            /** @description Items per segment (1-10000). */
             segment_size: number;
         };
         QueueInfoDto: {
@@ -466,7 +506,10 @@ export interface components {
              * @example 0
              */
             delayed: number;
-            lock: components["schemas"]["LockInfoDto"] | null;
+            /** @description Exclusive lock mode: the lock, or null (absent in shared mode). */
+            lock?: components["schemas"]["LockInfoDto"] | null;
+            /** @description Shared lock mode: the live locks (absent in exclusive mode). */
+            locks?: components["schemas"]["SharedLocksInfoDto"];
             /** @description Keyed by priority. */
             priorities: {
                 [key: string]: components["schemas"]["PriorityInfoDto"];
@@ -488,13 +531,62 @@ export interface components {
             /** @description The HTTP status. */
             statusCode: number;
         };
+        QueueSettingsDto: {
+            /** @description Segments after the head kept out of the offload store (1-1000). */
+            buffer_segments: number;
+            /** @description The queue items go to after `max_deliveries` deliveries; null: none. */
+            dead_letter_queue: string | null;
+            /**
+             * @description `exclusive`: one lock at a time, every pop 423 while it lives; `shared`: competing consumers, each pop with ack takes a lock of its own.
+             * @enum {string}
+             */
+            lock_mode: "exclusive" | "shared";
+            /** @description Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
+            max_deliveries: number | null;
+            /** @description Items per segment (1-10000). */
+            segment_size: number;
+        };
+        QueueSettingsRequestDto: {
+            /**
+             * @description Segments after the head kept out of the offload store, 1-1000. Same rule as `segment_size`.
+             * @example 1
+             */
+            buffer_segments?: number;
+            /**
+             * @description The queue that items reaching `max_deliveries` go to (an ordinary queue, created when the
+             *     first item arrives), not this queue itself; null: none.
+             * @example orders.dead
+             */
+            dead_letter_queue?: string | null;
+            /**
+             * @description `exclusive` (one lock at a time; every pop 423 while it lives) or `shared` (competing
+             *     consumers: each pop with ack takes the next items under a lock of its own). Changes only
+             *     while no lock lives (else 409 `QUEUE_LOCKED`).
+             * @example shared
+             * @enum {string}
+             */
+            lock_mode?: "exclusive" | "shared";
+            /**
+             * @description Deliveries after which an item whose lock expires or is released goes to the tail of
+             *     `dead_letter_queue` instead of back, 1-1000; null: no limit. Needs `dead_letter_queue`.
+             * @example 5
+             */
+            max_deliveries?: number | null;
+            /**
+             * @description Items per segment, 1-10000. Changes only while the queue holds no items and no lock (else 409 `QUEUE_NOT_EMPTY`).
+             * @example 100
+             */
+            segment_size?: number;
+        };
         QueueSummaryDto: {
             count: number;
             locked: boolean;
             queue_id: string;
         };
         ReleaseResponseDto: {
-            /** @description Items given back to the front of their priorities. */
+            /** @description Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
+            items_dead_lettered?: number;
+            /** @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
             items_returned: number;
             success: boolean;
         };
@@ -514,6 +606,14 @@ export interface components {
             message: string;
             /** @description The HTTP status. */
             statusCode: number;
+        };
+        SharedLocksInfoDto: {
+            /** @description Live locks. */
+            count: number;
+            /** @description Items they hold. */
+            item_count: number;
+            /** @description Earliest expiry of a live lock, unix seconds; null when there is none. */
+            next_expires_at: number | null;
         };
         WhoAmIDto: {
             /**
@@ -792,7 +892,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -904,7 +1004,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1064,7 +1164,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1224,7 +1324,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1337,7 +1437,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `QUEUE_LOCKED`: A pop while an unexpired lock holds the queue; `lock_expires_at` says until when */
+            /** @description - `QUEUE_LOCKED`: A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409) */
             423: {
                 headers: {
                     [name: string]: unknown;
@@ -1350,7 +1450,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1485,7 +1585,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1620,7 +1720,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1780,7 +1880,268 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    getSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueSettingsDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_NOT_FOUND";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    putSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["QueueSettingsRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueSettingsDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_NOT_EMPTY`: A change of `segment_size` or `buffer_segments` while the queue holds items, delayed items or a lock
+             *     - `QUEUE_LOCKED`: A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)
+             */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": (components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_NOT_EMPTY";
+                    }) | (components["schemas"]["QueueLockedResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_LOCKED";
+                    });
+                };
+            };
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
+            415: {
+                headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
@@ -1898,7 +2259,7 @@ export interface operations {
                 };
             };
             /**
-             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue; retry after `Retry-After`
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
              *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
              */
             429: {
