@@ -598,9 +598,14 @@ export class QueueCore {
     if (typeof lock === 'string') return lock;
     const extended = { ...lock, expiresAt: now + ttlMs };
     if (this.lockMode === 'shared') {
-      // The row's earliest expiry stays a lower bound: a later expiry never makes it wrong.
+      // The row's earliest expiry must stay a lower bound: a later expiry never makes it wrong,
+      // but a ttl shorter than what is left moves this lock's expiry before it.
       this.writes.sharedLocks.set(lockId, extended);
       this.lockRows.set(lockId, extended);
+      if (this.shared.nextExpiry === null || extended.expiresAt < this.shared.nextExpiry) {
+        this.shared.nextExpiry = extended.expiresAt;
+        this.writes.sharedChanged = true;
+      }
       this.touch();
     } else {
       this.setLock(extended);
