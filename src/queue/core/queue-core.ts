@@ -809,7 +809,8 @@ export class QueueCore {
     const priorities = new Map<number, PriorityView>();
     for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
-      priorities.set(p, { ...m, head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
+      // `count` is every item waiting at the priority, given-back ones (kept apart from the segments) included, as the queue's count.
+      priorities.set(p, { ...m, count: m.count + (m.returned ?? 0), head_segment_count: this.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
     }
     const locks = this.lockMode === 'shared' ? { count: this.shared.live, itemCount: this.shared.items, nextExpiresAt: this.shared.nextExpiry } : null;
     return { count: this.count, priorities, settings: this.settings, lock: this.lock, locks, delayed: this.delayedItems };
