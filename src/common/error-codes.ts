@@ -85,7 +85,7 @@ export const ERROR_CODES = {
   },
   LOCK_NOT_FOUND: {
     statuses: [404],
-    meaning: 'The queue has no lock',
+    meaning: 'The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released)',
     message: 'No active lock found',
     extra: { success: false },
   },

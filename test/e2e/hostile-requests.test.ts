@@ -46,6 +46,8 @@ const ROUTES: RouteSpec[] = [
   { name: 'release', method: 'POST', path: (q) => `/queue/${q}/release`, scope: 'consume', body: true },
   { name: 'getQueue', method: 'GET', path: (q) => `/queue/${q}`, scope: 'read', body: false },
   { name: 'getState', method: 'GET', path: (q) => `/queue/${q}/state/metadata`, scope: 'read', body: false },
+  { name: 'getSettings', method: 'GET', path: (q) => `/queue/${q}/settings`, scope: 'read', body: false },
+  { name: 'putSettings', method: 'PUT', path: (q) => `/queue/${q}/settings`, scope: 'admin', body: true },
   { name: 'listQueues', method: 'GET', path: () => '/queues', scope: 'read', body: false },
   { name: 'deleteQueue', method: 'DELETE', path: (q) => `/queue/${q}`, scope: 'admin', body: false },
   { name: 'metrics', method: 'GET', path: () => '/metrics', scope: 'read', body: false },
@@ -214,6 +216,28 @@ function generator(rnd: ReturnType<typeof seededRandom>, withKeys: boolean, sent
         ]);
         if (chance(0.2)) return { label: label('not JSON'), req: { method: 'POST', target: spec.path(q), headers: [...auth, ['Content-Type', 'text/plain']], body: Buffer.from('lock_id=AAAAAAAAAAA') }, expect: refused([415]) };
         return { label: label(`with ${JSON.stringify(body).slice(0, 120)}`), req: { method: 'POST', target: spec.path(q), headers: [...auth, ...jsonHeaders], body: jsonBody(body) }, expect: refused(s4xx) };
+      }
+      case 'putSettings': {
+        // Both watched queues hold items, and the second a lock: a valid change of their layout or
+        // (of the locked one) their lock mode is refused with 409, and changes nothing.
+        if (chance(0.25)) {
+          const locked = chance(0.5);
+          const body = locked ? { lock_mode: 'shared', ...(chance(0.5) ? { segment_size: 7 } : {}) } : { segment_size: rnd.int(1, 10000), buffer_segments: rnd.int(2, 1000) };
+          return { label: label(`of a watched queue with ${JSON.stringify(body)}`), req: { method: 'PUT', target: spec.path(sentinels[locked ? 1 : 0]), headers: [...auth, ...jsonHeaders], body: jsonBody(body) }, expect: refused([409]) };
+        }
+        const body = pick<unknown>([
+          { segment_size: pick<unknown>([0, 10001, -1, 1.5, '5', null, [], {}, 'NaN']) },
+          { buffer_segments: pick<unknown>([0, 1001, 2.5, '1', null, true]) },
+          { lock_mode: pick<unknown>(['other', 'SHARED', '', null, 1, ['shared']]) },
+          { max_deliveries: pick<unknown>([0, 1001, 2.5, '3', -1]), dead_letter_queue: 'dead' },
+          { max_deliveries: 3 },
+          { max_deliveries: 3, dead_letter_queue: null },
+          { dead_letter_queue: pick<unknown>(['', 'a b', '..', 'x'.repeat(201), 42, ...HOSTILE_STRINGS.slice(0, 3)]) },
+          { lock_mode: 'shared', unknown: anyJson() },
+          pick<unknown>([[], [1], 'x', 1]),
+        ]);
+        if (chance(0.15)) return { label: label('not JSON'), req: { method: 'PUT', target: spec.path(q), headers: [...auth, ['Content-Type', 'text/plain']], body: Buffer.from('lock_mode=shared') }, expect: refused([415]) };
+        return { label: label(`with ${JSON.stringify(body).slice(0, 120)}`), req: { method: 'PUT', target: spec.path(q), headers: [...auth, ...jsonHeaders], body: jsonBody(body) }, expect: refused([400]) };
       }
       default:
         return invalidId();

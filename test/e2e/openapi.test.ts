@@ -52,7 +52,7 @@ interface OpenApiDocument {
 }
 
 /** The operationIds of the service: its controller method names. */
-const QUEUE_OPERATIONS = ['push', 'pushBatch', 'pop', 'acknowledge', 'extendLock', 'release', 'getQueue', 'getState', 'listQueues', 'deleteQueue'];
+const QUEUE_OPERATIONS = ['push', 'pushBatch', 'pop', 'acknowledge', 'extendLock', 'release', 'getQueue', 'getSettings', 'putSettings', 'getState', 'listQueues', 'deleteQueue'];
 const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
@@ -251,6 +251,31 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     const locked = pop.responses['423'].content!['application/json'];
     expect(locked.examples?.QUEUE_LOCKED?.value).toMatchObject({ statusCode: 423, error_code: 'QUEUE_LOCKED', lock_expires_at: expect.any(Number) });
     expect(bodyOf(served, locked.schema!, 'QUEUE_LOCKED').required).toContain('lock_expires_at');
+  });
+
+  it('the settings operations document their errors: GET 404 QUEUE_NOT_FOUND; PUT 400 VALIDATION_FAILED, 409 QUEUE_NOT_EMPTY and QUEUE_LOCKED; pop 429 QUEUE_BUSY', () => {
+    const op = (id: string): OperationObject => operations(served).find((o) => o.op.operationId === id)!.op;
+    const codesOf = (o: OperationObject, status: string): string[] => restrictedCodes(o.responses[status].content!['application/json'].schema!, `${o.operationId} ${status}`).sort();
+    const get = operations(served).find((o) => o.op.operationId === 'getSettings')!;
+    const put = operations(served).find((o) => o.op.operationId === 'putSettings')!;
+    expect([get.method, get.path, put.method, put.path]).toEqual(['get', '/queue/{queue_id}/settings', 'put', '/queue/{queue_id}/settings']);
+    expect(codesOf(get.op, '404')).toEqual(['QUEUE_NOT_FOUND']);
+    expect(get.op.responses['409']).toBeUndefined();
+    expect(codesOf(put.op, '400')).toEqual(expect.arrayContaining(['INVALID_QUEUE_ID', 'VALIDATION_FAILED', 'MALFORMED_JSON']));
+    expect(codesOf(put.op, '409')).toEqual(['QUEUE_LOCKED', 'QUEUE_NOT_EMPTY']);
+    expect(put.op.responses['404']).toBeUndefined();
+    expect(codesOf(op('pop'), '429')).toEqual(['QUEUE_BUSY', 'RATE_LIMITED']);
+    expect(codesOf(op('pop'), '423')).toEqual(['QUEUE_LOCKED']);
+    expect(op('pop').responses['429'].description).toContain('MAX_LOCKS_PER_QUEUE');
+    // The request body: every field optional, with its range.
+    const body = resolveRef(served, (put.op.requestBody as { content: Record<string, { schema: { $ref: string } }> }).content['application/json'].schema.$ref);
+    expect(body.required ?? []).toEqual([]);
+    expect(Object.keys(body.properties ?? {}).sort()).toEqual(['buffer_segments', 'dead_letter_queue', 'lock_mode', 'max_deliveries', 'segment_size']);
+    expect(body.properties!.segment_size).toMatchObject({ type: 'integer', minimum: 1, maximum: 10000 });
+    expect(body.properties!.buffer_segments).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
+    expect(body.properties!.lock_mode).toMatchObject({ enum: ['exclusive', 'shared'] });
+    expect(body.properties!.max_deliveries).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, nullable: true });
+    expect(body.properties!.dead_letter_queue).toMatchObject({ type: 'string', nullable: true });
   });
 
   it('GET /docs serves Swagger UI', async () => {

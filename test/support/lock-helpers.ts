@@ -1,6 +1,7 @@
 import type { Response, Test } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
-import { expect } from 'vitest';
+import { expect, vi } from 'vitest';
+import { Clock } from '../../src/common/clock.js';
 
 /**
  * Helpers for acknowledgement locks (CONTRACT.md "pop" with `require_ack`, "acknowledge",
@@ -116,4 +117,19 @@ export async function listed(http: TestAgent, queueId: string): Promise<{ queue_
   const res = await bounded(http.get(`/queues?prefix=${encodeURIComponent(queueId)}`));
   expect(res.status).toBe(200);
   return (res.body.queues as { queue_id: string; count: number; locked: boolean }[]).find((r) => r.queue_id === queueId);
+}
+
+/**
+ * A simulated clock: the service's Clock runs `offset` ms ahead of real time (undo with
+ * `vi.restoreAllMocks()`, e.g. in an afterEach).
+ */
+export function timeTravel(app: { get(token: typeof Clock): Clock }): { advance(ms: number): void; nowSeconds(): number } {
+  let offset = 0;
+  vi.spyOn(app.get(Clock), 'now').mockImplementation(() => Date.now() + offset);
+  return {
+    advance: (ms) => {
+      offset += ms;
+    },
+    nowSeconds: () => (Date.now() + offset) / 1000,
+  };
 }

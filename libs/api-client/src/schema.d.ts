@@ -301,7 +301,7 @@ export interface components {
          *     - `FORBIDDEN` (403): API keys are configured and the request's key lacks the scope the operation needs
          *     - `QUEUE_NOT_FOUND` (404): The queue does not exist
          *     - `STATE_KEY_NOT_FOUND` (404): Nothing is stored under that state key
-         *     - `LOCK_NOT_FOUND` (404): The queue has no lock
+         *     - `LOCK_NOT_FOUND` (404): The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released)
          *     - `NOT_FOUND` (404): No such path
          *     - `METHOD_NOT_ALLOWED` (405): A known path asked with a method it does not take; `Allow` lists the methods it does
          *     - `LOCK_EXPIRED` (410): The lock has expired; its items are back in the queue
@@ -1113,7 +1113,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1273,7 +1273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -1829,7 +1829,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description - `LOCK_NOT_FOUND`: The queue has no lock */
+            /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
                     [name: string]: unknown;
