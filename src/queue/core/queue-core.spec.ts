@@ -874,3 +874,24 @@ describe('QueueCore', () => {
     );
   });
 });
+
+describe('delivery counts of stored items', () => {
+  it('an item an exclusive lock gave back keeps its delivery count when its segment is read from the table', () => {
+    const meta = { count: 2, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 2, head_position: -1 };
+    const core = QueueCore.fromRecord({ version: 1, settings: { segmentSize: 3, bufferSegments: 1 }, priorities: { '0': meta }, lock: null });
+    const ack = { lockId: 'lock-1', now: 0, ttlMs: 30_000 };
+    let outcome: PopOutcome | undefined;
+    for (let round = 0; !outcome && round < 3; round++) {
+      try {
+        outcome = core.pop(2, ack);
+      } catch (error) {
+        if (!(error instanceof MissingSegments)) throw error;
+        for (const ref of error.refs) core.provide(ref, { entries: [{ position: -1, json: '{"a":1}', deliveries: 1 }, { position: 0, json: '{"b":1}' }] });
+      }
+    }
+    expect(outcome && 'items' in outcome ? outcome.items.map((i) => [i.json, i.deliveries]) : outcome).toEqual([
+      ['{"a":1}', 2],
+      ['{"b":1}', 1],
+    ]);
+  });
+});

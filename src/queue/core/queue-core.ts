@@ -1160,10 +1160,11 @@ export class QueueCore {
   /** Table rows of a segment as the turn left them: minus its pending deletes, plus its pending inserts. */
   private merged(priority: number, segment: number, rows: readonly SegmentEntry[]): SegmentEntry[] {
     const through = this.writes.deletedThrough(priority, segment);
-    const byPosition = new Map<number, string>();
-    for (const row of rows) if (row.position > through) byPosition.set(row.position, row.json);
-    for (const entry of this.writes.pendingInserts(priority, segment)) byPosition.set(entry.position, entry.json);
-    return [...byPosition.entries()].sort((a, b) => a[0] - b[0]).map(([position, json]) => ({ position, json }));
+    // Whole entries: an item an exclusive lock gave back keeps its delivery count.
+    const byPosition = new Map<number, SegmentEntry>();
+    for (const row of rows) if (row.position > through) byPosition.set(row.position, row);
+    for (const entry of this.writes.pendingInserts(priority, segment)) byPosition.set(entry.position, entry);
+    return [...byPosition.values()].sort((a, b) => a.position - b.position);
   }
 
   private cacheSegment(priority: number, segment: number, entries: SegmentEntry[]): void {
