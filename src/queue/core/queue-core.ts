@@ -171,6 +171,8 @@ export class QueueCore {
   private nextExpiryExact = false;
   /** Given-back items read this turn, per priority. */
   private readonly returnedCache = new Map<number, ReturnedCache>();
+  /** Per priority, how many given-back rows the last {@link MissingLockRows} asked for (a read with fewer is all the table holds). */
+  private readonly returnedAsked = new Map<number, number>();
 
   private constructor(settings: QueueSettings, version: number | null, lock: LockState | null, delayed: DelayedSummary = NO_DELAYED, shared: SharedLockSummary = NO_SHARED_LOCKS) {
     this.currentSettings = settings;
@@ -501,6 +503,7 @@ export class QueueCore {
     if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return;
     // Rows this turn removed are still in the table: read past them.
     const removed = this.writes.pendingReturned(priority).removed.size;
+    this.returnedAsked.set(priority, take + removed);
     throw new MissingLockRows({ kind: 'returned', priority, limit: take + removed });
   }
 
@@ -671,7 +674,9 @@ export class QueueCore {
         // is only a prefix: what it gave back past the last row read is not part of it.
         const asked = this.priorities.get(fetch.priority)?.returned ?? 0;
         const rows = fetch.entries.filter((e) => !removed.has(`${e.segment}:${e.position}`));
-        const complete = rows.length >= asked || fetch.entries.length === 0;
+        // Fewer rows than asked for: the table holds no more (items this turn gave back are not in it yet).
+        const short = fetch.entries.length < (this.returnedAsked.get(fetch.priority) ?? Infinity);
+        const complete = rows.length >= asked || fetch.entries.length === 0 || short;
         const last = fetch.entries[fetch.entries.length - 1];
         const merged = [...rows, ...added.filter((e) => complete || !last || byOrigin(e, last) < 0)].sort(byOrigin);
         this.returnedCache.set(fetch.priority, { entries: merged, offset: 0, complete: complete || merged.length >= asked });
