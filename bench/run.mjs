@@ -59,9 +59,9 @@ function envList(name, fallback, allowed) {
 }
 
 const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'floor', 'pgboss'];
-const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll'];
+const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
-const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll'];
+const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 const CONFIG = {
@@ -79,6 +79,8 @@ const CONFIG = {
   shallowItems: envInt('BENCH_SHALLOW_ITEMS', 100, 0, 100_000),
   deepItems: envInt('BENCH_DEEP_ITEMS', 200_000, 1000, 1_000_000),
   depthOps: envInt('BENCH_DEPTH_OPS', 2000, 100, 100_000),
+  ackConsumers: envInt('BENCH_ACK_CONSUMERS', 16, 1, 1024),
+  ackItems: envInt('BENCH_ACK_ITEMS', 60_000, 1000, 2_000_000),
   delayedItems: envInt('BENCH_DELAYED_ITEMS', 100_000, 1000, 1_000_000),
   longPolls: envInt('BENCH_LONGPOLL_POLLS', 10_000, 1, 50_000),
   longPollIdleSeconds: envInt('BENCH_LONGPOLL_IDLE_SECONDS', 8, 1, 10),
@@ -942,6 +944,8 @@ function scenarioTitle(name) {
   if (name === 'depth-shallow') return `push+pop @${fmtCount(CONFIG.shallowItems)}, 1 conn`;
   if (name === 'depth-deep') return `push+pop @${fmtCount(CONFIG.deepItems)}, 1 conn`;
   if (name === 'delayed-none') return `push+pop @${fmtCount(CONFIG.shallowItems)}, no delayed items, 1 conn`;
+  if (name === 'ackpop-shared') return `pop with ack + acknowledge, 1 shared queue, ${CONFIG.ackConsumers} conn`;
+  if (name === 'ackpop-exclusive') return `pop with ack + acknowledge, 1 exclusive queue, ${CONFIG.ackConsumers} conn`;
   if (name === 'delayed-many') return `push+pop @${fmtCount(CONFIG.shallowItems)} + ${fmtCount(CONFIG.delayedItems)} delayed, 1 conn`;
   return name;
 }
@@ -1155,6 +1159,117 @@ async function scenarioDepth(target, roundNo) {
       const left = (await queueCounts(target, [queue])).get(queue);
       const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === depth && counters.popped === ops / 2;
       record(target, name, roundNo, r, cpu, { connections: 1, queue_depth: depth, popped_items: counters.popped, empty_pops: counters.emptyPops, check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` } });
+    } catch (error) {
+      failed(target, name, roundNo, error);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ackpop: competing consumers, pop with ack then acknowledge, on one shared vs one exclusive queue
+
+const ACK_TTL_SECONDS = 5;
+
+/** Whether the queue holds no live lock (exclusive: `lock` null; shared: `locks.count` 0). */
+async function noLiveLock(target, queue) {
+  const { status, body } = await httpRequest(target.url, 'GET', `/queue/${encodeURIComponent(queue)}`);
+  if (status !== 200) throw new Error(`GET /queue/${queue}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+  return body.locks ? body.locks.count === 0 : body.lock === null;
+}
+
+/**
+ * One connection's loop: a pop with ack (depth 1), then, if it got a lock, its acknowledge; a
+ * 423 or an empty pop starts the loop over (autocannon restarts at the first request when
+ * setupRequest returns nothing).
+ */
+function ackPopRequests(queue, counters) {
+  return [
+    {
+      method: 'POST',
+      path: `/queue/${queue}/pop?require_ack=true&depth=1&ttl_seconds=${ACK_TTL_SECONDS}`,
+      onResponse: (status, body, context) => {
+        context.lockId = undefined;
+        if (status === 423) counters.locked += 1;
+        if (status !== 200) return;
+        try {
+          const parsed = JSON.parse(body);
+          if (parsed.locked) context.lockId = parsed.lock_id;
+          else counters.emptyPops += 1;
+        } catch {
+          counters.unparsable += 1;
+        }
+      },
+    },
+    {
+      method: 'POST',
+      path: `/queue/${queue}/acknowledge`,
+      headers: JSON_HEADERS,
+      setupRequest: (req, context) => (context.lockId ? { ...req, body: `{"lock_id":"${context.lockId}"}` } : null),
+      onResponse: (status, body) => {
+        if (status !== 200) return;
+        try {
+          counters.acked += JSON.parse(body).items_acknowledged;
+        } catch {
+          counters.unparsable += 1;
+        }
+      },
+    },
+  ];
+}
+
+async function scenarioAckPop(target, roundNo) {
+  const conns = CONFIG.ackConsumers;
+  for (const [mode, name] of [
+    ['shared', 'ackpop-shared'],
+    ['exclusive', 'ackpop-exclusive'],
+  ]) {
+    const queue = `bench-ack-${mode}`;
+    try {
+      if (!target.ackModes?.has(mode)) {
+        const { status, body } = await httpRequest(target.url, 'PUT', `/queue/${queue}/settings`, JSON.stringify({ lock_mode: mode }));
+        if (status !== 200) throw new Error(`PUT /queue/${queue}/settings: ${status} ${JSON.stringify(body).slice(0, 200)}`);
+        (target.ackModes ??= new Set()).add(mode);
+      }
+      const now = (await queueCounts(target, [queue])).get(queue);
+      if (now < CONFIG.ackItems) {
+        progress(`  ${target.name} · ${name}: topping ${queue} up to ${fmtNum(CONFIG.ackItems)} items (not measured) ...`);
+        await addItems(target, new Map([[queue, CONFIG.ackItems - now]]), { label: `${name} pre-fill` });
+      }
+      progress(`  ${target.name} · ${scenarioTitle(name)}: ${W()} s warm-up + ${S()} s measured ...`);
+      const warm = { ...newCounters(), acked: 0, locked: 0 };
+      if (W() > 0) {
+        const r = await cannon({ url: target.url, connections: conns, seconds: W(), requests: ackPopRequests(queue, warm) });
+        if (r.stoppedBy || r.errors > 0) problems.push(`${target.name} ${name} (warm-up): ${runIssues(r).join('; ')}`);
+      }
+      // A lock left by a cut-off cycle would block an exclusive queue until it expires.
+      const deadline = Date.now() + (ACK_TTL_SECONDS + 5) * 1000;
+      while (!(await noLiveLock(target, queue)) && Date.now() < deadline) await sleep(100);
+      const before = (await queueCounts(target, [queue])).get(queue);
+      const counters = { ...newCounters(), acked: 0, locked: 0 };
+      const cpuBefore = sampleCpu(target);
+      const r = await cannon({ url: target.url, connections: conns, seconds: S(), requests: ackPopRequests(queue, counters) });
+      const cpuAfter = sampleCpu(target);
+      await settle();
+      const after = (await queueCounts(target, [queue])).get(queue);
+      // 423 is the exclusive mode's answer while another connection's lock lives: expected here.
+      const count423 = r.statusCodes['423'] ?? 0;
+      const rr = { ...r, non2xxExcept429: r.non2xxExcept429 - count423 };
+      const cycles = counters.acked;
+      const taken = before - after;
+      // Items popped by cycles cut off at the end are held by locks (not in the count) until they expire.
+      const ok = counters.unparsable === 0 && counters.emptyPops === 0 && taken >= cycles && taken <= cycles + conns;
+      const row = record(target, name, roundNo, rr, cpuPerRequest(cpuBefore, cpuAfter, cycles), {
+        connections: conns,
+        responses_per_s: Math.round(r.responses / r.durationSeconds),
+        cycles,
+        http_423: count423,
+        empty_pops: counters.emptyPops,
+        ran_dry: counters.emptyPops > 0 || warm.emptyPops > 0,
+        ran_dry_detail: `${counters.emptyPops + warm.emptyPops} empty pop(s); raise BENCH_ACK_ITEMS`,
+        check: { ok, detail: `${taken} items left the queue, ${cycles} acknowledged, ${counters.emptyPops} empty pops, ${counters.unparsable} unparsable bodies` },
+      });
+      row.req_per_s = Math.round(cycles / r.durationSeconds);
+      progress(`    = ${fmtNum(row.req_per_s)} cycles/s (${fmtNum(row.responses_per_s)} responses/s, ${fmtNum(count423)} × 423)`);
     } catch (error) {
       failed(target, name, roundNo, error);
     }
@@ -1524,7 +1639,7 @@ async function scenarioDelayed(target, roundNo) {
   }
 }
 
-const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed, longpoll: scenarioLongPoll };
+const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed, longpoll: scenarioLongPoll, ackpop: scenarioAckPop };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
 async function setUpQueues(target) {
@@ -1577,7 +1692,9 @@ function markdownTable(headers, body, alignRight) {
 
 /** Per target x scenario: medians over rounds, sums of the problems. */
 function summarizeRows(targets) {
-  const scenarioNames = CONFIG.scenarios.flatMap((s) => (s === 'depth' ? ['depth-shallow', 'depth-deep'] : s === 'delayed' ? ['delayed-none', 'delayed-many'] : [s]));
+  const scenarioNames = CONFIG.scenarios.flatMap((s) =>
+    s === 'depth' ? ['depth-shallow', 'depth-deep'] : s === 'delayed' ? ['delayed-none', 'delayed-many'] : s === 'ackpop' ? ['ackpop-shared', 'ackpop-exclusive'] : [s],
+  );
   const out = [];
   for (const scenario of scenarioNames) {
     for (const t of targets) {
@@ -1648,6 +1765,11 @@ function footnotes(meta, targets, summary) {
   }
   if (summary.some((s) => s.scenario.startsWith('depth-'))) {
     lines.push(`Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`);
+  }
+  if (summary.some((s) => s.scenario.startsWith('ackpop-'))) {
+    lines.push(
+      `Ack-pop rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.seconds} s (after ${CONFIG.warmupSeconds} s unmeasured) of ${CONFIG.ackConsumers} connections each looping pop?require_ack=true&depth=1&ttl_seconds=${ACK_TTL_SECONDS} then acknowledge, on one queue pre-filled with ${fmtNum(CONFIG.ackItems)} items (lock_mode shared, or the default exclusive: a pop while another connection's lock lives answers 423 and the connection pops again). req/s counts completed cycles (acknowledged items) per second; p50/p99 are of all responses (pops, 423s, acknowledges); CPU is per completed cycle.`,
+    );
   }
   if (summary.some((s) => s.scenario.startsWith('delayed-'))) {
     lines.push(

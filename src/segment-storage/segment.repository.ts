@@ -140,7 +140,19 @@ export class SegmentRepository {
     // UPDATE OF q` would not do: after waiting for another turn's commit it re-reads the queue
     // row alone and joins the lock row as it was before the wait (read committed re-checks only
     // the rows it locks), pairing the new version with the old lock.
-    if (forUpdate) await session.query(`SELECT 1 FROM queues WHERE queue_id = $1 FOR UPDATE`, [queueId], 'pushpop_lock_queue');
+    //
+    // The dead-letter queue's row is locked with it, both in `queue_id` order, as the turn
+    // statement locks them when it dead-letters: a turn holding its own row and then waiting for
+    // its dead-letter queue's would deadlock with one of that queue going the other way
+    // (two queues that are each other's dead-letter queue). A turn that changes the dead-letter
+    // queue and dead-letters into the new one at once still locks the new one late.
+    if (forUpdate) {
+      await session.query(
+        `SELECT 1 FROM queues WHERE queue_id = $1 OR queue_id = (SELECT dead_letter_queue FROM queues WHERE queue_id = $1) ORDER BY queue_id FOR UPDATE`,
+        [queueId],
+        'pushpop_lock_queue',
+      );
+    }
     const rows = await session.query<RawQueueRow>(LOAD_QUEUE, [queueId], 'pushpop_load_queue');
     return rows[0] ? toStoredQueue(rows[0]) : undefined;
   }

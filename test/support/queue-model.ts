@@ -34,6 +34,22 @@
  *   duplicate), also when an earlier entry of the same batch accepted it; an accepted id is
  *   remembered for the window from its push; deleting the queue forgets delayed items and ids.
  *
+ * Queue settings, shared locks and dead letters (CONTRACT.md, Additions, "Queue settings",
+ * "Shared lock mode", "Deliveries and dead letters"):
+ * - `settings` (PUT) creates the queue if need be; changing `lock_mode` while a lock lives (an
+ *   unexpired exclusive lock, or any live shared lock) is 409 QUEUE_LOCKED; deleting the queue
+ *   forgets its settings (the next push creates it with the defaults);
+ * - in shared mode a pop with `require_ack` makes a lock of its own, and no pop answers 423;
+ *   each lock is found by its id (no INVALID_LOCK_ID); an expired one answers 410 (the sweep
+ *   that forgets expired locks after an hour is stopped in the property test, so the model
+ *   never forgets one); given-back items (expiry, release) go back to exactly their place in
+ *   push order within their priority, ahead of every item not yet delivered;
+ * - every pop with ack adds one to its items' delivery counts (both modes); an item given back
+ *   with deliveries >= `max_deliveries` goes to the tail of the dead-letter queue at its
+ *   priority instead (modelled by a second {@link QueueModel}, {@link QueueModel.deadLetters}),
+ *   in the order the locks are given back (expiries earliest first; the model leaves locks
+ *   expiring at the same millisecond out, see {@link QueueModel.expiryTaken}), items in lock order.
+ *
  * Time is the model's own simulated clock ({@link QueueModel.now}, epoch ms); the runner makes
  * the service's `Clock` return the same value, so lock expiries are predicted to the
  * millisecond. Lock ids are symbolic (`#1`, `#2`, ... in order of creation); the runner maps
@@ -60,7 +76,17 @@ export interface PushEntry {
  * left out, an empty string, a number, null). Without such a lock `latest`/`previous` send
  * the bogus id.
  */
-export type LockIdChoice = 'latest' | 'previous' | 'bogus' | 'omitted' | 'empty' | 'number' | 'null';
+export type LockIdChoice = 'latest' | 'previous' | 'bogus' | 'omitted' | 'empty' | 'number' | 'null' | 'live';
+
+/**
+ * Settings a `settings` command PUTs (absent fields are left out of the body). The dead-letter
+ * queue is always the run's own one ({@link QueueModel.deadLetters}), named by the runner.
+ */
+export interface SettingsChoice {
+  lockMode?: 'exclusive' | 'shared';
+  /** With the dead-letter queue; null: no limit (and no dead-letter queue). */
+  maxDeliveries?: number | null;
+}
 
 export type QueueCommand =
   | { kind: 'push'; entry: PushEntry }
@@ -72,10 +98,15 @@ export type QueueCommand =
   | { kind: 'deactivate' }
   /** `POST /pop?require_ack=true&depth=..&ttl_seconds=..`. */
   | { kind: 'popAck'; depth: number; ttlSeconds: number }
-  | { kind: 'acknowledge'; lockId: LockIdChoice }
+  /** `pick` chooses among the live shared locks for `lockId: 'live'` (modulo their number). */
+  | { kind: 'acknowledge'; lockId: LockIdChoice; pick?: number }
   /** `ttlSeconds` omitted means the default, 30. */
-  | { kind: 'extendLock'; lockId: LockIdChoice; ttlSeconds?: number }
-  | { kind: 'release'; lockId: LockIdChoice }
+  | { kind: 'extendLock'; lockId: LockIdChoice; ttlSeconds?: number; pick?: number }
+  | { kind: 'release'; lockId: LockIdChoice; pick?: number }
+  /** `PUT /queue/{id}/settings`. */
+  | { kind: 'settings'; settings: SettingsChoice }
+  /** A plain pop of the dead-letter queue. */
+  | { kind: 'popDeadLetters'; depth: number }
   /** Moves the simulated clock forward (no request). */
   | { kind: 'advance'; ms: number }
   /** Moves the simulated clock to the current lock's expiry + `deltaMs` (no-op without an unexpired lock, or if that is in the past). */
@@ -98,26 +129,72 @@ export type ModelOutcome =
   | { kind: 'pop'; items: Item[] }
   /** 423 QUEUE_LOCKED (a pop with or without ack while an unexpired lock exists). */
   | { kind: 'queueLocked'; expiresAt: number }
-  /** A pop with ack that found items: `lockId` is the model's symbolic id of the new lock. */
-  | { kind: 'popAckLocked'; items: Item[]; lockId: string; expiresAt: number }
+  /** A pop with ack that found items: `lockId` is the model's symbolic id of the new lock; `deliveryCounts` parallel to `items`. */
+  | { kind: 'popAckLocked'; items: Item[]; deliveryCounts: number[]; lockId: string; expiresAt: number }
   /** A pop with ack on an empty (or missing) queue: `{items: [], count: 0, locked: false}`. */
   | { kind: 'popAckEmpty' }
   | { kind: 'lockError'; code: LockErrorCode }
   | { kind: 'acknowledged'; count: number }
   | { kind: 'extended'; lockId: string; expiresAt: number }
-  | { kind: 'released'; count: number }
-  | { kind: 'inspect'; exists: boolean; count: number; counts: Record<string, number>; lock: LockInfo | null; delayed: number }
+  /** `deadLettered` > 0 only when some items went to the dead-letter queue (the answer then has `items_dead_lettered`). */
+  | { kind: 'released'; count: number; deadLettered: number }
+  | { kind: 'settings'; settings: ModelSettings }
+  | { kind: 'settingsLocked' }
+  | {
+      kind: 'inspect';
+      exists: boolean;
+      count: number;
+      counts: Record<string, number>;
+      /** Exclusive mode: the unexpired lock or null; shared mode: undefined (see `locks`). */
+      lock: LockInfo | null | undefined;
+      /** Shared mode: the live locks; exclusive mode: undefined. */
+      locks: SharedLocksInfo | undefined;
+      delayed: number;
+      settings: ModelSettings;
+    }
   | { kind: 'delete'; exists: boolean; itemsDeleted: number }
   | { kind: 'deactivate' }
   | { kind: 'advance'; now: number };
 
+/** The shared locks as inspection shows them (time in epoch ms). */
+export interface SharedLocksInfo {
+  count: number;
+  itemCount: number;
+  nextExpiresAt: number | null;
+}
+
+/** A queue's settings as the model keeps them (the segment layout is the runner's). */
+export interface ModelSettings {
+  lockMode: 'exclusive' | 'shared';
+  maxDeliveries: number | null;
+  /** Whether the dead-letter queue is set (always the run's own one). */
+  deadLetters: boolean;
+}
+
+const DEFAULT_SETTINGS: ModelSettings = { lockMode: 'exclusive', maxDeliveries: null, deadLetters: false };
+
 /** The model's symbolic id for "a well-formed id no lock has". */
 export const BOGUS_LOCK_ID = '#bogus';
 
+/**
+ * An item waiting or held. `key` is its place in push order within its priority (set when it
+ * joins the tail: pushed, due, dead-lettered); given-back items keep it.
+ */
 interface HeldItem {
   item: Item;
   priority: number;
+  key: number;
+  /** Times handed out under a lock. */
+  deliveries: number;
+  /**
+   * Given back by a shared lock (or by an exclusive one while such items of its priority
+   * waited): the service keeps it apart from the segments until it is popped again. Such items
+   * are always a prefix of their priority (they were popped from its front).
+   */
+  apart?: boolean;
 }
+
+type Entry = Omit<HeldItem, 'priority'>;
 
 interface ModelLock {
   /** Symbolic id. */
@@ -130,20 +207,28 @@ interface ModelLock {
 }
 
 export class QueueModel {
-  /** Items waiting per priority, front first. A priority with no items has no entry. */
-  private readonly byPriority = new Map<number, Item[]>();
+  /** Items waiting per priority, front first (in shared mode also in `key` order). A priority with no items has no entry. */
+  private readonly byPriority = new Map<number, Entry[]>();
   private created = false;
+  /** Exclusive mode: the lock (or the expired marker). */
   private lock: ModelLock | null = null;
+  /** Shared mode: every lock by symbolic id, live and expired (the model never forgets one, see the file's doc). */
+  private readonly sharedLocks = new Map<string, ModelLock>();
   /** Symbolic ids of every lock made, oldest first (kept across deletes: an old id is just unknown then). */
   private readonly issued: string[] = [];
   /** Per priority, the most items one return (expiry or release) put back, since the queue was created. */
   private readonly largestReturn = new Map<number, number>();
+  /** Where the next item joining a tail goes in push order. */
+  private nextKey = 0;
 
   /** Delayed items not yet moved, with their due time and push order. */
   private delayedItems: { dueAt: number; seq: number; item: Item; priority: number }[] = [];
   private delayedSeq = 0;
   /** Dedup ids accepted, with the end of their window (epoch ms). */
   private readonly accepted = new Map<string, number>();
+
+  private currentSettings: ModelSettings = DEFAULT_SETTINGS;
+  private deadLetterQueue: QueueModel | undefined;
 
   private clock: number;
 
@@ -168,6 +253,20 @@ export class QueueModel {
     return this.created;
   }
 
+  get settings(): ModelSettings {
+    return this.currentSettings;
+  }
+
+  /** The dead-letter queue (an ordinary queue: only pushes at its tails and plain pops reach it here). */
+  get deadLetters(): QueueModel {
+    this.deadLetterQueue ??= new QueueModel(this.clock, this.dedupWindowMs);
+    return this.deadLetterQueue;
+  }
+
+  private get shared(): boolean {
+    return this.currentSettings.lockMode === 'shared';
+  }
+
   advance(ms: number): void {
     if (ms < 0) throw new Error('the clock only moves forward');
     this.clock += ms;
@@ -175,26 +274,45 @@ export class QueueModel {
 
   /**
    * Applies what is due: delayed items join their priorities' tails (due order, ties in push
-   * order), and an expired lock's items go back to the front. Every queue operation calls this first.
+   * order), and expired locks' items go back (earliest expiry first). Every queue operation calls this first.
    */
   settle(): void {
     const due = this.delayedItems.filter((d) => d.dueAt <= this.clock).sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     this.delayedItems = this.delayedItems.filter((d) => d.dueAt > this.clock);
     for (const d of due) this.append(d.item, d.priority);
+    const expired = [...this.sharedLocks.values()].filter((l) => l.state === 'active' && l.expiresAt <= this.clock).sort((a, b) => a.expiresAt - b.expiresAt);
+    for (const lock of expired) {
+      this.giveBack(lock.items);
+      this.sharedLocks.set(lock.id, { ...lock, state: 'expired', items: [] });
+    }
     if (this.lock?.state !== 'active' || this.lock.expiresAt > this.clock) return;
-    this.returnToFront(this.lock.items);
+    this.giveBack(this.lock.items);
     this.lock = { ...this.lock, state: 'expired', items: [] };
   }
 
-  /** The unexpired lock, if any (call {@link settle} first). */
+  /** The unexpired exclusive lock, if any (call {@link settle} first). */
   private activeLock(): ModelLock | undefined {
     return this.lock?.state === 'active' ? this.lock : undefined;
   }
 
-  /** Expiry (ms) of the unexpired lock, if any, as of now. */
+  /** Live shared locks, oldest first (call {@link settle} first). */
+  private liveLocks(): ModelLock[] {
+    return [...this.sharedLocks.values()].filter((l) => l.state === 'active');
+  }
+
+  /** Expiry (ms) of the unexpired exclusive lock, if any, as of now. */
   lockExpiry(): number | undefined {
     const lock = this.activeLock();
     return lock && lock.expiresAt > this.clock ? lock.expiresAt : undefined;
+  }
+
+  /**
+   * Whether a live shared lock (other than `except`) expires at `at`. The order in which locks
+   * expiring at the same moment are given back is not specified (it decides the dead-letter
+   * queue's order), so the runner moves the clock on by a millisecond until a new expiry is free.
+   */
+  expiryTaken(at: number, except?: string): boolean {
+    return this.shared && this.liveLocks().some((l) => l.id !== except && l.expiresAt === at);
   }
 
   /** Pushes one entry; false when its dedup id made it a duplicate (nothing pushed). */
@@ -210,9 +328,10 @@ export class QueueModel {
   }
 
   private append(item: Item, priority: number): void {
+    const entry = { item, key: this.nextKey++, deliveries: 0 };
     const list = this.byPriority.get(priority);
-    if (list) list.push(item);
-    else this.byPriority.set(priority, [item]);
+    if (list) list.push(entry);
+    else this.byPriority.set(priority, [entry]);
   }
 
   /** All or nothing, in the given order (the model cannot fail half way); how many were pushed and how many skipped as duplicates. */
@@ -237,34 +356,66 @@ export class QueueModel {
     for (const priority of this.priorities()) {
       if (out.length >= depth) break;
       const list = this.byPriority.get(priority)!;
-      out.push(...list.splice(0, depth - out.length).map((item) => ({ item, priority })));
+      out.push(...list.splice(0, depth - out.length).map((e) => ({ ...e, priority })));
       if (list.length === 0) this.byPriority.delete(priority);
     }
     return out;
   }
 
+  /**
+   * Gives a lock's items back: past `max_deliveries` (with a dead-letter queue) to the tail of
+   * the dead-letter queue, in lock order; the others in shared mode to their place in push
+   * order, in exclusive mode to the front of their priorities, keeping their order (the same
+   * place: an exclusive lock took the front, and nothing was popped since). Returns how many
+   * went to the dead-letter queue.
+   */
+  private giveBack(items: HeldItem[]): number {
+    const { maxDeliveries, deadLetters } = this.currentSettings;
+    const dead = items.filter((h) => deadLetters && maxDeliveries !== null && h.deliveries >= maxDeliveries);
+    for (const h of dead) this.deadLetters.push(h.item, h.priority);
+    const back = items.filter((h) => !dead.includes(h));
+    const toFront: HeldItem[] = [];
+    for (const { priority, ...entry } of back) {
+      const list = this.byPriority.get(priority) ?? [];
+      if (!this.shared && !list[0]?.apart) {
+        toFront.push({ priority, ...entry, apart: false });
+        continue;
+      }
+      const at = list.findIndex((e) => e.key > entry.key);
+      list.splice(at < 0 ? list.length : at, 0, { ...entry, apart: true });
+      this.byPriority.set(priority, list);
+    }
+    this.returnToFront(toFront);
+    return dead.length;
+  }
+
   /** Puts held items back at the front of their priorities, keeping their order. */
   private returnToFront(items: HeldItem[]): void {
-    const grouped = new Map<number, Item[]>();
-    for (const { item, priority } of items) grouped.set(priority, [...(grouped.get(priority) ?? []), item]);
+    const grouped = new Map<number, Entry[]>();
+    for (const { priority, ...entry } of items) grouped.set(priority, [...(grouped.get(priority) ?? []), entry]);
     for (const [priority, returned] of grouped) {
       this.byPriority.set(priority, [...returned, ...(this.byPriority.get(priority) ?? [])]);
       this.largestReturn.set(priority, Math.max(this.largestReturn.get(priority) ?? 0, returned.length));
     }
   }
 
-  /** Pops under a new lock; undefined when the queue is empty (no lock is made). The caller checks for an unexpired lock. */
+  /**
+   * Pops under a new lock (adding one to each item's deliveries); undefined when the queue is
+   * empty (no lock is made). In exclusive mode the caller checks for an unexpired lock first.
+   */
   popAck(depth: number, ttlSeconds: number): ModelLock | undefined {
-    const items = this.take(depth);
+    const items = this.take(depth).map((h) => ({ ...h, deliveries: h.deliveries + 1 }));
     if (items.length === 0) return undefined;
     const id = `#${this.issued.length + 1}`;
     this.issued.push(id);
-    this.lock = { id, state: 'active', items, createdAt: this.clock, expiresAt: this.clock + ttlSeconds * 1000 };
-    return this.lock;
+    const lock: ModelLock = { id, state: 'active', items, createdAt: this.clock, expiresAt: this.clock + ttlSeconds * 1000 };
+    if (this.shared) this.sharedLocks.set(id, lock);
+    else this.lock = lock;
+    return lock;
   }
 
-  /** The symbolic id a lock command sends for `choice`; undefined for "no usable id". */
-  lockIdFor(choice: LockIdChoice): string | undefined {
+  /** The symbolic id a lock command sends for `choice`; undefined for "no usable id". `pick` chooses a live shared lock for `live`. */
+  lockIdFor(choice: LockIdChoice, pick = 0): string | undefined {
     switch (choice) {
       case 'latest':
         return this.issued.at(-1) ?? BOGUS_LOCK_ID;
@@ -272,48 +423,81 @@ export class QueueModel {
         return this.issued.at(-2) ?? BOGUS_LOCK_ID;
       case 'bogus':
         return BOGUS_LOCK_ID;
+      case 'live': {
+        const live = this.liveLocks();
+        return live.length > 0 ? live[pick % live.length].id : (this.issued.at(-1) ?? BOGUS_LOCK_ID);
+      }
       default:
         return undefined;
     }
   }
 
-  /** The contract's check order for acknowledge, extend-lock and release. */
-  checkLock(choice: LockIdChoice): ModelLock | LockErrorCode {
-    const id = this.lockIdFor(choice);
+  /** The contract's check order for acknowledge, extend-lock and release (shared mode: by id, no INVALID_LOCK_ID). */
+  checkLock(choice: LockIdChoice, pick?: number): ModelLock | LockErrorCode {
+    const id = this.lockIdFor(choice, pick);
     if (id === undefined) return 'LOCK_ID_REQUIRED';
+    return this.checkLockId(id);
+  }
+
+  /** {@link checkLock} for a symbolic id. */
+  checkLockId(id: string): ModelLock | LockErrorCode {
+    if (this.shared) {
+      const lock = this.sharedLocks.get(id);
+      if (!lock) return 'LOCK_NOT_FOUND';
+      return lock.state === 'expired' ? 'LOCK_EXPIRED' : lock;
+    }
     if (!this.lock) return 'LOCK_NOT_FOUND';
     if (this.lock.state === 'expired') return 'LOCK_EXPIRED';
     if (this.lock.id !== id) return 'INVALID_LOCK_ID';
     return this.lock;
   }
 
-  acknowledge(): number {
-    const n = this.lock?.items.length ?? 0;
-    this.lock = null;
-    return n;
+  acknowledge(lock: ModelLock): number {
+    if (this.shared) this.sharedLocks.delete(lock.id);
+    else this.lock = null;
+    return lock.items.length;
   }
 
-  extend(ttlSeconds: number): ModelLock {
-    this.lock = { ...this.lock!, expiresAt: this.clock + ttlSeconds * 1000 };
-    return this.lock;
+  extend(lock: ModelLock, ttlSeconds: number): ModelLock {
+    const extended = { ...lock, expiresAt: this.clock + ttlSeconds * 1000 };
+    if (this.shared) this.sharedLocks.set(lock.id, extended);
+    else this.lock = extended;
+    return extended;
   }
 
-  release(): number {
-    const items = this.lock?.items ?? [];
-    this.returnToFront(items);
-    this.lock = null;
-    return items.length;
+  /** Gives the lock's items back; how many went back and how many to the dead-letter queue. */
+  release(lock: ModelLock): { returned: number; deadLettered: number } {
+    const deadLettered = this.giveBack(lock.items);
+    if (this.shared) this.sharedLocks.delete(lock.id);
+    else this.lock = null;
+    return { returned: lock.items.length - deadLettered, deadLettered };
   }
 
-  /** Deletes the queue with its lock, delayed items and dedup ids; returns how many items it held (locked and delayed ones included). */
+  /** PUT settings: creates the queue; a change of lock mode while a lock lives is refused. */
+  putSettings(choice: SettingsChoice): ModelSettings | 'QUEUE_LOCKED' {
+    const live = this.activeLock() !== undefined || this.liveLocks().length > 0;
+    if (choice.lockMode !== undefined && choice.lockMode !== this.currentSettings.lockMode && live) return 'QUEUE_LOCKED';
+    this.currentSettings = {
+      lockMode: choice.lockMode ?? this.currentSettings.lockMode,
+      maxDeliveries: choice.maxDeliveries !== undefined ? choice.maxDeliveries : this.currentSettings.maxDeliveries,
+      deadLetters: choice.maxDeliveries !== undefined ? choice.maxDeliveries !== null : this.currentSettings.deadLetters,
+    };
+    this.created = true;
+    return this.currentSettings;
+  }
+
+  /** Deletes the queue with its locks, settings, delayed items and dedup ids; returns how many items it held (locked and delayed ones included). */
   delete(): number {
-    const n = this.count() + (this.activeLock()?.items.length ?? 0) + this.delayedItems.length;
+    const held = (this.activeLock()?.items.length ?? 0) + this.liveLocks().reduce((n, l) => n + l.items.length, 0);
+    const n = this.count() + held + this.delayedItems.length;
     this.delayedItems = [];
     this.delayedSeq = 0;
     this.accepted.clear();
     this.byPriority.clear();
     this.largestReturn.clear();
     this.lock = null;
+    this.sharedLocks.clear();
+    this.currentSettings = DEFAULT_SETTINGS;
     this.created = false;
     return n;
   }
@@ -339,13 +523,32 @@ export class QueueModel {
 
   /** The items waiting at one priority, front first (a copy). */
   itemsAt(priority: number): Item[] {
-    return [...(this.byPriority.get(priority) ?? [])];
+    return (this.byPriority.get(priority) ?? []).map((e) => e.item);
   }
 
-  /** The unexpired lock as inspection shows it, or null (an expired lock is not shown). */
-  lockInfo(): LockInfo | null {
+  /** The items of one priority in its segments, front first: those not kept apart (see {@link HeldItem.apart}). */
+  segmentItemsAt(priority: number): Item[] {
+    return (this.byPriority.get(priority) ?? []).filter((e) => !e.apart).map((e) => e.item);
+  }
+
+  /** Items of one priority kept apart from its segments. */
+  apartAt(priority: number): number {
+    return (this.byPriority.get(priority) ?? []).filter((e) => e.apart).length;
+  }
+
+  /** The unexpired exclusive lock as inspection shows it, or null (an expired lock is not shown); undefined in shared mode. */
+  lockInfo(): LockInfo | null | undefined {
+    if (this.shared) return undefined;
     const lock = this.activeLock();
     return lock ? { expiresAt: lock.expiresAt, createdAt: lock.createdAt, itemCount: lock.items.length } : null;
+  }
+
+  /** Shared mode: the live locks as inspection shows them; undefined in exclusive mode. */
+  locksInfo(): SharedLocksInfo | undefined {
+    if (!this.shared) return undefined;
+    const live = this.liveLocks();
+    const next = live.length === 0 ? null : Math.min(...live.map((l) => l.expiresAt));
+    return { count: live.length, itemCount: live.reduce((n, l) => n + l.items.length, 0), nextExpiresAt: next };
   }
 
   /**
@@ -368,12 +571,14 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
       return { kind: 'advance', now: model.now };
     case 'advanceToExpiry': {
       model.settle();
-      const expiry = model.lockExpiry();
+      const expiry = model.lockExpiry() ?? model.locksInfo()?.nextExpiresAt ?? undefined;
       if (expiry !== undefined) model.advance(Math.max(0, expiry + command.deltaMs - model.now));
       return { kind: 'advance', now: model.now };
     }
     case 'deactivate':
       return { kind: 'deactivate' };
+    case 'popDeadLetters':
+      return { kind: 'pop', items: model.deadLetters.pop(command.depth) };
     default:
       break;
   }
@@ -395,28 +600,54 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
     case 'popAck': {
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
+      if (model.expiryTaken(model.now + command.ttlSeconds * 1000)) {
+        while (model.expiryTaken(model.now + command.ttlSeconds * 1000)) model.advance(1);
+        model.settle();
+      }
       const lock = model.popAck(command.depth, command.ttlSeconds);
       if (!lock) return { kind: 'popAckEmpty' };
-      return { kind: 'popAckLocked', items: lock.items.map((h) => h.item), lockId: lock.id, expiresAt: lock.expiresAt };
+      return { kind: 'popAckLocked', items: lock.items.map((h) => h.item), deliveryCounts: lock.items.map((h) => h.deliveries), lockId: lock.id, expiresAt: lock.expiresAt };
     }
     case 'acknowledge': {
-      const checked = model.checkLock(command.lockId);
+      const checked = model.checkLock(command.lockId, command.pick);
       if (typeof checked === 'string') return { kind: 'lockError', code: checked };
-      return { kind: 'acknowledged', count: model.acknowledge() };
+      return { kind: 'acknowledged', count: model.acknowledge(checked) };
     }
     case 'extendLock': {
-      const checked = model.checkLock(command.lockId);
+      const checked = model.checkLock(command.lockId, command.pick);
       if (typeof checked === 'string') return { kind: 'lockError', code: checked };
-      const lock = model.extend(command.ttlSeconds ?? 30);
+      const ttlMs = (command.ttlSeconds ?? 30) * 1000;
+      if (model.expiryTaken(model.now + ttlMs, checked.id)) {
+        while (model.expiryTaken(model.now + ttlMs, checked.id)) model.advance(1);
+        // The nudge may have let locks expire, this one included.
+        model.settle();
+        const again = model.checkLockId(checked.id);
+        if (typeof again === 'string') return { kind: 'lockError', code: again };
+      }
+      const lock = model.extend(model.checkLockId(checked.id) as ModelLock, command.ttlSeconds ?? 30);
       return { kind: 'extended', lockId: lock.id, expiresAt: lock.expiresAt };
     }
     case 'release': {
-      const checked = model.checkLock(command.lockId);
+      const checked = model.checkLock(command.lockId, command.pick);
       if (typeof checked === 'string') return { kind: 'lockError', code: checked };
-      return { kind: 'released', count: model.release() };
+      const { returned, deadLettered } = model.release(checked);
+      return { kind: 'released', count: returned, deadLettered };
+    }
+    case 'settings': {
+      const result = model.putSettings(command.settings);
+      return result === 'QUEUE_LOCKED' ? { kind: 'settingsLocked' } : { kind: 'settings', settings: result };
     }
     case 'inspect':
-      return { kind: 'inspect', exists: model.exists, count: model.count(), counts: model.countsByPriority(), lock: model.lockInfo(), delayed: model.delayed() };
+      return {
+        kind: 'inspect',
+        exists: model.exists,
+        count: model.count(),
+        counts: model.countsByPriority(),
+        lock: model.lockInfo(),
+        locks: model.locksInfo(),
+        delayed: model.delayed(),
+        settings: model.settings,
+      };
     case 'delete': {
       const exists = model.exists;
       return { kind: 'delete', exists, itemsDeleted: model.delete() };
