@@ -408,7 +408,8 @@ export class QueueCore {
     const heldAfter = new Map<number, number>();
     if (shared && ack) {
       for (const [priority, take] of fromReturned) heldAfter.set(priority, take);
-      for (const { priority, take } of plan) heldAfter.set(priority, (heldAfter.get(priority) ?? 0) + take);
+      // Only priorities it takes from: a step that takes nothing must not keep an emptied priority alive.
+      for (const { priority, take } of plan) if (take > 0) heldAfter.set(priority, (heldAfter.get(priority) ?? 0) + take);
     }
     const items: HeldItem[] = [];
     const planned = [...fromReturned.keys(), ...plan.map((p) => p.priority)];
