@@ -74,8 +74,8 @@ export const QueueMapper = {
     const priorities: Record<string, PriorityInfoDto> = {};
     for (const [p, m] of view.priorities) {
       priorities[String(p)] = {
-        // Items waiting at this priority: given-back ones (kept apart from the segments) too, as in the queue's `count`.
-        count: m.count + (m.returned ?? 0),
+        // Items waiting at this priority: the view counts given-back ones (kept apart from the segments) too, as the queue's `count` does.
+        count: m.count,
         head_segment: m.head_segment,
         tail_segment: m.tail_segment,
         head_offloaded_segment: m.head_offloaded_segment,

@@ -872,7 +872,8 @@ export class QueueCore {
     const queues: Record<string, { metadata: Record<string, number> }> = {};
     for (const p of this.visiblePriorities()) {
       const m = this.priorities.get(p)!;
-      const metadata: Record<string, number> = { count: m.count + (m.returned ?? 0), head_segment: m.head_segment, tail_segment: m.tail_segment };
+      // The segments' items: given-back ones wait apart from them (GET /queue/{id} counts them at their priority).
+      const metadata: Record<string, number> = { count: m.count, head_segment: m.head_segment, tail_segment: m.tail_segment };
       if (m.head_offloaded_segment !== null && m.tail_offloaded_segment !== null) {
         metadata.head_offloaded_segment = m.head_offloaded_segment;
         metadata.tail_offloaded_segment = m.tail_offloaded_segment;
