@@ -20,9 +20,9 @@ export interface LongPoll {
 }
 
 class Poll implements LongPoll {
-  /** `turn`: running a turn (not counted as waiting); `waiting`: parked in {@link wait}. */
+  /** `turn`: looking at its queue or running a turn (not counted as waiting); `waiting`: parked in {@link wait}. */
   state: 'turn' | 'waiting' | 'closed' = 'turn';
-  /** A wake-up that came during a turn. */
+  /** A wake-up that came during a look or a turn. */
   pending?: WakeCause;
   private timer?: NodeJS.Timeout;
   private resolve?: (end: WaitEnd) => void;
@@ -105,9 +105,9 @@ export class QueueEvents implements OnModuleDestroy {
   constructor(private readonly config: AppConfig) {}
 
   /**
-   * Registers a long poll on a queue, before its first turn. Undefined when the process is
-   * shutting down, or already holds `MAX_WAITING_POLLS` long polls (counted in {@link refused}):
-   * the pop then answers at once. `signal` (the client went away) ends its wait for good.
+   * Registers a long poll on a queue, before it first looks at the queue (its first look or
+   * turn). Undefined when the process is shutting down, or already holds `MAX_WAITING_POLLS`
+   * long polls (counted in {@link refused}): the pop then answers at once. `signal` (the client went away) ends its wait for good.
    */
   register(queueId: string, signal?: AbortSignal): LongPoll | undefined {
     if (this.closed) return undefined;

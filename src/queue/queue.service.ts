@@ -35,6 +35,7 @@ import { QueueEvents } from './queue-events.js';
 import { isQueueId } from './queue-id.pipe.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
+import { QueueWakeUps } from './runtime/queue-wake-ups.js';
 import { TurnRunner } from './runtime/turn-runner.js';
 
 export interface PopOptions {
@@ -87,6 +88,7 @@ export class QueueService {
     private readonly events: QueueEvents,
     private readonly segments: SegmentRepository,
     private readonly stats: QueueStats,
+    private readonly wakeUps: QueueWakeUps,
   ) {}
 
   private checkPriority(priority: number | undefined, field = 'priority'): number {
@@ -135,8 +137,10 @@ export class QueueService {
   /**
    * Pops, optionally under a new lock. While an unexpired lock exists every pop answers 423.
    *
-   * A long poll (`waitSeconds` > 0) is registered before its first turn, so that no wake-up is
-   * lost between that turn's read and the wait. While the queue is empty it waits outside the
+   * A long poll (`waitSeconds` > 0) is registered before it first looks at the queue, so that no
+   * wake-up is lost between that look and the wait. Its first look is shared with the other
+   * polls arriving meanwhile (one statement, see {@link QueueWakeUps.needsTurn}); only if the
+   * queue may hold something does it run a turn. While the queue is empty it waits outside the
    * turn and costs nothing; woken (items arrived), it tries again in an ordinary turn. At the
    * end of its wait, or at shutdown, it answers empty without another turn: nothing woke it, so
    * nothing arrived that this process knows of. Past `MAX_WAITING_POLLS` it answers at once.
@@ -148,8 +152,10 @@ export class QueueService {
     const lockId = newLockId();
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     try {
+      // Found empty by the first look: what a turn on the empty queue would have taken.
+      let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
-        const outcome = await this.runner.run(queueId, {
+        const outcome = looked ?? (await this.runner.run(queueId, {
           apply: (core, now) => {
             const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
             if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);
@@ -157,7 +163,8 @@ export class QueueService {
             if ('unavailable' in result) throw new SegmentUnavailableError(queueId, result.unavailable.priority, result.unavailable.segment);
             return result;
           },
-        });
+        }));
+        looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - Date.now();
         if (!poll || outcome.items.length > 0 || remaining <= 0) return QueueMapper.pop(outcome, options.requireAck);

@@ -397,6 +397,22 @@ export class SegmentRepository {
     return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count) }));
   }
 
+  /**
+   * Those of `queueIds` a pop would find something on at `now`: items, a lock (active: the pop
+   * is refused; expired: its items come back), or delayed items that are due. One statement,
+   * one primary-key probe per id; a queue that does not exist is not among them.
+   */
+  async queuesToPopFrom(queueIds: readonly string[], now: number): Promise<string[]> {
+    const rows = await this.uow.autocommit.query<{ queue_id: string }>(
+      `SELECT q.queue_id FROM queues q
+        WHERE q.queue_id = ANY($1::varchar[])
+          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
+      [queueIds, now],
+      'pushpop_queues_to_pop_from',
+    );
+    return rows.map((r) => r.queue_id);
+  }
+
   async ping(): Promise<void> {
     await this.uow.autocommit.query('SELECT 1');
   }

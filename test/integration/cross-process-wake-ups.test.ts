@@ -31,7 +31,7 @@ async function push(svc: TestService, queueId: string, item: Record<string, unkn
   return performance.now();
 }
 
-/** Resolves once `count` long polls of `svc` wait on `queueId` (their first turn done). */
+/** Resolves once `count` long polls of `svc` wait on `queueId` (their first look done). */
 async function waitingOn(svc: TestService, queueId: string, count = 1): Promise<void> {
   const events = svc.app.get(QueueEvents);
   expect(await until(() => events.waitingQueues().includes(queueId) && events.waiting >= count, 10_000)).toBe(true);

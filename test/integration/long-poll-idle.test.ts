@@ -6,6 +6,7 @@ import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { QueueEvents } from '../../src/queue/queue-events.js';
 import { QueueService, type PopOptions } from '../../src/queue/queue.service.js';
+import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';
 import { range, sleep, until } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
@@ -52,7 +53,7 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect(locked, 'turns under the row lock').toBe(0);
   });
 
-  /** Starts `n` long polls on fresh queues and resolves once all of them wait (their first turn done). */
+  /** Starts `n` long polls on fresh queues and resolves once all of them wait (their first look done). */
   async function startPolls(n: number, seconds: number): Promise<{ ids: string[]; answers: Promise<{ items: unknown[] }>[] }> {
     const ids = range(n).map(() => uniqueQueueId('idle'));
     const answers = ids.map((id) => queues.pop(id, waitFor(seconds)));
@@ -83,6 +84,34 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect(rest.every((a) => a.items.length === 0)).toBe(true);
     expect(statements.mock.calls.filter(([text]) => !String(text).includes('item_count > 0')).length, 'no turn when a wait ends with nothing').toBe(0);
     expect(events.waiting).toBe(0);
+  });
+
+  it(`opening ${POLLS} long polls on empty queues: their first looks share a few statements, no turn each`, async () => {
+    countStatements();
+    const { answers } = await startPolls(POLLS, 2);
+    const names = statements.mock.calls.map(([, , name]) => name);
+    const looks = names.filter((name) => name === 'pushpop_queues_to_pop_from').length;
+    expect(looks, 'first-look statements').toBeGreaterThanOrEqual(1);
+    expect(looks).toBeLessThanOrEqual(5);
+    expect(names.filter((name) => name !== 'pushpop_queues_to_pop_from' && name !== 'pushpop_queues_with_items'), 'no turn').toEqual([]);
+    expect((await Promise.all(answers)).every((a) => a.items.length === 0)).toBe(true);
+  });
+
+  it('a long poll takes at once what its queue holds, also with no actor in memory: items, due delayed items', async () => {
+    const registry = svc.app.get(ActorRegistry);
+    const held = uniqueQueueId('held');
+    await queues.push(held, { n: 1 }, 0);
+    const delayed = uniqueQueueId('due');
+    await queues.push(delayed, { n: 2 }, 0, { delaySeconds: 1 });
+    registry.deactivate(held);
+    registry.deactivate(delayed);
+    const started = Date.now();
+    expect(await queues.pop(held, waitFor(5))).toEqual({ items: [{ n: 1 }], count: 1 });
+    await sleep(1100 - (Date.now() - started));
+    registry.deactivate(delayed);
+    // The delay sweep is stopped in this file: only the poll's own turn moves the due item.
+    expect(await queues.pop(delayed, waitFor(5))).toEqual({ items: [{ n: 2 }], count: 1 });
+    expect(Date.now() - started).toBeLessThan(3000);
   });
 
   it('without notifications, one re-check every 500 ms at most, for all the waiting polls together', async () => {

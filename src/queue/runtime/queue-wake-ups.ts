@@ -1,8 +1,10 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Clock } from '../../common/clock.js';
 import { DatabaseProvider } from '../../database/database.provider.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueEvents } from '../queue-events.js';
+import { ActorRegistry } from './actor-registry.js';
 
 /** How often the re-check may run while notifications are not being received (the connection is lost). */
 export const RECHECK_UNLISTENED_MS = 500;
@@ -10,6 +12,8 @@ export const RECHECK_UNLISTENED_MS = 500;
 export const RECHECK_LISTENING_MS = 5_000;
 /** The timer's tick; the re-check runs on the first tick after its interval. */
 const TICK_MS = 250;
+/** Queue ids one first-look statement asks about at most. */
+const MAX_LOOK_BATCH = 1_000;
 
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -32,12 +36,19 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   private failing = false;
   /** Re-check statements sent. */
   rechecks = 0;
+  /** First looks asked for and not sent yet, per queue id, in arrival order. */
+  private looks = new Map<string, ((needsTurn: boolean) => void)[]>();
+  private looking = false;
+  /** First-look statements sent. */
+  lookStatements = 0;
 
   constructor(
     private readonly events: QueueEvents,
     private readonly notifications: ItemNotifications,
     private readonly segments: SegmentRepository,
     private readonly db: DatabaseProvider,
+    private readonly registry: ActorRegistry,
+    private readonly clock: Clock,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -54,6 +65,57 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+  }
+
+  /**
+   * A long poll's first look at its queue, instead of a turn of its own: whether the queue may
+   * hold something for a pop (items, a lock, due delayed items), so that the poll runs a turn,
+   * or is empty, so that it goes straight to its wait. The looks of all the polls arriving
+   * together are one statement (a statement in flight batches the next ones; none waits for a
+   * timer), so opening many long polls on empty queues costs a statement per batch, not a turn
+   * per poll. A queue whose actor is in memory with items, a database that is not ready, and a
+   * failed look all answer `true`: the turn decides (and reports the error).
+   *
+   * Sound only for a poll registered before the look (see {@link QueueEvents.register}): items
+   * committed after the look's snapshot wake the poll (a turn of this process, a notification,
+   * the re-check), and a wake-up during the look is kept for its wait.
+   */
+  needsTurn(queueId: string): Promise<boolean> {
+    if ((this.registry.peek(queueId)?.count ?? 0) > 0 || !this.db.isReady) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiting = this.looks.get(queueId);
+      if (waiting) waiting.push(resolve);
+      else this.looks.set(queueId, [resolve]);
+      this.sendLooks();
+    });
+  }
+
+  /** Sends the looks asked for, one statement at a time, each with all those asked for meanwhile. */
+  private sendLooks(): void {
+    if (this.looking || this.looks.size === 0) return;
+    this.looking = true;
+    const batch = new Map<string, ((needsTurn: boolean) => void)[]>();
+    for (const [queueId, waiting] of this.looks) {
+      if (batch.size >= MAX_LOOK_BATCH) break;
+      batch.set(queueId, waiting);
+    }
+    for (const queueId of batch.keys()) this.looks.delete(queueId);
+    this.lookStatements += 1;
+    this.segments
+      .queuesToPopFrom([...batch.keys()], this.clock.now())
+      .then(
+        (ids) => {
+          const found = new Set(ids);
+          for (const [queueId, waiting] of batch) for (const resolve of waiting) resolve(found.has(queueId));
+        },
+        () => {
+          for (const waiting of batch.values()) for (const resolve of waiting) resolve(true);
+        },
+      )
+      .finally(() => {
+        this.looking = false;
+        this.sendLooks();
+      });
   }
 
   /** One re-check (skipped while one is under way, or when no poll waits). */
