@@ -406,7 +406,8 @@ export class SegmentRepository {
     const rows = await this.uow.autocommit.query<{ queue_id: string }>(
       `SELECT q.queue_id FROM queues q
         WHERE q.queue_id = ANY($1::varchar[])
-          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
+          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR q.next_lock_expiry <= to_timestamp($2 / 1000.0)
+               OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
       [queueIds, now],
       'pushpop_queues_to_pop_from',
     );
