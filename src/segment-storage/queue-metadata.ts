@@ -102,6 +102,8 @@ export interface StoredTurnWrite {
   readonly newVersion: number;
   readonly deleteQueue: boolean;
   readonly settings: StoredSettings;
+  /** The settings changed: written (a created queue gets them anyway). */
+  readonly settingsChanged?: boolean;
   readonly itemCount: number;
   readonly priorities: Record<string, StoredPriority>;
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];

@@ -59,7 +59,33 @@ const LOAD_QUEUE = `
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
-const WRITE_TURN = `SELECT pushpop_write_turn(${Array.from({ length: 66 }, (_, i) => `$${i + 1}`).join(', ')}) AS applied`;
+const placeholders = (n: number): string => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
+/** The turn statement with everything (migration 1764100000005). */
+const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(66)}) AS applied`;
+/**
+ * Its earlier form (migration 1764100000004), for turns that write nothing the later one
+ * added: most pushes and pops. 38 parameters instead of 66 and a smaller UPDATE: PostgreSQL
+ * spends about a fifth less on such a turn.
+ */
+const WRITE_TURN_BASIC = `SELECT pushpop_write_turn(${placeholders(38)}) AS applied`;
+
+/** Whether a turn's write needs the full statement: settings, shared locks, given-back items, dead letters, delivery counts, an exclusive lock written, a queue deleted. */
+function needsFullStatement(write: StoredTurnWrite): boolean {
+  return (
+    write.deleteQueue ||
+    write.settingsChanged === true ||
+    (write.expectedVersion === null && (write.settings.lockMode ?? 'exclusive') !== 'exclusive') ||
+    (write.expectedVersion === null && (write.settings.maxDeliveries != null || write.settings.deadLetterQueue != null)) ||
+    write.shared !== null ||
+    write.sharedLockUpserts.length > 0 ||
+    write.sharedLockDeletes.length > 0 ||
+    write.returnedInserts.length > 0 ||
+    write.returnedDeletes.length > 0 ||
+    write.deadLetters !== null ||
+    write.lock?.op === 'upsert' ||
+    write.inserts.some((i) => i.deliveries)
+  );
+}
 
 const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, created_at, expires_at';
 
@@ -260,7 +286,7 @@ export class SegmentRepository {
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
     const lock = write.lock?.op === 'upsert' ? write.lock.lock : undefined;
-    const values = [
+    const values: unknown[] = [
       queueId,
       write.expectedVersion,
       write.newVersion,
@@ -300,8 +326,13 @@ export class SegmentRepository {
       write.delayedDeleteThrough?.seq ?? null,
       write.dedupInserts.map((d) => d.dedupId),
       write.dedupInserts.map((d) => d.expiresAt),
-      // Settings: always written as the turn's core holds them.
-      true,
+    ];
+    if (!needsFullStatement(write)) {
+      const rows = await session.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic');
+      return rows[0]?.applied === true;
+    }
+    values.push(
+      write.settingsChanged === true,
       write.settings.lockMode ?? 'exclusive',
       write.settings.maxDeliveries ?? null,
       write.settings.deadLetterQueue ?? null,
@@ -342,7 +373,7 @@ export class SegmentRepository {
       write.deadLetters?.items.map((i) => i.priority) ?? [],
       write.deadLetters?.items.map((i) => i.json) ?? [],
       write.deadLetterDefaults?.now ?? null,
-    ];
+    );
     const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
   }

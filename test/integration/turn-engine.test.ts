@@ -42,9 +42,11 @@ describe(`turn engine (${databaseKind})`, () => {
     countStatements();
     await queues.push(q, { n: 10 }, 0);
     expect(statements).toHaveBeenCalledTimes(1);
+    expect(statements.mock.calls[0][2], 'a plain push: the short form of the turn statement').toBe('pushpop_write_turn_basic');
     expect(await queues.pop(q, { depth: 2, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 1 }, { n: 2 }], count: 2 });
     expect(statements).toHaveBeenCalledTimes(2);
     const lock = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
+    expect(statements.mock.calls[2][2], 'a lock written: the full form (delivery counts, where the items were pushed)').toBe('pushpop_write_turn');
     await queues.acknowledge(q, lock.lock_id);
     expect(statements).toHaveBeenCalledTimes(4);
     expect(await queues.pop(uniqueQueueId('never'), { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [], count: 0 });

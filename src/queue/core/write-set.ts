@@ -35,6 +35,8 @@ export class WriteSet {
   delayedChanged = false;
   /** The queue row's shared-lock columns change. */
   sharedChanged = false;
+  /** The queue's settings change. */
+  settingsChanged = false;
   /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). */
   readonly sharedLocks = new Map<string, LockState | null>();
   /**
@@ -128,6 +130,7 @@ export class WriteSet {
       this.delayedDeleteThrough === null &&
       this.dedupInserts.length === 0 &&
       !this.sharedChanged &&
+      !this.settingsChanged &&
       this.sharedLocks.size === 0 &&
       this.returned.size === 0 &&
       this.deadLetters.length === 0
