@@ -1,8 +1,8 @@
-import { createPushpopClient, type PushpopClient, type QueueSettingsRequest } from '@pushpop/api-client';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { browserTestsEnabled, ensureAdminBuilt, launchChromium, openConsole, requireChromium, screenshot, type ConsolePage } from './browser-support.js';
+import type { QueueSettingsRequest } from '@pushpop/api-client';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { databaseKind } from '../support/service.js';
+import { browserTestsEnabled, useConsole } from './browser-support.js';
 
 /**
  * The admin console's settings card (PUT /queue/{id}/settings), a shared queue's locks and the
@@ -14,68 +14,28 @@ import { browserTestsEnabled, ensureAdminBuilt, launchChromium, openConsole, req
 const suite = browserTestsEnabled ? describe : describe.skip;
 
 suite(`admin console: settings, shared locks, dead letters in Chromium (${databaseKind})`, () => {
-  let svc: TestService;
-  let client: PushpopClient;
-  let browser: Browser;
-  let current: ConsolePage | undefined;
-  let created: string[] = [];
-
-  beforeAll(async () => {
-    requireChromium();
-    ensureAdminBuilt();
-    svc = await startService();
-    client = createPushpopClient(svc.url);
-    browser = await launchChromium();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await svc?.close();
-    if (svc) removeDataDir(svc.dataDir);
-  });
-
-  afterEach(async (context) => {
-    const open = current;
-    current = undefined;
-    for (const id of created) await client.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
-    created = [];
-    if (!open) return;
-    await screenshot(open.page, `settings ${context.task.name}`);
-    await open.context.close();
-    expect(open.errors, 'console errors or uncaught exceptions in the page').toEqual([]);
-    expect(open.external, 'requests that left the service').toEqual([]);
-  });
-
-  async function open(path = '/admin/'): Promise<ConsolePage> {
-    current = await openConsole(browser, svc.url, path);
-    return current;
-  }
-
-  function queueId(label: string): string {
-    const id = uniqueQueueId(label);
-    created.push(id);
-    return id;
-  }
+  const fx = useConsole('settings ');
+  const { open, queueId } = fx;
 
   async function push(id: string, n: number): Promise<void> {
     const items = Array.from({ length: n }, (_, i) => ({ item: { n: i } }));
-    const { error } = await client.POST('/queue/{queue_id}/push/batch', { params: { path: { queue_id: id } }, body: { items } });
+    const { error } = await fx.client.POST('/queue/{queue_id}/push/batch', { params: { path: { queue_id: id } }, body: { items } });
     expect(error).toBeUndefined();
   }
 
   async function put(id: string, body: QueueSettingsRequest): Promise<void> {
-    const { error } = await client.PUT('/queue/{queue_id}/settings', { params: { path: { queue_id: id } }, body });
+    const { error } = await fx.client.PUT('/queue/{queue_id}/settings', { params: { path: { queue_id: id } }, body });
     expect(error).toBeUndefined();
   }
 
   async function settingsOf(id: string) {
-    const { data, error } = await client.GET('/queue/{queue_id}/settings', { params: { path: { queue_id: id } } });
+    const { data, error } = await fx.client.GET('/queue/{queue_id}/settings', { params: { path: { queue_id: id } } });
     if (error || !data) throw new Error(`GET /queue/${id}/settings: ${JSON.stringify(error)}`);
     return data;
   }
 
   async function popWithAck(id: string, depth: number, ttl: number): Promise<string> {
-    const { data, error } = await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: id }, query: { depth, require_ack: true, ttl_seconds: ttl } } });
+    const { data, error } = await fx.client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: id }, query: { depth, require_ack: true, ttl_seconds: ttl } } });
     expect(error).toBeUndefined();
     expect(data?.lock_id).toBeTruthy();
     return data?.lock_id ?? '';

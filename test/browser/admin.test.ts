@@ -1,14 +1,12 @@
 import { copyFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPushpopClient, type PushpopClient } from '@pushpop/api-client';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { browserTestsEnabled, ensureAdminBuilt, launchChromium, openConsole, requireChromium, ROOT, screenshot, type ConsolePage } from './browser-support.js';
+import { describe, expect, it } from 'vitest';
+import { databaseKind, uniqueQueueId } from '../support/service.js';
+import { browserTestsEnabled, ROOT, screenshot, useConsole } from './browser-support.js';
 
 /**
  * The admin console (apps/admin) in headless Chromium, served by the service at /admin/ and
- * talking to it through the generated client. Every test ends with a screenshot under
+ * talking to it through the generated fx.client. Every test ends with a screenshot under
  * test-results/browser/ and fails on any console error or uncaught exception of the page.
  *
  * `UPDATE_DOCS_SCREENSHOT=1 npx vitest run --project browser -t overview` also writes the
@@ -18,59 +16,19 @@ import { browserTestsEnabled, ensureAdminBuilt, launchChromium, openConsole, req
 const suite = browserTestsEnabled ? describe : describe.skip;
 
 suite(`admin console in Chromium (${databaseKind})`, () => {
-  let svc: TestService;
-  let client: PushpopClient;
-  let browser: Browser;
-  let current: ConsolePage | undefined;
-  let created: string[] = [];
-
-  beforeAll(async () => {
-    requireChromium();
-    ensureAdminBuilt();
-    svc = await startService();
-    client = createPushpopClient(svc.url);
-    browser = await launchChromium();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await svc?.close();
-    if (svc) removeDataDir(svc.dataDir);
-  });
-
-  afterEach(async (context) => {
-    const open = current;
-    current = undefined;
-    for (const id of created) await client.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
-    created = [];
-    if (!open) return;
-    await screenshot(open.page, context.task.name);
-    await open.context.close();
-    expect(open.errors, 'console errors or uncaught exceptions in the page').toEqual([]);
-    expect(open.external, 'requests that left the service').toEqual([]);
-  });
-
-  async function open(path = '/admin/'): Promise<ConsolePage> {
-    current = await openConsole(browser, svc.url, path);
-    return current;
-  }
-
-  function queueId(label: string): string {
-    const id = uniqueQueueId(label);
-    created.push(id);
-    return id;
-  }
+  const fx = useConsole('');
+  const { open, queueId } = fx;
 
   async function push(id: string, items: Record<string, unknown>[], priority = 0): Promise<void> {
     for (let i = 0; i < items.length; i += 1000) {
       const batch = items.slice(i, i + 1000).map((item) => ({ item, priority }));
-      const { error } = await client.POST('/queue/{queue_id}/push/batch', { params: { path: { queue_id: id } }, body: { items: batch } });
+      const { error } = await fx.client.POST('/queue/{queue_id}/push/batch', { params: { path: { queue_id: id } }, body: { items: batch } });
       expect(error).toBeUndefined();
     }
   }
 
   async function inspect(id: string) {
-    const { data, error } = await client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
+    const { data, error } = await fx.client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
     if (error || !data) throw new Error(`GET /queue/${id}: ${JSON.stringify(error)}`);
     return data;
   }
@@ -136,7 +94,7 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
     await expect.poll(() => page.getByTestId('queue-count').textContent()).toBe('0');
     expect(await page.getByTestId('segments').count()).toBe(0);
 
-    const info = await client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
+    const info = await fx.client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
     if (info.data) {
       expect(info.data.count).toBe(0);
       expect(info.data.lock).toBeNull();
@@ -233,7 +191,7 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
     expect(await popError.textContent()).toContain('Queue is locked pending acknowledgement');
 
     // Another consumer acknowledges the lock; the console still holds its id.
-    const acked = await client.POST('/queue/{queue_id}/acknowledge', { params: { path: { queue_id: id } }, body: { lock_id: await lockId.inputValue() } });
+    const acked = await fx.client.POST('/queue/{queue_id}/acknowledge', { params: { path: { queue_id: id } }, body: { lock_id: await lockId.inputValue() } });
     expect(acked.data?.items_acknowledged).toBe(1);
 
     await page.getByTestId('lock-card').getByRole('button', { name: 'Extend', exact: true }).click();
@@ -276,8 +234,8 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
       'search.reindex': [[9, 860]],
       'thumbnails': [[0, 131]],
     };
-    for (const id of Object.keys(queues)) await client.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
-    created.push(...Object.keys(queues));
+    for (const id of Object.keys(queues)) await fx.client.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
+    fx.track(...Object.keys(queues));
     let serial = 1000;
     for (const [id, parts] of Object.entries(queues)) {
       for (const [priority, n] of parts) {
@@ -291,7 +249,7 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
       }
     }
     // A lock held by some other consumer.
-    const other = await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: 'emails.outbound' }, query: { depth: 10, require_ack: true, ttl_seconds: 300 } } });
+    const other = await fx.client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: 'emails.outbound' }, query: { depth: 10, require_ack: true, ttl_seconds: 300 } } });
     expect(other.data?.locked).toBe(true);
 
     const { page } = await open('/admin/#/queue/orders');
@@ -327,7 +285,7 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
   it('lists queues a page at a time, filtered by prefix', async () => {
     const prefix = `${uniqueQueueId('admin-page')}-`;
     const ids = Array.from({ length: 57 }, (_, i) => `${prefix}${String(i).padStart(2, '0')}`);
-    created.push(...ids);
+    fx.track(...ids);
     for (const id of ids) await push(id, [{ id }]);
     const { page } = await open();
     await page.getByLabel('Filter queues by prefix').fill(prefix);

@@ -2,7 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createPushpopClient, type PushpopClient } from '@pushpop/api-client';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN_DIR = join(ROOT, 'apps', 'admin');
@@ -109,4 +112,76 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(SCREENSHOT_DIR, `${name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase()}.png`);
   await page.screenshot({ path });
   return path;
+}
+
+/** What a console test file gets from {@link useConsole}: set up before its first test. */
+export interface ConsoleFixture {
+  readonly svc: TestService;
+  readonly client: PushpopClient;
+  /** Opens the console in a fresh browser context (closed, screenshotted and checked after the test). */
+  open(path?: string): Promise<ConsolePage>;
+  /** A unique queue id, deleted after the test. */
+  queueId(label: string): string;
+  /** Queues created otherwise, deleted after the test. */
+  track(...ids: string[]): void;
+}
+
+/**
+ * The hooks every console test file needs: a service and Chromium for the file; after each
+ * test, its queues deleted, a screenshot of the page it opened (`screenshotPrefix` + the test's
+ * name), and a failure on any console error of the page or request that left the service.
+ */
+export function useConsole(screenshotPrefix = ''): ConsoleFixture {
+  let svc: TestService | undefined;
+  let client: PushpopClient | undefined;
+  let browser: Browser | undefined;
+  let current: ConsolePage | undefined;
+  let created: string[] = [];
+
+  beforeAll(async () => {
+    requireChromium();
+    ensureAdminBuilt();
+    svc = await startService();
+    client = createPushpopClient(svc.url);
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+  });
+
+  afterEach(async (context) => {
+    const open = current;
+    current = undefined;
+    for (const id of created) await client!.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
+    created = [];
+    if (!open) return;
+    await screenshot(open.page, `${screenshotPrefix}${context.task.name}`);
+    await open.context.close();
+    expect(open.errors, 'console errors or uncaught exceptions in the page').toEqual([]);
+    expect(open.external, 'requests that left the service').toEqual([]);
+  });
+
+  return {
+    get svc() {
+      return svc!;
+    },
+    get client() {
+      return client!;
+    },
+    async open(path = '/admin/') {
+      current = await openConsole(browser!, svc!.url, path);
+      return current;
+    },
+    queueId(label) {
+      const id = uniqueQueueId(label);
+      created.push(id);
+      return id;
+    },
+    track(...ids) {
+      created.push(...ids);
+    },
+  };
 }

@@ -16,6 +16,25 @@ interface Props {
   onChanged: () => void;
 }
 
+/** One of the settings form's numeric fields (1 to `max`). */
+function NumberField(props: { name: SettingsField; label: string; max: number; placeholder: string; value: string; onChange: (value: string) => void; invalid: boolean }) {
+  return (
+    <label className="field">
+      <span>{props.label}</span>
+      <input
+        type="number"
+        min={1}
+        max={props.max}
+        name={props.name}
+        value={props.value}
+        placeholder={props.placeholder}
+        onChange={(e) => props.onChange(e.target.value)}
+        aria-invalid={props.invalid}
+      />
+    </label>
+  );
+}
+
 /** Where a queue id leads in the console: its own view (`#/queue/<id>`), a link that can be shared. */
 export function queueHref(queueId: string): string {
   return `#/queue/${encodeURIComponent(queueId)}`;
@@ -104,32 +123,8 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
       {form && (
         <form className="form" onSubmit={(e) => void save(e)} aria-label="Queue settings" data-testid="settings-form" noValidate>
           <div className="settings-grid">
-            <label className="field">
-              <span>segment_size (1–10,000)</span>
-              <input
-                type="number"
-                min={1}
-                max={10000}
-                name="segment_size"
-                value={form.segment_size}
-                placeholder="service default"
-                onChange={(e) => change('segment_size', e.target.value)}
-                aria-invalid={invalid('segment_size')}
-              />
-            </label>
-            <label className="field">
-              <span>buffer_segments (1–1,000)</span>
-              <input
-                type="number"
-                min={1}
-                max={1000}
-                name="buffer_segments"
-                value={form.buffer_segments}
-                placeholder="service default"
-                onChange={(e) => change('buffer_segments', e.target.value)}
-                aria-invalid={invalid('buffer_segments')}
-              />
-            </label>
+            <NumberField name="segment_size" label="segment_size (1–10,000)" max={10000} placeholder="service default" value={form.segment_size} onChange={(value) => change('segment_size', value)} invalid={invalid('segment_size')} />
+            <NumberField name="buffer_segments" label="buffer_segments (1–1,000)" max={1000} placeholder="service default" value={form.buffer_segments} onChange={(value) => change('buffer_segments', value)} invalid={invalid('buffer_segments')} />
             <label className="field">
               <span>lock_mode</span>
               <select name="lock_mode" value={form.lock_mode} onChange={(e) => change('lock_mode', e.target.value as LockMode)}>
@@ -137,19 +132,7 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
                 <option value="shared">shared: competing consumers</option>
               </select>
             </label>
-            <label className="field">
-              <span>max_deliveries (1–1,000)</span>
-              <input
-                type="number"
-                min={1}
-                max={1000}
-                name="max_deliveries"
-                value={form.max_deliveries}
-                placeholder="no limit"
-                onChange={(e) => change('max_deliveries', e.target.value)}
-                aria-invalid={invalid('max_deliveries')}
-              />
-            </label>
+            <NumberField name="max_deliveries" label="max_deliveries (1–1,000)" max={1000} placeholder="no limit" value={form.max_deliveries} onChange={(value) => change('max_deliveries', value)} invalid={invalid('max_deliveries')} />
             <label className="field">
               <span>dead_letter_queue</span>
               <input
