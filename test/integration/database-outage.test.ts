@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
-import { range, sleep } from '../support/queue-helpers.js';
+import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
 import { makeDataDir, removeDataDir, startService, type TestService } from '../support/service.js';
 
 /**
@@ -11,25 +11,10 @@ import { makeDataDir, removeDataDir, startService, type TestService } from '../s
  * 5 s of its return they succeed again, without a restart of the service; nothing acknowledged
  * is lost.
  */
-interface Outcome {
-  status: number | 'no answer';
-  body?: { error_code?: string; items?: { c: number; s: number }[]; count?: number };
-  retryAfter?: string | null;
-}
+type Outcome = CallOutcome<{ error_code?: string; items?: { c: number; s: number }[]; count?: number }>;
 
-async function call(url: string, method: string, path: string, body?: unknown): Promise<Outcome> {
-  try {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(20_000),
-    });
-    return { status: res.status, body: (await res.json()) as Outcome['body'], retryAfter: res.headers.get('retry-after') };
-  } catch {
-    return { status: 'no answer' };
-  }
-}
+/** One request; a refused or dropped connection is 'no answer', never an exception. */
+const call = (url: string, method: string, path: string, body?: unknown): Promise<Outcome> => callService(url, method, path, body, 20_000);
 
 describe('the database restarting and going away under load', () => {
   const serverDir = makeDataDir();

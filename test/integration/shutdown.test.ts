@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedLayout } from '../../src/database/embedded-postgres.js';
 import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
-import { range, sleep } from '../support/queue-helpers.js';
+import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, testDatabase, type EnvOverrides } from '../support/service.js';
 
 /**
@@ -11,25 +11,10 @@ import { databaseKind, makeDataDir, removeDataDir, testDatabase, type EnvOverrid
  * pool and exits 0; meanwhile clients keep going through the other replicas. Nothing is lost,
  * and nothing is answered with a 5xx.
  */
-interface Outcome {
-  status: number | 'no answer';
-  body?: { items?: { c: number; s: number }[]; count?: number };
-}
+type Outcome = CallOutcome<{ items?: { c: number; s: number }[]; count?: number }>;
 
-/** One request; a refused or dropped connection (the replica is going away) is 'no answer', never an exception. */
-async function call(url: string, method: string, path: string, body?: unknown): Promise<Outcome> {
-  try {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    return { status: res.status, body: (await res.json()) as Outcome['body'] };
-  } catch {
-    return { status: 'no answer' };
-  }
-}
+/** One request; a refused or dropped connection is 'no answer', never an exception. */
+const call = (url: string, method: string, path: string, body?: unknown): Promise<Outcome> => callService(url, method, path, body, 30_000);
 
 describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
   const dataDirs = range(3).map(() => makeDataDir());

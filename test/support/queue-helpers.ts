@@ -91,3 +91,28 @@ export async function within<T>(p: Promise<T>, ms: number, fallback: T): Promise
     clearTimeout(timer);
   }
 }
+
+/** What {@link callService} got: a status and JSON body, or 'no answer' (refused, dropped or timed out). */
+export interface CallOutcome<B = Record<string, unknown>> {
+  status: number | 'no answer';
+  body?: B;
+  retryAfter?: string | null;
+}
+
+/**
+ * One request with fetch, for tests that stop or restart what answers: a refused or dropped
+ * connection (or no answer within `timeoutMs`) is 'no answer', never an exception.
+ */
+export async function callService<B = Record<string, unknown>>(url: string, method: string, path: string, body?: unknown, timeoutMs = 20_000): Promise<CallOutcome<B>> {
+  try {
+    const res = await fetch(`${url}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    return { status: res.status, body: (await res.json()) as B, retryAfter: res.headers.get('retry-after') };
+  } catch {
+    return { status: 'no answer' };
+  }
+}
