@@ -715,15 +715,8 @@ export class QueueCore {
   private endSharedLock(lock: LockState, how: 'acknowledge' | 'release' | 'expire'): GiveBackOutcome {
     let outcome: GiveBackOutcome = { returned: 0, deadLettered: 0 };
     if (how === 'acknowledge') {
-      for (const item of lock.items) {
-        const meta = this.priorities.get(item.priority);
-        if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
-      }
-      for (const priority of new Set(lock.items.map((i) => i.priority))) {
-        const meta = this.priorities.get(priority);
-        if (meta && meta.held === 0) delete meta.held;
-        this.dropIfEmpty(priority);
-      }
+      this.unhold(lock.items);
+      this.settle(lock.items);
     } else {
       outcome = this.giveBack(lock.items, true);
     }
@@ -751,11 +744,8 @@ export class QueueCore {
     const { maxDeliveries, deadLetterQueue } = this.currentSettings;
     const back = new Map<number, HeldItem[]>();
     let deadLettered = 0;
+    if (fromShared) this.unhold(items);
     for (const item of items) {
-      if (fromShared) {
-        const meta = this.priorities.get(item.priority);
-        if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
-      }
       if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
         this.writes.deadLetters.push(item);
         deadLettered += 1;
@@ -773,13 +763,26 @@ export class QueueCore {
       else toFront.push(...list);
     }
     this.returnToFront(toFront);
-    for (const item of items) {
-      const meta = this.priorities.get(item.priority);
-      if (meta && meta.held === 0) delete meta.held;
-    }
-    for (const priority of new Set(items.map((i) => i.priority))) this.dropIfEmpty(priority);
+    this.settle(items);
     if (deadLettered > 0) this.touch();
     return { returned: items.length - deadLettered, deadLettered };
+  }
+
+  /** Items a shared lock held are no longer held (acknowledged, or about to be given back). */
+  private unhold(items: readonly HeldItem[]): void {
+    for (const item of items) {
+      const meta = this.priorities.get(item.priority);
+      if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
+    }
+  }
+
+  /** After a lock ended: the items' priorities drop a `held` of 0, and their entries if nothing of them is left. */
+  private settle(items: readonly HeldItem[]): void {
+    for (const priority of new Set(items.map((i) => i.priority))) {
+      const meta = this.priorities.get(priority);
+      if (meta && meta.held === 0) delete meta.held;
+      this.dropIfEmpty(priority);
+    }
   }
 
   /** Items go back among the given-back items of their priority, each by where it was pushed. */
