@@ -149,13 +149,14 @@ export class QueueService {
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = Date.now() + (poll ? options.waitSeconds * 1000 : 0);
-    const lockId = newLockId();
+    const lockId = options.requireAck ? newLockId() : '';
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     try {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
         const outcome = looked ?? (await this.runner.run(queueId, {
+          readsFront: true,
           apply: (core, now) => {
             const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
             if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);

@@ -96,6 +96,13 @@ export interface StoredEntry {
   readonly deliveries?: number;
 }
 
+/** A queue row loaded for an activation, with the rows of its front segment when they were asked for. */
+export interface LoadedQueue {
+  readonly queue: StoredQueue;
+  /** The head segment of the first priority holding items in its segments (absent: not asked for, or no such priority). */
+  readonly front?: { readonly priority: number; readonly segment: number; readonly entries: StoredEntry[] };
+}
+
 /** Everything one turn writes; see the `pushpop_write_turn` migration for how it is applied. */
 export interface StoredTurnWrite {
   readonly expectedVersion: number | null;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type {
+  LoadedQueue,
   QueueListRow,
   StoredDelayedItem,
   StoredEntry,
@@ -37,6 +38,15 @@ interface RawQueueRow {
   next_lock_expiry: Date | null;
 }
 
+/** The front segment's columns of {@link LOAD_QUEUES}. */
+interface RawFront {
+  front_priority: number | null;
+  front_segment: string | null;
+  front_positions: number[] | null;
+  front_items: string[] | null;
+  front_deliveries: number[] | null;
+}
+
 /** A `queue_locks` / `shared_locks` row as read. */
 interface RawLockRow {
   lock_id: string;
@@ -58,6 +68,34 @@ const LOAD_QUEUE = `
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
+
+/**
+ * Several queue rows at once (the {@link LOAD_QUEUE} columns), in one snapshot. For the ids
+ * marked `front`, also the rows of the head segment of the lowest priority whose segments hold
+ * items (as arrays): what a pop on the freshly loaded queue takes first, so that it needs no
+ * statement of its own. Ids with no row give no row.
+ */
+const LOAD_QUEUES = `
+  SELECT r.queue_id, q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
+         q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
+         l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
+         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries,
+         l.created_at AS lock_created_at, l.expires_at AS lock_expires_at,
+         f.priority AS front_priority, f.segment AS front_segment,
+         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries
+    FROM unnest($1::varchar[], $2::bool[]) AS r(queue_id, front)
+    JOIN queues q ON q.queue_id = r.queue_id
+    LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
+    LEFT JOIN LATERAL (
+      SELECT p.key::int AS priority, (p.value->>'head_segment')::bigint AS segment
+        FROM jsonb_each(q.priorities) AS p
+       WHERE r.front AND (p.value->>'count')::bigint > 0
+       ORDER BY p.key::int LIMIT 1) f ON true
+    LEFT JOIN LATERAL (
+      SELECT array_agg(s.position ORDER BY s.position) AS positions, array_agg(s.item ORDER BY s.position) AS items,
+             array_agg(s.deliveries ORDER BY s.position) AS deliveries
+        FROM segment_items s
+       WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true`;
 
 const placeholders = (n: number): string => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
 /** The turn statement with everything (migration 1764100000005). */
@@ -181,6 +219,32 @@ export class SegmentRepository {
     }
     const rows = await session.query<RawQueueRow>(LOAD_QUEUE, [queueId], 'pushpop_load_queue');
     return rows[0] ? toStoredQueue(rows[0]) : undefined;
+  }
+
+  /**
+   * Queue rows for activations, in one statement and one snapshot (see {@link LOAD_QUEUES}):
+   * ids with no row are absent from the answer.
+   */
+  async loadQueues(requests: readonly { queueId: string; front: boolean }[]): Promise<Map<string, LoadedQueue>> {
+    const rows = await this.uow.autocommit.query<RawQueueRow & RawFront & { queue_id: string }>(
+      LOAD_QUEUES,
+      [requests.map((r) => r.queueId), requests.map((r) => r.front)],
+      'pushpop_load_queues',
+    );
+    const out = new Map<string, LoadedQueue>();
+    for (const row of rows) {
+      const queue = toStoredQueue(row);
+      if (row.front_priority === null || row.front_positions === null) {
+        out.set(row.queue_id, { queue });
+        continue;
+      }
+      const entries = row.front_positions.map((position, i): StoredEntry => {
+        const deliveries = row.front_deliveries![i];
+        return deliveries > 0 ? { position, json: row.front_items![i], deliveries } : { position, json: row.front_items![i] };
+      });
+      out.set(row.queue_id, { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } });
+    }
+    return out;
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */

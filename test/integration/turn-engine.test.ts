@@ -53,6 +53,36 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(statements).toHaveBeenCalledTimes(5);
   });
 
+  it('a pop on a queue not in memory loads its row and its front segment in one statement, then writes', async () => {
+    const q = uniqueQueueId('cold-pop');
+    await queues.pushBatch(q, range(150).map((n) => ({ item: { n }, priority: n % 2 })));
+    svc.app.get(ActorRegistry).deactivate(q);
+    countStatements();
+    expect(await queues.pop(q, { depth: 2, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 0 }, { n: 2 }], count: 2 });
+    expect(statements.mock.calls.map((c) => c[2])).toEqual(['pushpop_load_queues', 'pushpop_write_turn_basic']);
+    // Deeper than the front segment: the rest is read as before, and order holds across priorities.
+    svc.app.get(ActorRegistry).deactivate(q);
+    const deep = await queues.pop(q, { depth: 140, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
+    expect(deep.items).toEqual([...range(73).map((k) => ({ n: 4 + 2 * k })), ...range(67).map((k) => ({ n: 1 + 2 * k }))]);
+    // A push does not ask for the front segment.
+    svc.app.get(ActorRegistry).deactivate(q);
+    const loads = vi.spyOn(segments, 'loadQueues');
+    await queues.push(q, { n: 150 }, 0);
+    expect(loads.mock.calls[0][0]).toEqual([{ queueId: q, front: false }]);
+  });
+
+  it('queues activated at the same time share their load statements', async () => {
+    const ids = range(200).map((n) => uniqueQueueId(`burst-${n}`));
+    await Promise.all(ids.map((q) => queues.push(q, { q }, 0)));
+    for (const q of ids) svc.app.get(ActorRegistry).deactivate(q);
+    const loads = vi.spyOn(segments, 'loadQueues');
+    const popped = await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })));
+    expect(popped).toEqual(ids.map((q) => ({ items: [{ q }], count: 1 })));
+    expect(loads.mock.calls.flatMap((c) => c[0]).map((r) => r.queueId).sort()).toEqual([...ids].sort());
+    // The first load goes out alone; the others gather while it is in flight.
+    expect(loads.mock.calls.length).toBeLessThan(20);
+  });
+
   it('delayed items and dedup ids: one more read only when something is due or a push carries a dedup id', async () => {
     const q = uniqueQueueId('producers-trips');
     // Due items are moved here by the queue's own turns only (the delay sweep would race them for it).

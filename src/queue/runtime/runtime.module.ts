@@ -3,6 +3,7 @@ import { OffloadModule } from '../../offload/offload.module.js';
 import { SegmentStorageModule } from '../../segment-storage/segment-storage.module.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
+import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { QueueWakeUps } from './queue-wake-ups.js';
 import { TurnRunner } from './turn-runner.js';
@@ -10,7 +11,7 @@ import { TurnRunner } from './turn-runner.js';
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [SegmentStorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps],
+  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
   exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, SegmentStorageModule, OffloadModule],
 })
 export class RuntimeModule {}

@@ -8,12 +8,13 @@ import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
-import type { StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
+import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
 import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
+import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 
 /**
@@ -33,6 +34,11 @@ export interface TurnOp<T> {
    * all the operations of a turn with one read, before the first of them runs.
    */
   readonly dedupIds?: readonly string[];
+  /**
+   * The operation takes items from the front of the queue (a pop): a turn that activates the
+   * queue loads its front segment with its row, so that the pop needs no read of its own.
+   */
+  readonly readsFront?: boolean;
 }
 
 /**
@@ -167,6 +173,7 @@ export class TurnRunner {
     private readonly events: QueueEvents,
     private readonly queueStats: QueueStats,
     private readonly notifications: ItemNotifications,
+    private readonly loads: QueueLoads,
   ) {}
 
   /** Adds a hook run at the start of every turn. */
@@ -275,8 +282,18 @@ export class TurnRunner {
     let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
     const activated = !core;
     if (!core) {
-      const stored = known !== undefined ? known : await this.segments.loadQueue(queueId, session, locked);
+      let stored: StoredQueue | null | undefined = known;
+      let front: LoadedQueue['front'];
+      if (locked) stored = await this.segments.loadQueue(queueId, session, true);
+      else if (known === undefined) {
+        // Batched with the other activations under way (see QueueLoads).
+        const loaded = await this.loads.load(queueId, batch.some((p) => p.op.readsFront));
+        stored = loaded?.queue;
+        front = loaded?.front;
+      }
       core = stored ? QueueCore.fromRecord(stored) : QueueCore.absent(this.config.queueDefaults);
+      // Read in the same snapshot as the row: as if the actor had been in memory with it.
+      if (front) core.provide({ priority: front.priority, segment: front.segment, from: 'state', purpose: 'use' }, { entries: front.entries });
     }
     const actor = core;
     const now = this.clock.now();
