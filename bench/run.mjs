@@ -1405,6 +1405,8 @@ async function longPollRun(target, roundNo, processes, name) {
     // at most 400 polls sent and not yet waiting (in their first turn), read from the service's
     // gauge: more would only queue for the service's database connections.
     const answeredAt = new Array(n).fill(null);
+    // whether a consumer's wait ran out (an empty answer) before it received its item
+    const repolledBefore = new Array(n).fill(false);
     const errors = [];
     let repolls = 0;
     let repollsInWindow = 0;
@@ -1447,6 +1449,7 @@ async function longPollRun(target, roundNo, processes, name) {
             if (res.status !== 200) errors.push(`${ids[i]}: ${res.status} ${res.error ?? JSON.stringify(res.body).slice(0, 200)}`);
             if (performance.now() > giveUpAt || interrupted || errors.length > 100) return;
             repolls += 1;
+            repolledBefore[i] = true;
             if (inWindow) repollsInWindow += 1;
             if (res.status !== 200) await sleep(100);
             res = await longPollRequest(target.url, ids[i], pollAgent);
@@ -1531,6 +1534,11 @@ async function longPollRun(target, roundNo, processes, name) {
     const received = answeredAt.filter((a) => a !== null).length;
     const latencies = answeredAt.map((a, i) => (a === null || pushedAt[i] === null ? null : a - pushedAt[i])).filter((x) => x !== null);
     const latency = summarize(latencies);
+    // Split: consumers whose first poll received the item, and those whose 20 s wait had run out
+    // first (the push phase outlasted it), who received it through a poll sent again.
+    const latencyOf = (repolled) => summarize(answeredAt.flatMap((a, i) => (a === null || pushedAt[i] === null || repolledBefore[i] !== repolled ? [] : [a - pushedAt[i]])));
+    const firstPoll = latencyOf(false);
+    const afterRepoll = latencyOf(true);
     const wakeAfter = await metricsOf(target.url);
     const wake = (cause) => (wakeAfter.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0) - (wakeBefore.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0);
     const row = {
@@ -1552,6 +1560,8 @@ async function longPollRun(target, roundNo, processes, name) {
       wake_ups: { local: wake('local'), notification: wake('notification'), recheck: wake('recheck') },
       notifications_received: (wakeAfter.get('pushpop_notifications_total{direction="received"}') ?? 0) - (wakeBefore.get('pushpop_notifications_total{direction="received"}') ?? 0),
       latency_ms: latency,
+      latency_first_poll_ms: firstPoll,
+      latency_after_repoll_ms: afterRepoll,
       // the median latency of each tenth of the queues, in push order: shows whether it grew as the pushes went on
       latency_p50_ms_by_tenth: Array.from({ length: 10 }, (_, k) => {
         const part = answeredAt.slice(Math.floor((k * n) / 10), Math.floor(((k + 1) * n) / 10)).map((a, j) => {
@@ -1577,6 +1587,7 @@ async function longPollRun(target, roundNo, processes, name) {
     row.target_missed = misses;
     progress(
       `    ${fmtNum(received)} of ${fmtNum(n)} received; poll answered − push answered p50 ${fmtMs(latency.p50)} ms, p99 ${fmtMs(latency.p99)} ms, max ${fmtMs(latency.max)} ms; ` +
+        `(first poll: ${fmtNum(firstPoll.count)}, p99 ${fmtMs(firstPoll.p99)} ms; after its wait ran out: ${fmtNum(afterRepoll.count)}, p99 ${fmtMs(afterRepoll.p99)} ms); ` +
         `pushes ${fmtNum(row.pushes_per_s)}/s; ${repolls} re-polls; wake-ups local ${row.wake_ups.local}, notification ${row.wake_ups.notification}, re-check ${row.wake_ups.recheck}; ` +
         `${row.memory_per_poll_kb ?? '-'} KB RSS per waiting poll` +
         (misses.length ? ` — target missed: ${misses.join('; ')}` : '') +

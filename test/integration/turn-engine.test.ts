@@ -67,8 +67,10 @@ describe(`turn engine (${databaseKind})`, () => {
     // A push does not ask for the front segment.
     svc.app.get(ActorRegistry).deactivate(q);
     const loads = vi.spyOn(segments, 'loadQueues');
+    statements.mockClear();
     await queues.push(q, { n: 150 }, 0);
     expect(loads.mock.calls[0][0]).toEqual([{ queueId: q, front: false }]);
+    expect(statements.mock.calls.map((c) => c[2]), 'one queue alone: the plain load').toEqual(['pushpop_load_queue', 'pushpop_write_turn_basic']);
   });
 
   it('queues activated at the same time share their load statements', async () => {
