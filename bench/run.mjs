@@ -1317,6 +1317,25 @@ async function secondProcess(target) {
   progress(`  ${target.name}: starting a second pushpop process on the same database ...`);
   const { proc } = await startServer({ label: `${target.name} (second process)`, args: [join(pushpopDir, 'dist/main.js')], env, cwd: pushpopDir, port, readyPath: '/health/ready' });
   target.second = { proc, dataDir };
+  // Like every measured window, the pushes through the new process start after a warm-up:
+  // BENCH_WARMUP_SECONDS of pushes to new queues through it, each popped through the first.
+  if (CONFIG.warmupSeconds > 0) {
+    progress(`  ${target.name}: warming the second process up for ${CONFIG.warmupSeconds} s (pushes through it, pops through the first; not measured) ...`);
+    const until = performance.now() + CONFIG.warmupSeconds * 1000;
+    const stamp = Date.now().toString(36);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONFIG.longPollInFlight }, async () => {
+        while (performance.now() < until) {
+          const id = `lp-warm-${stamp}-${next++}`;
+          for (const [url, path, body] of [[proc.url, 'push', '{"item":{"warm":true}}'], [target.url, 'pop', null]]) {
+            const { status } = await httpRequest(url, 'POST', `/queue/${encodeURIComponent(id)}/${path}`, body);
+            if (status !== 200) throw new Error(`warm-up ${path} on ${id}: ${status}`);
+          }
+        }
+      }),
+    );
+  }
   return target.second;
 }
 
