@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../../common/clock.js';
+import { GatheringBatcher } from '../../common/gathering-batcher.js';
 import { DatabaseProvider } from '../../database/database.provider.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
@@ -36,11 +37,8 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   private failing = false;
   /** Re-check statements sent. */
   rechecks = 0;
-  /** First looks asked for and not sent yet, per queue id, in arrival order. */
-  private looks = new Map<string, ((needsTurn: boolean) => void)[]>();
-  private looking = false;
-  /** First-look statements sent. */
-  lookStatements = 0;
+  /** First looks: one statement at a time, each with all those asked for meanwhile. */
+  private readonly looks: GatheringBatcher<string, undefined, boolean>;
 
   constructor(
     private readonly events: QueueEvents,
@@ -49,7 +47,17 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly db: DatabaseProvider,
     private readonly registry: ActorRegistry,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.looks = new GatheringBatcher(async (batch) => {
+      const found = new Set(await this.segments.queuesToPopFrom([...batch.keys()], this.clock.now()));
+      return (queueId) => found.has(queueId);
+    }, MAX_LOOK_BATCH);
+  }
+
+  /** First-look statements sent. */
+  get lookStatements(): number {
+    return this.looks.batches;
+  }
 
   onApplicationBootstrap(): void {
     // One item per notification: the poll that takes it wakes the next if it left more.
@@ -82,40 +90,8 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
    */
   needsTurn(queueId: string): Promise<boolean> {
     if ((this.registry.peek(queueId)?.count ?? 0) > 0 || !this.db.isReady) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const waiting = this.looks.get(queueId);
-      if (waiting) waiting.push(resolve);
-      else this.looks.set(queueId, [resolve]);
-      this.sendLooks();
-    });
-  }
-
-  /** Sends the looks asked for, one statement at a time, each with all those asked for meanwhile. */
-  private sendLooks(): void {
-    if (this.looking || this.looks.size === 0) return;
-    this.looking = true;
-    const batch = new Map<string, ((needsTurn: boolean) => void)[]>();
-    for (const [queueId, waiting] of this.looks) {
-      if (batch.size >= MAX_LOOK_BATCH) break;
-      batch.set(queueId, waiting);
-    }
-    for (const queueId of batch.keys()) this.looks.delete(queueId);
-    this.lookStatements += 1;
-    this.segments
-      .queuesToPopFrom([...batch.keys()], this.clock.now())
-      .then(
-        (ids) => {
-          const found = new Set(ids);
-          for (const [queueId, waiting] of batch) for (const resolve of waiting) resolve(found.has(queueId));
-        },
-        () => {
-          for (const waiting of batch.values()) for (const resolve of waiting) resolve(true);
-        },
-      )
-      .finally(() => {
-        this.looking = false;
-        this.sendLooks();
-      });
+    // A failed look answers true: the turn decides (and reports the error).
+    return this.looks.request(queueId, undefined).catch(() => true);
   }
 
   /** One re-check (skipped while one is under way, or when no poll waits). */
