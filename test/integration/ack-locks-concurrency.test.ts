@@ -298,7 +298,14 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
     expect(run.locked423.length, summary).toBeGreaterThan(20);
     for (const fate of ['ack', 'release', 'expire', 'extend+ack'] as Fate[]) expect(run.fates[fate], `${fate}: ${summary}`).toBeGreaterThan(0);
     if (instances().length === 2) {
-      for (const name of ['A', 'B']) expect(run.locks.filter((l) => l.via === name && l.outcome === 'acked').length, `locks acknowledged via ${name}: ${summary}`).toBeGreaterThan(0);
+      // Both services won locks. (Which fate each of a service's few locks drew is chance: over
+      // 16 local runs one service took 3-22 of 19-36 locks, so "one acknowledged via each" could
+      // fail with nothing wrong; the fates are checked over the run above.)
+      const via = (name: string): string => {
+        const mine = run.locks.filter((l) => l.via === name);
+        return `${name}: ${mine.length} locks, ${mine.filter((l) => l.outcome === 'acked').length} acknowledged`;
+      };
+      for (const name of ['A', 'B']) expect(run.locks.filter((l) => l.via === name).length, `locks taken via ${name} (${via('A')}; ${via('B')}): ${summary}`).toBeGreaterThan(0);
     }
 
     // Nothing left, no lock left, on either service.
