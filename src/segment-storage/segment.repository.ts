@@ -60,27 +60,27 @@ interface RawLockRow {
   expires_at: Date;
 }
 
-const LOAD_QUEUE = `
-  SELECT q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
+/** The columns of a queue row and its exclusive lock (`queues q LEFT JOIN queue_locks l`), as {@link RawQueueRow}. */
+const QUEUE_COLUMNS = `
+         q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
          q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
          l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries,
-         l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
+         l.created_at AS lock_created_at, l.expires_at AS lock_expires_at`;
+
+const LOAD_QUEUE = `
+  SELECT ${QUEUE_COLUMNS}
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
 /**
- * Several queue rows at once (the {@link LOAD_QUEUE} columns), in one snapshot. For the ids
+ * Several queue rows at once (the {@link QUEUE_COLUMNS}), in one snapshot. For the ids
  * marked `front`, also the rows of the head segment of the lowest priority whose segments hold
  * items (as arrays): what a pop on the freshly loaded queue takes first, so that it needs no
  * statement of its own. Ids with no row give no row.
  */
 const LOAD_QUEUES = `
-  SELECT r.queue_id, q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
-         q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
-         l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
-         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries,
-         l.created_at AS lock_created_at, l.expires_at AS lock_expires_at,
+  SELECT r.queue_id, ${QUEUE_COLUMNS},
          f.priority AS front_priority, f.segment AS front_segment,
          h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries
     FROM unnest($1::varchar[], $2::bool[]) AS r(queue_id, front)
@@ -158,6 +158,11 @@ const LOAD_DUE = `
   UNION ALL
   (SELECT due_at, seq, NULL, NULL FROM delayed_items
     WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
+
+/** A segment row as the core takes it (no `deliveries` for an item never delivered). */
+function toEntry(position: number, json: string, deliveries: number): StoredEntry {
+  return deliveries > 0 ? { position, json, deliveries } : { position, json };
+}
 
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
@@ -243,10 +248,7 @@ export class SegmentRepository {
         out.set(row.queue_id, { queue });
         continue;
       }
-      const entries = row.front_positions.map((position, i): StoredEntry => {
-        const deliveries = row.front_deliveries![i];
-        return deliveries > 0 ? { position, json: row.front_items![i], deliveries } : { position, json: row.front_items![i] };
-      });
+      const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i]));
       out.set(row.queue_id, { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } });
     }
     return out;
@@ -267,7 +269,7 @@ export class SegmentRepository {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);
       if (!list) out.set(key, (list = []));
-      list.push(row.deliveries > 0 ? { position: row.position, json: row.item, deliveries: row.deliveries } : { position: row.position, json: row.item });
+      list.push(toEntry(row.position, row.item, row.deliveries));
     }
     return out;
   }
