@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedLayout } from '../../src/database/embedded-postgres.js';
-import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { range, seededRandom, sleep, testSeed } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, testDatabase, uniqueQueueId, type EnvOverrides } from '../support/service.js';
+import { databaseKind, makeDataDir, removeDataDir, uniqueQueueId, type EnvOverrides } from '../support/service.js';
 
 /**
  * Shared lock mode under real concurrency: two service processes on one database, many
@@ -59,11 +57,7 @@ describe(`competing consumers on shared locks, two processes on one database (${
     build = await buildService();
     // Process 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 uses it too.
     processes[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOCK_SWEEP_INTERVAL_MS: '200' } });
-    shared = process.env.TEST_DATABASE_URL
-      ? testDatabase(dataDirs[0])
-      : {
-          DATABASE_URL: `postgresql://pushpop:${readFileSync(embeddedLayout(dataDirs[0]).passwordFile, 'utf8').trim()}@localhost:5432/postgres?host=${encodeURIComponent(embeddedLayout(dataDirs[0]).runDir)}`,
-        };
+    shared = sharedChildDatabase(dataDirs[0]);
     processes[1] = await startChildService({ build, dataDir: dataDirs[1], env: { ...shared, LOCK_SWEEP_INTERVAL_MS: '200' } });
   }, 240_000);
 

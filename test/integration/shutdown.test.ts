@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedLayout } from '../../src/database/embedded-postgres.js';
-import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, testDatabase, type EnvOverrides } from '../support/service.js';
+import { databaseKind, makeDataDir, removeDataDir, type EnvOverrides } from '../support/service.js';
 
 /**
  * Graceful shutdown, and a rolling restart of one of three replicas under load: SIGTERM answers
@@ -26,11 +24,7 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     build = await buildService();
     // Replica 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 and 2 use it too.
     replicas[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOG_LEVEL: 'log' } });
-    shared = process.env.TEST_DATABASE_URL
-      ? testDatabase(dataDirs[0])
-      : {
-          DATABASE_URL: `postgresql://pushpop:${readFileSync(embeddedLayout(dataDirs[0]).passwordFile, 'utf8').trim()}@localhost:5432/postgres?host=${encodeURIComponent(embeddedLayout(dataDirs[0]).runDir)}`,
-        };
+    shared = sharedChildDatabase(dataDirs[0]);
     for (const i of [1, 2]) replicas[i] = await startChildService({ build, dataDir: dataDirs[i], env: { ...shared, LOG_LEVEL: 'log' } });
   }, 240_000);
 

@@ -1,10 +1,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
+import { embeddedLayout } from '../../src/database/embedded-postgres.js';
 import { testDatabase, type EnvOverrides } from './service.js';
 
 /** The repository root (where package.json is). */
@@ -105,6 +106,18 @@ export interface ChildService {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The settings that make another child service use the database of the one started on
+ * `dataDir`: its embedded server (over its socket, with its password), or its schema on
+ * TEST_DATABASE_URL.
+ */
+export function sharedChildDatabase(dataDir: string): EnvOverrides {
+  if (process.env.TEST_DATABASE_URL) return testDatabase(dataDir);
+  const layout = embeddedLayout(dataDir);
+  const password = readFileSync(layout.passwordFile, 'utf8').trim();
+  return { DATABASE_URL: `postgresql://pushpop:${password}@localhost:5432/postgres?host=${encodeURIComponent(layout.runDir)}` };
+}
 
 /**
  * Spawns `node <build.mainJs>` (see {@link buildService}) on a free loopback port, on the embedded PostgreSQL
