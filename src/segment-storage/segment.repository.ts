@@ -73,29 +73,45 @@ const LOAD_QUEUE = `
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
    WHERE q.queue_id = $1`;
 
-/**
- * Several queue rows at once (the {@link QUEUE_COLUMNS}), in one snapshot. For the ids
- * marked `front`, also the rows of the head segment of the lowest priority whose segments hold
- * items (as arrays): what a pop on the freshly loaded queue takes first, so that it needs no
- * statement of its own. Ids with no row give no row.
- */
-const LOAD_QUEUES = `
-  SELECT r.queue_id, ${QUEUE_COLUMNS},
+/** The front segment's columns ({@link RawFront}), from {@link frontJoins}. */
+const FRONT_COLUMNS = `
          f.priority AS front_priority, f.segment AS front_segment,
-         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries
-    FROM unnest($1::varchar[], $2::bool[]) AS r(queue_id, front)
-    JOIN queues q ON q.queue_id = r.queue_id
-    LEFT JOIN queue_locks l ON l.queue_id = q.queue_id
+         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries`;
+
+/**
+ * When `condition` holds for the queue row `q`: the rows of the head segment of its lowest
+ * priority whose segments hold items (as arrays), which is what a pop takes first. Otherwise
+ * the {@link FRONT_COLUMNS} are null, and PostgreSQL reads nothing more (the condition refers
+ * only to the outer row, so it is checked once before the reads).
+ */
+const frontJoins = (condition: string): string => `
     LEFT JOIN LATERAL (
       SELECT p.key::int AS priority, (p.value->>'head_segment')::bigint AS segment
         FROM jsonb_each(q.priorities) AS p
-       WHERE r.front AND (p.value->>'count')::bigint > 0
+       WHERE ${condition} AND (p.value->>'count')::bigint > 0
        ORDER BY p.key::int LIMIT 1) f ON true
     LEFT JOIN LATERAL (
       SELECT array_agg(s.position ORDER BY s.position) AS positions, array_agg(s.item ORDER BY s.position) AS items,
              array_agg(s.deliveries ORDER BY s.position) AS deliveries
         FROM segment_items s
        WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true`;
+
+/**
+ * Several queue rows at once (the {@link QUEUE_COLUMNS}), in one snapshot, with the front
+ * segment of the ids marked `front`: what a pop on the freshly loaded queue takes first, so that
+ * it needs no statement of its own. Ids with no row give no row.
+ */
+const LOAD_QUEUES = `
+  SELECT r.queue_id, ${QUEUE_COLUMNS}, ${FRONT_COLUMNS}
+    FROM unnest($1::varchar[], $2::bool[]) AS r(queue_id, front)
+    JOIN queues q ON q.queue_id = r.queue_id
+    LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('r.front')}`;
+
+/** One queue row, with its front segment only if its version is no longer `$2` (see {@link SegmentRepository.recheckQueue}). */
+const RECHECK_QUEUE = `
+  SELECT ${QUEUE_COLUMNS}, ${FRONT_COLUMNS}
+    FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('q.version IS DISTINCT FROM $2::bigint')}
+   WHERE q.queue_id = $1`;
 
 const placeholders = (n: number): string => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
 /** The turn statement with everything (migration 1764100000005). */
@@ -190,6 +206,14 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
   };
 }
 
+/** A queue row with its {@link FRONT_COLUMNS} (null: the front was not read, or the queue's segments hold no items). */
+function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
+  const queue = toStoredQueue(row);
+  if (row.front_priority === null || row.front_positions === null) return { queue };
+  const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i]));
+  return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } };
+}
+
 /**
  * The SQL of queues, their segments and their locks. A turn's statements run on the session its
  * runner gives: the pool (each statement its own transaction), or the transaction that holds
@@ -241,17 +265,18 @@ export class SegmentRepository {
       [requests.map((r) => r.queueId), requests.map((r) => r.front)],
       'pushpop_load_queues',
     );
-    const out = new Map<string, LoadedQueue>();
-    for (const row of rows) {
-      const queue = toStoredQueue(row);
-      if (row.front_priority === null || row.front_positions === null) {
-        out.set(row.queue_id, { queue });
-        continue;
-      }
-      const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i]));
-      out.set(row.queue_id, { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } });
-    }
-    return out;
+    return new Map(rows.map((row) => [row.queue_id, toLoadedQueue(row)]));
+  }
+
+  /**
+   * The queue's row as committed now (undefined: none), read to check that a turn which wrote
+   * nothing computed its answers from the current row. Only when its version is no longer
+   * `version` does the statement read the queue's front segment too: the turn runs again on the
+   * row it got, and a pop then takes the front with no read of its own.
+   */
+  async recheckQueue(queueId: string, version: number | null): Promise<LoadedQueue | undefined> {
+    const rows = await this.uow.autocommit.query<RawQueueRow & RawFront>(RECHECK_QUEUE, [queueId, version], 'pushpop_recheck_queue');
+    return rows[0] ? toLoadedQueue(rows[0]) : undefined;
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */

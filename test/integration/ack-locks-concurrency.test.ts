@@ -30,6 +30,8 @@ const PRIORITIES = 3;
 const TTL = 1;
 /** Locks left to expire per run: each one blocks the queue for TTL, so they are rationed. */
 const MAX_EXPIRIES = 4;
+/** How long the first lock is held: the other consumers' first pops meet it. */
+const FIRST_LOCK_HOLD_MS = 200;
 
 type Item = { n: number; p: number };
 
@@ -62,7 +64,8 @@ interface RunResult {
   problems: string[];
   locks: LockRecord[];
   acked: Map<number, number>;
-  locked423: number[];
+  /** Each 423: the service that answered it and the lock expiry it named (s). */
+  locked423: { via: string; expiresAt: number }[];
   empties: { recv: number }[];
   fates: Record<Fate, number>;
   elapsedMs: number;
@@ -72,7 +75,7 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
   const problems: string[] = [];
   const locks: LockRecord[] = [];
   const acked = new Map<number, number>();
-  const locked423: number[] = [];
+  const locked423: RunResult['locked423'] = [];
   const empties: { recv: number }[] = [];
   const fates: Record<Fate, number> = { ack: 0, release: 0, 'extend+ack': 0, expire: 0 };
   let ackedItems = 0;
@@ -98,18 +101,25 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
 
   /** What each consumer is doing (for the failure message of a request that never answers). */
   const doing = new Map<number, string>();
+  // The first lock is taken through the last service (not the one that pushed the items) and
+  // held a while, so that the others start racing against a lock another process holds.
+  const leader = instances.length - 1;
+  let leaderAnswered!: () => void;
+  const leaderStarted = new Promise<void>((resolve) => (leaderAnswered = resolve));
   const consumer = async (c: number): Promise<void> => {
     const { name, http } = instances[c % instances.length];
     const step = (what: string): void => void doing.set(c, `${what} via ${name} (sent at ${Date.now() - started} ms)`);
+    if (c !== leader) await leaderStarted;
     while (ackedItems < TOTAL && !stalled()) {
       const depth = rnd.int(1, 6);
       step('pop?require_ack');
       const res = await popAck(http, queueId, { depth, ttl: TTL });
       const popRecv = Date.now();
+      if (c === leader) leaderAnswered();
       if (res.status === 423) {
         lastProgress = Date.now();
         if (res.body?.error_code !== 'QUEUE_LOCKED' || typeof res.body.lock_expires_at !== 'number') problems.push(`consumer ${c} via ${name}: bad 423 ${JSON.stringify(res.body)}`);
-        else locked423.push(res.body.lock_expires_at as number);
+        else locked423.push({ via: name, expiresAt: res.body.lock_expires_at as number });
         await sleep(rnd.int(5, 30));
         continue;
       }
@@ -135,7 +145,7 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
       locks.push(rec);
       fates[fate] += 1;
       // Hold it a little, so that others race against it.
-      await sleep(rnd.int(0, 20));
+      await sleep(locks.length === 1 ? FIRST_LOCK_HOLD_MS : rnd.int(0, 20));
 
       const end = async (kind: 'acknowledge' | 'release'): Promise<void> => {
         const sent = Date.now();
@@ -254,8 +264,8 @@ function checkRun(run: RunResult, pushed: Item[]): string[] {
   // Every 423 names a real lock; an empty answer only after the last acknowledgement was sent.
   // (An extended lock's 423 carries its new expiry.)
   const expiries = new Set(run.locks.flatMap((l) => [l.expiresAtMs, l.extendedToMs ?? l.expiresAtMs].map(Math.round)));
-  const unknown = run.locked423.filter((e) => !expiries.has(Math.round(e * 1000)));
-  if (unknown.length > 0) problems.push(`423 answers naming no known lock: ${unknown.slice(0, 5).join(', ')}`);
+  const unknown = run.locked423.filter((e) => !expiries.has(Math.round(e.expiresAt * 1000)));
+  if (unknown.length > 0) problems.push(`423 answers naming no known lock: ${unknown.slice(0, 5).map((e) => `${e.expiresAt} via ${e.via}`).join(', ')}`);
   const lastAckSent = Math.max(...run.locks.filter((l) => l.outcome === 'acked').map((l) => l.endedSent!));
   const early = run.empties.filter((e) => e.recv < lastAckSent);
   if (early.length > 0) problems.push(`${early.length} pop(s) answered "empty, no lock" before the last acknowledgement was sent, while items were still unacknowledged`);
@@ -290,7 +300,8 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
 
     const run = await runConsumers(q, instances(), 8);
     const problems = checkRun(run, pushed);
-    const summary = `${label} ${where}: ${run.locks.length} locks ${JSON.stringify(run.fates)}, ${run.locked423.length} x 423, ${run.empties.length} empty answers, ${run.elapsedMs} ms`;
+    const shares = instances().length === 2 ? ` (${['A', 'B'].map((name) => `${name} ${run.locks.filter((l) => l.via === name).length}`).join(', ')})` : '';
+    const summary = `${label} ${where}: ${run.locks.length} locks${shares} ${JSON.stringify(run.fates)}, ${run.locked423.length} x 423, ${run.empties.length} empty answers, ${run.elapsedMs} ms`;
     console.log(summary);
     expect(problems, summary).toEqual([]);
 
@@ -298,14 +309,14 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
     expect(run.locked423.length, summary).toBeGreaterThan(20);
     for (const fate of ['ack', 'release', 'expire', 'extend+ack'] as Fate[]) expect(run.fates[fate], `${fate}: ${summary}`).toBeGreaterThan(0);
     if (instances().length === 2) {
-      // Both services won locks. (Which fate each of a service's few locks drew is chance: over
-      // 16 local runs one service took 3-22 of 19-36 locks, so "one acknowledged via each" could
-      // fail with nothing wrong; the fates are checked over the run above.)
-      const via = (name: string): string => {
-        const mine = run.locks.filter((l) => l.via === name);
-        return `${name}: ${mine.length} locks, ${mine.filter((l) => l.outcome === 'acked').length} acknowledged`;
-      };
-      for (const name of ['A', 'B']) expect(run.locks.filter((l) => l.via === name).length, `locks taken via ${name} (${via('A')}; ${via('B')}): ${summary}`).toBeGreaterThan(0);
+      // The race crossed processes: the first lock was taken through B, and A answered 423
+      // naming it. How the later locks split between the services is not checked: the process
+      // that saw the last change answers its consumers' pops with fewer statements, so on a
+      // loaded machine one service may take nearly all of them (one CI run: B 0 of 28).
+      const first = [...run.locks].sort((a, b) => a.expiresAtMs - b.expiresAtMs)[0];
+      expect(first?.via, summary).toBe('B');
+      const firstExpiry = Math.round(first.expiresAtMs);
+      expect(run.locked423.filter((e) => e.via === 'A' && Math.round(e.expiresAt * 1000) === firstExpiry).length, `423 via A naming the first lock: ${summary}`).toBeGreaterThan(0);
     }
 
     // Nothing left, no lock left, on either service.

@@ -7,7 +7,7 @@ import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { range } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * The turn engine: one statement per turn in the common case, and operations waiting on one
@@ -83,6 +83,33 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(loads.mock.calls.flatMap((c) => c[0]).map((r) => r.queueId).sort()).toEqual([...ids].sort());
     // The first load goes out alone; the others gather while it is in flight.
     expect(loads.mock.calls.length).toBeLessThan(20);
+  });
+
+  it('a pop refused by a lock another process has since acknowledged: the row is read again with its front, then written', async () => {
+    const other = await startService({ env: { SEGMENT_SIZE: '100', ...sharedDatabase(svc) } });
+    try {
+      const q = uniqueQueueId('stale');
+      const otherQueues = other.app.get(QueueService);
+      await queues.pushBatch(q, range(10).map((n) => ({ item: { n } })));
+      const held = await otherQueues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
+      await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
+      await otherQueues.acknowledge(q, held.lock_id!);
+      // Here the actor still holds the other process's lock.
+      countStatements();
+      const rechecks = vi.spyOn(segments, 'recheckQueue');
+      const turnStatements = (): unknown[] => statements.mock.calls.map((c) => c[2]).filter((name) => name !== 'pushpop_lock_probe' && name !== undefined);
+      const mine = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
+      expect(mine.items).toEqual([{ n: 2 }, { n: 3 }]);
+      expect(turnStatements(), 'the check of the row finds it changed and brings the front; the turn runs again and writes').toEqual(['pushpop_recheck_queue', 'pushpop_write_turn']);
+      expect((await rechecks.mock.results[0].value)?.front?.entries).toHaveLength(8);
+      // Refused by its own lock, nothing changed: the check reads the row alone.
+      await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
+      expect(turnStatements().slice(2)).toEqual(['pushpop_recheck_queue']);
+      expect(await rechecks.mock.results[1].value).toEqual({ queue: expect.objectContaining({ version: expect.any(Number) }) });
+    } finally {
+      await other.close();
+      removeDataDir(other.dataDir);
+    }
   });
 
   it('delayed items and dedup ids: one more read only when something is due or a push carries a dedup id', async () => {

@@ -8,7 +8,7 @@ import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
-import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
+import type { LoadedQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
 import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
@@ -83,7 +83,7 @@ interface Prepared {
 
 /** The queue row changed under an optimistic turn: run it again on the current row (carried when known; null: no row). */
 class VersionConflict extends Error {
-  constructor(readonly current?: StoredQueue | null) {
+  constructor(readonly current?: LoadedQueue | null) {
     super('the queue changed');
   }
 }
@@ -219,7 +219,7 @@ export class TurnRunner {
   private async turn(queueId: string, batch: Pending[]): Promise<void> {
     let started = performance.now();
     const prefetched = new Map<string, SegmentFetch>();
-    let current: StoredQueue | null | undefined;
+    let current: LoadedQueue | null | undefined;
     let backlogTurns = 0;
     for (let attempt = 0; ; attempt++) {
       const locked = attempt >= OPTIMISTIC_ATTEMPTS;
@@ -274,25 +274,26 @@ export class TurnRunner {
     batch: Pending[],
     transaction: DbSession | undefined,
     prefetched: Map<string, SegmentFetch>,
-    known: StoredQueue | null | undefined,
+    known: LoadedQueue | null | undefined,
     runOpsInBacklog: boolean,
   ): Promise<Prepared> {
     const locked = transaction !== undefined;
     const session = transaction ?? this.uow.autocommit;
     let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
     const activated = !core;
+    const readsFront = batch.some((p) => p.op.readsFront);
     if (!core) {
-      let stored: StoredQueue | null | undefined = known;
-      let front: LoadedQueue['front'];
-      if (locked) stored = await this.segments.loadQueue(queueId, session, true);
-      else if (known === undefined) {
+      let loaded: LoadedQueue | null | undefined = known;
+      if (locked) {
+        const queue = await this.segments.loadQueue(queueId, session, true);
+        loaded = queue && { queue };
+      } else if (known === undefined) {
         // Batched with the other activations under way (see QueueLoads).
-        const loaded = await this.loads.load(queueId, batch.some((p) => p.op.readsFront));
-        stored = loaded?.queue;
-        front = loaded?.front;
+        loaded = await this.loads.load(queueId, readsFront);
       }
-      core = stored ? QueueCore.fromRecord(stored) : QueueCore.absent(this.config.queueDefaults);
+      core = loaded ? QueueCore.fromRecord(loaded.queue) : QueueCore.absent(this.config.queueDefaults);
       // Read in the same snapshot as the row: as if the actor had been in memory with it.
+      const front = loaded?.front;
       if (front) core.provide({ priority: front.priority, segment: front.segment, from: 'state', purpose: 'use' }, { entries: front.entries });
     }
     const actor = core;
@@ -366,8 +367,10 @@ export class TurnRunner {
       if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
     } else if (!locked && (!activated || fetched)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
-      const stored = (await this.segments.loadQueue(queueId, session)) ?? null;
-      if ((stored?.version ?? null) !== actor.version) throw new VersionConflict(stored);
+      // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
+      // there), the turn runs again on the row read here, with the front segment for a pop.
+      const current = readsFront ? await this.segments.recheckQueue(queueId, actor.version) : await this.segments.loadQueue(queueId).then((queue) => queue && { queue });
+      if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
     return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
   }
