@@ -295,11 +295,14 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expectError(await putSettings(svc.http, q, { lock_mode: 'shared' }), 409, 'QUEUE_LOCKED');
       clock.advance(5_001);
       expect(await shared(q)).toMatchObject({ lock_mode: 'shared' });
-      // The old exclusive lock is not a shared lock: in shared mode its id is unknown.
-      expectLockError(await acknowledge(svc.http, q, lock.lockId), 'LOCK_NOT_FOUND');
+      // The old exclusive lock expired: its id answers 410 in shared mode too, before and after new locks.
+      expectLockError(await acknowledge(svc.http, q, lock.lockId), 'LOCK_EXPIRED');
       const back = await popAck(svc.http, q, { depth: 5 });
       expect(ids(back.body.items)).toEqual(['a0', 'a1']);
       expect(back.body.delivery_counts).toEqual([2, 2]);
+      for (const call of [acknowledge, release]) expectLockError(await call(svc.http, q, lock.lockId), 'LOCK_EXPIRED');
+      expectLockError(await extendLock(svc.http, q, lock.lockId, 10), 'LOCK_EXPIRED');
+      expectLockError(await acknowledge(svc.http, q, 'AAAAAAAAAAA'), 'LOCK_NOT_FOUND');
     });
 
     it('a new segment_size takes effect: seed 003 state keys hold segments of that size', async () => {

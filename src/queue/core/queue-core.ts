@@ -575,10 +575,13 @@ export class QueueCore {
   /**
    * The contract's checks for acknowledge, extend-lock and release, in order. Shared mode has
    * no INVALID_LOCK_ID: a lock is found by its id. A shared lock found expired by time but not
-   * yet given back (more were due than a turn takes) is given back now, and answers 410.
+   * yet given back (more were due than a turn takes) is given back now, and answers 410. So
+   * does the queue's last exclusive lock, expired before the queue switched to shared mode: the
+   * queue still remembers it, and its id answers as an expired lock's.
    */
   checkLock(lockId: string, now = -Infinity): LockState | LockProblem {
     if (this.lockMode === 'shared') {
+      if (this.lock?.state === 'expired' && this.lock.lockId === lockId) return 'LOCK_EXPIRED';
       const lock = this.sharedLock(lockId);
       if (!lock) return 'LOCK_NOT_FOUND';
       if (lock.state === 'expired') return 'LOCK_EXPIRED';

@@ -275,6 +275,20 @@ describe('QueueCore in shared lock mode', () => {
     expect(names(heldOf(turn(db, fresh, 100, () => fresh.pop(5))))).toEqual(['0.1', '0.2']);
   });
 
+  it('the last exclusive lock, expired before the switch to shared mode, answers 410 by its id; other unknown ids 404', () => {
+    const db = new FakeDb();
+    const core = QueueCore.absent(SETTINGS);
+    turn(db, core, 0, () => core.push([item(0, 0), item(0, 1)]));
+    turn(db, core, 0, () => core.pop(1, { lockId: 'X', now: 0, ttlMs: 100 }));
+    expect(turn(db, core, 100, () => core.updateSettings({ lockMode: 'shared' }))).toMatchObject({ lockMode: 'shared' });
+    const fresh = db.load();
+    expect(turn(db, fresh, 100, () => fresh.acknowledge('X', 100))).toBe('LOCK_EXPIRED');
+    popAck(db, fresh, 100, 1, 'S', 1000);
+    for (const call of [() => fresh.release('X', 100), () => fresh.extendLock('X', 100, 10)]) expect(turn(db, fresh, 100, call), 'after a shared lock too').toBe('LOCK_EXPIRED');
+    expect(turn(db, fresh, 100, () => fresh.acknowledge('Y', 100))).toBe('LOCK_NOT_FOUND');
+    expect(turn(db, fresh, 100, () => fresh.acknowledge('S', 100))).toBe(1);
+  });
+
   it('the expiry hook reads nothing until the earliest expiry; extending keeps a lower bound that one read refreshes', () => {
     const { db, core } = sharedQueue();
     turn(db, core, 0, () => core.push([item(0, 0), item(0, 1)]));
