@@ -21,7 +21,8 @@
  *   lazily, at the start of the next operation on the queue (as the service does at the start
  *   of every turn; since every operation applies it first, when it is applied is not
  *   observable). The expired lock stays as a marker (its id answers 410) until a new lock
- *   replaces it; after acknowledge or release (or deletion of the queue) there is no lock (404);
+ *   replaces it; after acknowledge or release (or deletion of the queue) there is no lock (404).
+ *   In shared mode an exclusive lock that expired before the switch still answers 410;
  * - `count` (inspection, listing) leaves locked items out; a delete counts them.
  *
  * Delayed items and deduplication (CONTRACT.md, Additions):
@@ -442,6 +443,8 @@ export class QueueModel {
   /** {@link checkLock} for a symbolic id. */
   checkLockId(id: string): ModelLock | LockErrorCode {
     if (this.shared) {
+      // The last exclusive lock, expired before the switch to shared mode, is remembered too.
+      if (this.lock?.state === 'expired' && this.lock.id === id) return 'LOCK_EXPIRED';
       const lock = this.sharedLocks.get(id);
       if (!lock) return 'LOCK_NOT_FOUND';
       return lock.state === 'expired' ? 'LOCK_EXPIRED' : lock;
