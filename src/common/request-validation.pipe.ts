@@ -4,6 +4,11 @@ import { UnsupportedBody } from './request-body.parser.js';
 
 /** Nesting allowed in a request body outside its items (items have their own, larger limit). */
 const MAX_BODY_DEPTH = 16;
+/** Query strings remembered valid per DTO class; past it the oldest is forgotten. */
+const MAX_REMEMBERED_QUERIES = 1000;
+
+type Primitive = string | number | boolean | null | undefined;
+const isPrimitive = (value: unknown): value is Primitive => value === null || (typeof value !== 'object' && typeof value !== 'function');
 
 /** Whether `value` nests objects/arrays deeper than `limit` levels; iterative, so any depth is safe. */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
@@ -56,6 +61,15 @@ function itemHolders(body: unknown): Holder[] {
  * checks (object, depth, size) are the service's.
  */
 export class RequestValidationPipe extends ValidationPipe {
+  /**
+   * Query DTOs already validated, per class, by the query's JSON. Consumers send the same few
+   * query strings over and over (`?wait_seconds=20`, `?depth=10&require_ack=true`), and
+   * class-transformer and class-validator cost a pop about a tenth of its CPU (profile of the
+   * long-poll benchmark); a query seen before gets a copy of its DTO instead. Only queries that
+   * passed, and whose DTO holds nothing but primitive values (so a shallow copy is a full one).
+   */
+  private readonly validQueries = new Map<unknown, Map<string, object>>();
+
   constructor() {
     super({
       whitelist: true,
@@ -67,6 +81,7 @@ export class RequestValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'query' && metadata.metatype) return this.transformQuery(value, metadata);
     if (metadata.type !== 'body') return super.transform(value, metadata);
     if (value instanceof UnsupportedBody) throw value.toError();
     if (value === null) throw new ValidationFailedError('request body must be a JSON object, not null');
@@ -86,4 +101,24 @@ export class RequestValidationPipe extends ValidationPipe {
       holders.forEach((holder, i) => (holder.item = items[i]));
     }
   }
+
+  private async transformQuery(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // A query string parses to strings (and arrays of them for repeated keys): its JSON is exact.
+    const key = value !== null && typeof value === 'object' ? JSON.stringify(value) : undefined;
+    let remembered = this.validQueries.get(metadata.metatype);
+    const known = key === undefined ? undefined : remembered?.get(key);
+    if (known) return copyOf(known);
+    const result: unknown = await super.transform(value, metadata);
+    if (key !== undefined && result !== null && typeof result === 'object' && Object.values(result).every(isPrimitive)) {
+      if (!remembered) this.validQueries.set(metadata.metatype, (remembered = new Map()));
+      if (remembered.size >= MAX_REMEMBERED_QUERIES) remembered.delete(remembered.keys().next().value!);
+      remembered.set(key, copyOf(result));
+    }
+    return result;
+  }
+}
+
+/** A shallow copy with the same prototype (the DTO's class). */
+function copyOf<T extends object>(dto: T): T {
+  return Object.assign(Object.create(Object.getPrototypeOf(dto) as object | null) as T, dto);
 }

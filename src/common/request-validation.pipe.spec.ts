@@ -1,0 +1,59 @@
+import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ListQueuesQueryDto } from '../queue/dto/list-queues-query.dto.js';
+import { PopQueryDto } from '../queue/dto/pop-query.dto.js';
+import { ValidationFailedError } from './errors.js';
+import { RequestValidationPipe } from './request-validation.pipe.js';
+
+const popQuery: ArgumentMetadata = { type: 'query', metatype: PopQueryDto };
+const listQuery: ArgumentMetadata = { type: 'query', metatype: ListQueuesQueryDto };
+/** A query object as Fastify parses it: no prototype, strings. */
+const query = (fields: Record<string, string>): Record<string, string> => Object.assign(Object.create(null) as Record<string, string>, fields);
+
+describe('RequestValidationPipe on query strings', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('a query seen before gets an equal, separate DTO without being validated again', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const first = (await pipe.transform(query({ wait_seconds: '20', require_ack: 'true' }), popQuery)) as PopQueryDto;
+    expect(first).toBeInstanceOf(PopQueryDto);
+    expect(first).toMatchObject({ depth: 1, wait_seconds: 20, require_ack: true, ttl_seconds: 30 });
+    first.depth = 99;
+    const second = (await pipe.transform(query({ wait_seconds: '20', require_ack: 'true' }), popQuery)) as PopQueryDto;
+    expect(validations).toHaveBeenCalledTimes(1);
+    expect(second).toBeInstanceOf(PopQueryDto);
+    expect(second, 'a change to an earlier answer does not leak').toMatchObject({ depth: 1, wait_seconds: 20, require_ack: true });
+    expect(second).not.toBe(first);
+    second.ttl_seconds = 5;
+    expect(await pipe.transform(query({ wait_seconds: '20', require_ack: 'true' }), popQuery)).toMatchObject({ depth: 1, ttl_seconds: 30 });
+  });
+
+  it('a refused query is refused every time; other values and other DTO classes are validated on their own', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    for (let i = 0; i < 3; i++) await expect(pipe.transform(query({ depth: '0' }), popQuery)).rejects.toBeInstanceOf(ValidationFailedError);
+    await expect(pipe.transform(query({ depth: '1', nope: 'x' }), popQuery), 'unknown fields').rejects.toBeInstanceOf(ValidationFailedError);
+    expect(await pipe.transform(query({ depth: '2' }), popQuery)).toMatchObject({ depth: 2 });
+    expect(await pipe.transform(query({ depth: '3' }), popQuery)).toMatchObject({ depth: 3 });
+    const listed = await pipe.transform(query({ limit: '2' }), listQuery);
+    expect(listed).toBeInstanceOf(ListQueuesQueryDto);
+    await expect(pipe.transform(query({ depth: '0' }), popQuery)).rejects.toBeInstanceOf(ValidationFailedError);
+    expect(validations).toHaveBeenCalledTimes(8);
+  });
+
+  it('remembers at most 1,000 queries per DTO class, forgetting the oldest first', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const ttl = (n: number): Record<string, string> => query({ ttl_seconds: String(n) });
+    for (let n = 1; n <= 300; n++) await pipe.transform(ttl(n), popQuery);
+    for (let n = 1; n <= 100; n++) await pipe.transform(query({ depth: String(n) }), popQuery);
+    for (let n = 0; n <= 20; n++) await pipe.transform(query({ wait_seconds: String(n) }), popQuery);
+    for (let n = 0; n < 600; n++) await pipe.transform(query({ depth: '1', ttl_seconds: String(1 + (n % 300)), require_ack: n < 300 ? 'true' : 'false' }), popQuery);
+    expect(validations).toHaveBeenCalledTimes(1021);
+    await pipe.transform(ttl(300), popQuery);
+    expect(validations, 'a recent one is still known').toHaveBeenCalledTimes(1021);
+    await pipe.transform(ttl(1), popQuery);
+    expect(validations, 'the oldest was forgotten').toHaveBeenCalledTimes(1022);
+  });
+});
