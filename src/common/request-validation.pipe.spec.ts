@@ -2,6 +2,7 @@ import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ListQueuesQueryDto } from '../queue/dto/list-queues-query.dto.js';
 import { PopQueryDto } from '../queue/dto/pop-query.dto.js';
+import { PushBatchDto, PushItemDto } from '../queue/dto/push-item.dto.js';
 import { ValidationFailedError } from './errors.js';
 import { RequestValidationPipe } from './request-validation.pipe.js';
 
@@ -10,7 +11,10 @@ const listQuery: ArgumentMetadata = { type: 'query', metatype: ListQueuesQueryDt
 /** A query object as Fastify parses it: no prototype, strings. */
 const query = (fields: Record<string, string>): Record<string, string> => Object.assign(Object.create(null) as Record<string, string>, fields);
 
-describe('RequestValidationPipe on query strings', () => {
+const pushBody: ArgumentMetadata = { type: 'body', metatype: PushItemDto };
+const batchBody: ArgumentMetadata = { type: 'body', metatype: PushBatchDto };
+
+describe('RequestValidationPipe on query strings and body shapes', () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('a query seen before gets an equal, separate DTO without being validated again', async () => {
@@ -55,5 +59,36 @@ describe('RequestValidationPipe on query strings', () => {
     expect(validations, 'a recent one is still known').toHaveBeenCalledTimes(1021);
     await pipe.transform(ttl(1), popQuery);
     expect(validations, 'the oldest was forgotten').toHaveBeenCalledTimes(1022);
+  });
+
+  it('a push body of a shape seen before is not validated again, and carries its own item', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const first = (await pipe.transform({ item: { n: 1, deep: { a: [1] } }, priority: 2 }, pushBody)) as PushItemDto;
+    const secondItem: Record<string, unknown> = JSON.parse('{"n": 2, "__proto__": {"kept": true}}');
+    const second = (await pipe.transform({ item: secondItem, priority: 2 }, pushBody)) as PushItemDto;
+    expect(validations).toHaveBeenCalledTimes(1);
+    expect(first).toBeInstanceOf(PushItemDto);
+    expect(second).toBeInstanceOf(PushItemDto);
+    expect(first).toEqual(Object.assign(new PushItemDto(), { item: { n: 1, deep: { a: [1] } }, priority: 2 }));
+    expect(second.item, 'the very object pushed, untouched').toBe(secondItem);
+    expect(Object.keys(second.item)).toEqual(['n', '__proto__']);
+    expect(second.priority).toBe(2);
+    // Another priority, a body that fails, an item that is no object: validated each time.
+    expect(await pipe.transform({ item: { n: 3 }, priority: 1 }, pushBody)).toMatchObject({ item: { n: 3 }, priority: 1 });
+    for (let i = 0; i < 2; i++) await expect(pipe.transform({ item: { n: 4 }, priority: -1 }, pushBody)).rejects.toBeInstanceOf(ValidationFailedError);
+    for (let i = 0; i < 2; i++) await expect(pipe.transform({ item: [1], priority: 2 }, pushBody)).rejects.toBeInstanceOf(ValidationFailedError);
+    expect(validations).toHaveBeenCalledTimes(6);
+  });
+
+  it('a batch is validated every time: its entries are DTOs of their own', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    for (const n of [1, 2]) {
+      const batch = (await pipe.transform({ items: [{ item: { n } }, { item: { m: n }, priority: 1 }] }, batchBody)) as PushBatchDto;
+      expect(batch.items.map((e) => e.item)).toEqual([{ n }, { m: n }]);
+      expect(batch.items[0]).toBeInstanceOf(PushItemDto);
+    }
+    expect(validations).toHaveBeenCalledTimes(2);
   });
 });

@@ -4,8 +4,8 @@ import { UnsupportedBody } from './request-body.parser.js';
 
 /** Nesting allowed in a request body outside its items (items have their own, larger limit). */
 const MAX_BODY_DEPTH = 16;
-/** Query strings remembered valid per DTO class; past it the oldest is forgotten. */
-const MAX_REMEMBERED_QUERIES = 1000;
+/** Queries and body shapes remembered valid per DTO class; past it the oldest is forgotten. */
+const MAX_REMEMBERED = 1000;
 
 type Primitive = string | number | boolean | null | undefined;
 const isPrimitive = (value: unknown): value is Primitive => value === null || (typeof value !== 'object' && typeof value !== 'function');
@@ -62,13 +62,15 @@ function itemHolders(body: unknown): Holder[] {
  */
 export class RequestValidationPipe extends ValidationPipe {
   /**
-   * Query DTOs already validated, per class, by the query's JSON. Consumers send the same few
-   * query strings over and over (`?wait_seconds=20`, `?depth=10&require_ack=true`), and
-   * class-transformer and class-validator cost a pop about a tenth of its CPU (profile of the
-   * long-poll benchmark); a query seen before gets a copy of its DTO instead. Only queries that
-   * passed, and whose DTO holds nothing but primitive values (so a shallow copy is a full one).
+   * DTOs already validated, per class, by the JSON of what was validated: a query, or a body
+   * with its items stood in for (see {@link transform}). Clients send the same few query strings
+   * and body shapes over and over (`?wait_seconds=20`, `{"item": …, "priority": 1}`), and
+   * class-transformer and class-validator cost a request about a tenth of its CPU (profiles of
+   * the push and long-poll benchmarks); one seen before gets a copy of its DTO instead. Only
+   * what passed is remembered, and only DTOs holding nothing but primitive values besides an
+   * item's stand-in (so that a shallow copy is a full one): not a batch's entries.
    */
-  private readonly validQueries = new Map<unknown, Map<string, object>>();
+  private readonly remembered = new Map<unknown, Map<string, object>>();
 
   constructor() {
     super({
@@ -81,7 +83,8 @@ export class RequestValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'query' && metadata.metatype) return this.transformQuery(value, metadata);
+    // A query string parses to strings (and arrays of them for repeated keys): its JSON is exact.
+    if (metadata.type === 'query' && metadata.metatype) return this.validateOnce(value, metadata, () => super.transform(value, metadata));
     if (metadata.type !== 'body') return super.transform(value, metadata);
     if (value instanceof UnsupportedBody) throw value.toError();
     if (value === null) throw new ValidationFailedError('request body must be a JSON object, not null');
@@ -92,8 +95,10 @@ export class RequestValidationPipe extends ValidationPipe {
       if (item !== null && typeof item === 'object') holder.item = Array.isArray(item) ? [] : {};
     });
     try {
-      if (nestsDeeperThan(value, MAX_BODY_DEPTH)) throw new ValidationFailedError(`request body nests deeper than ${MAX_BODY_DEPTH} levels outside its items`);
-      const result = await super.transform(value, metadata);
+      const result = await this.validateOnce(value, metadata, () => {
+        if (nestsDeeperThan(value, MAX_BODY_DEPTH)) throw new ValidationFailedError(`request body nests deeper than ${MAX_BODY_DEPTH} levels outside its items`);
+        return super.transform(value, metadata);
+      });
       // Put the items back into the validated DTO, in the same places.
       itemHolders(result).forEach((holder, i) => (holder.item = items[i]));
       return result;
@@ -102,17 +107,17 @@ export class RequestValidationPipe extends ValidationPipe {
     }
   }
 
-  private async transformQuery(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    // A query string parses to strings (and arrays of them for repeated keys): its JSON is exact.
+  /** `validate()`'s DTO, or a copy of the one it gave for the same value before (see {@link remembered}). */
+  private async validateOnce(value: unknown, metadata: ArgumentMetadata, validate: () => Promise<unknown>): Promise<unknown> {
     const key = value !== null && typeof value === 'object' ? JSON.stringify(value) : undefined;
-    let remembered = this.validQueries.get(metadata.metatype);
-    const known = key === undefined ? undefined : remembered?.get(key);
-    if (known) return copyOf(known);
-    const result: unknown = await super.transform(value, metadata);
-    if (key !== undefined && result !== null && typeof result === 'object' && Object.values(result).every(isPrimitive)) {
-      if (!remembered) this.validQueries.set(metadata.metatype, (remembered = new Map()));
-      if (remembered.size >= MAX_REMEMBERED_QUERIES) remembered.delete(remembered.keys().next().value!);
-      remembered.set(key, copyOf(result));
+    let known = this.remembered.get(metadata.metatype);
+    const dto = key === undefined ? undefined : known?.get(key);
+    if (dto) return copyOf(dto);
+    const result = await validate();
+    if (key !== undefined && result !== null && typeof result === 'object' && Object.entries(result).every(([field, v]) => isPrimitive(v) || field === 'item')) {
+      if (!known) this.remembered.set(metadata.metatype, (known = new Map()));
+      if (known.size >= MAX_REMEMBERED) known.delete(known.keys().next().value!);
+      known.set(key, copyOf(result));
     }
     return result;
   }
