@@ -109,18 +109,24 @@ export class RequestValidationPipe extends ValidationPipe {
 
   /** `validate()`'s DTO, or a copy of the one it gave for the same value before (see {@link remembered}). */
   private async validateOnce(value: unknown, metadata: ArgumentMetadata, validate: () => Promise<unknown>): Promise<unknown> {
-    const key = value !== null && typeof value === 'object' ? JSON.stringify(value) : undefined;
+    // A batch is never remembered: no key is made for it.
+    const key = isFlat(value) ? JSON.stringify(value) : undefined;
     let known = this.remembered.get(metadata.metatype);
     const dto = key === undefined ? undefined : known?.get(key);
     if (dto) return copyOf(dto);
     const result = await validate();
-    if (key !== undefined && result !== null && typeof result === 'object' && Object.entries(result).every(([field, v]) => isPrimitive(v) || field === 'item')) {
+    if (key !== undefined && isFlat(result)) {
       if (!known) this.remembered.set(metadata.metatype, (known = new Map()));
       if (known.size >= MAX_REMEMBERED) known.delete(known.keys().next().value!);
       known.set(key, copyOf(result));
     }
     return result;
   }
+}
+
+/** An object whose fields are all primitive values, but for an item's stand-in. */
+function isFlat(value: unknown): value is object {
+  return value !== null && typeof value === 'object' && Object.entries(value).every(([field, v]) => isPrimitive(v) || field === 'item');
 }
 
 /** A shallow copy with the same prototype (the DTO's class). */
