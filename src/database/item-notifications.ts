@@ -9,8 +9,10 @@ const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
 /** Queue ids kept for sending while the connection is away; past it they are dropped (the others' re-check finds them). */
 const MAX_UNSENT = 10_000;
-/** Queue ids sent in one statement at most. */
+/** Payloads sent in one statement at most. */
 const MAX_BATCH = 1_000;
+/** A state carried with a queue id is sent only up to this size (PostgreSQL's limit on a payload is 8,000 bytes). */
+export const MAX_STATE_BYTES = 7_000;
 
 /** The schema pushpop's tables resolve to on this connection (its search_path, as the pool's). */
 const SCHEMA_OF_QUEUES = `SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = 'queues'::regclass`;
@@ -43,6 +45,12 @@ export function itemsChannel(schema: string): string {
  * flush, so sent this way the lock is held for microseconds, and a push pays nothing for it.
  * Only the transition is announced: a long poll waits only on a queue it found empty.
  *
+ * **State.** An announcement may carry the queue's state as committed (an opaque JSON object,
+ * at most {@link MAX_STATE_BYTES}), sent as a payload of its own just before the queue id: a
+ * receiver that waits on the queue can start its turn from it instead of reading the queue.
+ * Queue ids never start with `{`, so a process that does not know states finds no poll waiting
+ * on such a payload and still wakes on the id after it.
+ *
  * **Receiving.** Every notification on the channel from another session calls the
  * {@link onItems} handlers with its queue id (the process's own are dropped: its turn woke its
  * own long polls already).
@@ -58,6 +66,7 @@ export function itemsChannel(schema: string): string {
 export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Notifications');
   private readonly itemHandlers: ((queueId: string) => void)[] = [];
+  private readonly stateHandlers: ((state: string) => void)[] = [];
   private readonly listeningHandlers: (() => void)[] = [];
   private client?: pg.Client;
   private retryTimer?: NodeJS.Timeout;
@@ -65,8 +74,8 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
   private failures = 0;
   private lostAt?: number;
   private channel?: string;
-  /** Queue ids announced and not sent yet, in announcement order. */
-  private unsent = new Set<string>();
+  /** Queue ids announced and not sent yet, in announcement order, with the state to send before each (if any). */
+  private unsent = new Map<string, string | undefined>();
   private sending = false;
   /** Whether the connection is open and listening now. */
   listening = false;
@@ -74,6 +83,8 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
   received = 0;
   /** Queue ids sent to other processes. */
   sent = 0;
+  /** States sent with them. */
+  statesSent = 0;
 
   constructor(private readonly db: DatabaseProvider) {}
 
@@ -82,16 +93,27 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
     this.itemHandlers.push(handler);
   }
 
+  /** Calls `handler` with the state of every notification from another process that carried one (before the handlers of its queue id run). */
+  onState(handler: (state: string) => void): void {
+    this.stateHandlers.push(handler);
+  }
+
   /** Calls `handler` each time the connection starts listening (at start and after every reconnection). */
   onListening(handler: () => void): void {
     this.listeningHandlers.push(handler);
   }
 
-  /** Tells the other processes that items arrived on a queue that had none (after the write committed). */
-  announce(queueId: string): void {
+  /**
+   * Tells the other processes that items arrived on a queue that had none (after the write
+   * committed), with the queue's state as committed when given (see the class doc; too large a
+   * state is left out).
+   */
+  announce(queueId: string, state?: string): void {
     if (this.stopped) return;
     if (this.unsent.size >= MAX_UNSENT && !this.unsent.has(queueId)) return;
-    this.unsent.add(queueId);
+    // A later announcement replaces an earlier state: it is the newer one.
+    this.unsent.delete(queueId);
+    this.unsent.set(queueId, state !== undefined && Buffer.byteLength(state) <= MAX_STATE_BYTES ? state : undefined);
     this.send();
   }
 
@@ -128,11 +150,19 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
     const client = this.client;
     if (this.sending || !this.listening || !client || this.unsent.size === 0) return;
     this.sending = true;
-    const batch = [...this.unsent].slice(0, MAX_BATCH);
-    for (const id of batch) this.unsent.delete(id);
-    client.query(NOTIFY, [this.channel, batch]).then(
+    const batch: [string, string | undefined][] = [];
+    const payloads: string[] = [];
+    for (const [id, state] of this.unsent) {
+      if (payloads.length + (state === undefined ? 1 : 2) > MAX_BATCH) break;
+      batch.push([id, state]);
+      if (state !== undefined) payloads.push(state);
+      payloads.push(id);
+    }
+    for (const [id] of batch) this.unsent.delete(id);
+    client.query(NOTIFY, [this.channel, payloads]).then(
       () => {
         this.sent += batch.length;
+        this.statesSent += payloads.length - batch.length;
         this.sending = false;
         this.send();
       },
@@ -142,8 +172,9 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
           // Not the connection: sending them again would fail again (the others' re-check finds them).
           this.logger.warn(`Could not notify other processes of ${batch.length} queue(s): ${message(error)}`);
         } else {
-          // The connection went away: they go on the next one.
-          for (const id of batch) this.unsent.add(id);
+          // The connection went away: they go on the next one, without their states (by then
+          // likely outdated; a receiver reads the queue instead).
+          for (const [id] of batch) if (!this.unsent.has(id)) this.unsent.set(id, undefined);
         }
         this.send();
       },
@@ -167,6 +198,10 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
     client.on('end', () => onLost(new Error('connection ended')));
     client.on('notification', (n) => {
       if (n.channel !== this.channel || n.payload === undefined || n.processId === (client as pg.Client & { processID?: number }).processID) return;
+      if (n.payload.startsWith('{')) {
+        for (const handler of this.stateHandlers) handler(n.payload);
+        return;
+      }
       this.received += 1;
       for (const handler of this.itemHandlers) handler(n.payload);
     });

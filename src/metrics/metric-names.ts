@@ -31,6 +31,7 @@ export const METRICS = {
   longPollsRefused: { name: 'pushpop_long_polls_refused_total', help: 'Pops with wait_seconds answered at once because MAX_WAITING_POLLS long polls were waiting' },
   longPollRechecks: { name: 'pushpop_long_poll_rechecks_total', help: 'Re-check statements sent for the queues long polls wait on (one per interval for all of them)' },
   notifications: { name: 'pushpop_notifications_total', help: 'Notifications that a queue went from no items to some, sent to or received from other processes on the database, by direction', labels: ['direction'] },
+  notificationStates: { name: 'pushpop_notification_states_total', help: 'Queue states carried by notifications: sent with a notification (sent), received for a long poll waiting here (kept), a turn started from one instead of reading the queue (used)', labels: ['use'] },
   notificationsListening: { name: 'pushpop_notifications_listening', help: '1 while this process listens for items pushed by other processes (LISTEN/NOTIFY), else 0' },
 } as const;
 

@@ -2,6 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { ItemNotifications } from '../database/item-notifications.js';
+import { QueueLoads } from '../queue/runtime/queue-loads.js';
 import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
 import { QueueEvents } from '../queue/queue-events.js';
@@ -53,6 +54,7 @@ export class MetricsService implements OnModuleInit {
     private readonly segments: SegmentRepository,
     private readonly wakeUps: QueueWakeUps,
     private readonly notifications: ItemNotifications,
+    private readonly loads: QueueLoads,
   ) {}
 
   onModuleInit(): void {
@@ -99,6 +101,7 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.longPollsRefused, () => events.refused);
     fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
     fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
+    fromStats(METRICS.notificationStates, () => ({ sent: this.notifications.statesSent, kept: this.loads.statesOffered, used: this.loads.statesTaken }));
     const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
     stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {

@@ -144,6 +144,11 @@ export class QueueEvents implements OnModuleDestroy {
     return woken;
   }
 
+  /** Whether a long poll of this process is registered on the queue (waiting, or in a turn). */
+  hasPolls(queueId: string): boolean {
+    return this.polls.has(queueId);
+  }
+
   /** Queue ids with at least one poll waiting (not in a turn). */
   waitingQueues(): string[] {
     const ids: string[] = [];

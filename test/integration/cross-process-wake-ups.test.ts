@@ -1,8 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ItemNotifications } from '../../src/database/item-notifications.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { QueueEvents } from '../../src/queue/queue-events.js';
+import { QueueLoads } from '../../src/queue/runtime/queue-loads.js';
+import { decodeQueueState } from '../../src/queue/runtime/queue-state-payload.js';
 import { sleep, until } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -123,6 +126,58 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     expect(answered, 'the fourth keeps waiting').toHaveLength(3);
     await push(B, q, { n: 4 });
     expect((await Promise.all(polls)).reduce((n, a) => n + a.body.count, 0)).toBe(4);
+  });
+
+  it('a poll woken by another process\'s push starts from the state that push sent: its turn reads nothing and writes once', async () => {
+    const q = uniqueQueueId('state');
+    const loads = A.app.get(QueueLoads);
+    const taken = loads.statesTaken;
+    const poll = longPoll(A, q, 10);
+    await waitingOn(A, q);
+    const statements = vi.spyOn(A.app.get(UnitOfWork).autocommit, 'query');
+    try {
+      await push(B, q, { n: 1, text: 'é'.repeat(50) });
+      expect((await poll).body.items).toEqual([{ n: 1, text: 'é'.repeat(50) }]);
+      expect(loads.statesTaken).toBe(taken + 1);
+      const names = statements.mock.calls.map((c) => c[2]).filter((name) => name !== undefined);
+      expect(names, 'no load, no re-check: the write alone').toEqual(['pushpop_write_turn_basic']);
+    } finally {
+      statements.mockRestore();
+    }
+    const empty = await fetch(`${B.url}/queue/${q}/pop`, { method: 'POST' });
+    expect(((await empty.json()) as Polled['body']).count, 'taken once').toBe(0);
+  });
+
+  it('a state outdated by the time it is used costs another attempt, never a wrong answer', async () => {
+    const q = uniqueQueueId('stale');
+    const states: string[] = [];
+    A.app.get(ItemNotifications).onState((payload) => states.push(payload));
+    await push(B, q, { n: 1 });
+    expect(await until(() => states.some((p) => decodeQueueState(p)?.queueId === q), 5000), 'the push sent its state').toBe(true);
+    const sent = decodeQueueState(states.find((p) => decodeQueueState(p)?.queueId === q)!)!;
+    expect(sent.state.front?.entries.map((e) => JSON.parse(e.json) as unknown)).toEqual([{ n: 1 }]);
+    // B takes that item and pushes another: the state above is outdated.
+    const popped = await fetch(`${B.url}/queue/${q}/pop`, { method: 'POST' });
+    expect(((await popped.json()) as Polled['body']).items).toEqual([{ n: 1 }]);
+    await push(B, q, { n: 2 });
+    const loads = A.app.get(QueueLoads);
+    loads.offer(q, sent.state);
+    const taken = loads.statesTaken;
+    const res = await fetch(`${A.url}/queue/${q}/pop?depth=5`, { method: 'POST' });
+    expect(((await res.json()) as Polled['body']).items, 'the current item, once').toEqual([{ n: 2 }]);
+    expect(loads.statesTaken, 'the outdated state was tried').toBe(taken + 1);
+
+    // Outdated by a lock taken elsewhere: the pop is refused, as it would be from the row.
+    await push(B, q, { n: 3 });
+    const q3 = states.map((p) => decodeQueueState(p)).findLast((d) => d?.queueId === q);
+    const locked = await fetch(`${B.url}/queue/${q}/pop?require_ack=true`, { method: 'POST' });
+    expect(locked.status).toBe(200);
+    await until(() => states.filter((p) => decodeQueueState(p)?.queueId === q).length >= 3, 5000);
+    loads.offer(q, (q3 ?? sent).state);
+    const refused = await fetch(`${A.url}/queue/${q}/pop`, { method: 'POST' });
+    expect(refused.status, 'the lock B holds').toBe(423);
+    const stillLocked = await fetch(`${B.url}/queue/${q}`);
+    expect(((await stillLocked.json()) as { count: number }).count).toBe(0);
   });
 
   it('only a write that makes a queue go from no items to some notifies the other processes', async () => {

@@ -931,3 +931,119 @@ describe('given-back items of shared locks', () => {
     expect(reads).toBe(1);
   });
 });
+
+describe('snapshot: the committed queue as activating it reads it', () => {
+  /** What a load of the stored queue gives: the record, and the rows of the lowest priority's head segment among those with items. */
+  function loadedFront(db: FakeDb): { priority: number; segment: number; entries: { position: number; json: string }[] } | undefined {
+    const priorities = Object.entries(db.record?.priorities ?? {}).filter(([, meta]) => meta.count > 0).sort(([a], [b]) => Number(a) - Number(b));
+    if (priorities.length === 0) return undefined;
+    const [p, meta] = priorities[0];
+    const ref: SegmentRef = { priority: Number(p), segment: meta.head_segment, from: 'state', purpose: 'use' };
+    return { priority: ref.priority, segment: ref.segment, entries: (db.fetch(ref) as { entries: { position: number; json: string }[] }).entries };
+  }
+
+  it('after a push into an empty queue: the new version and the pushed rows, from which another core pops without a read', () => {
+    const db = new FakeDb();
+    const core = QueueCore.absent(SETTINGS);
+    core.push([item(1, 0), item(0, 1), item(0, 2)]);
+    expect(core.snapshot(), 'not in the middle of a turn').toBeUndefined();
+    endTurn(db, core);
+    const snapshot = core.snapshot()!;
+    expect(snapshot.record).toMatchObject({ version: db.record!.version, priorities: db.record!.priorities, lock: null, delayed: { count: 0, nextDueAt: null } });
+    expect(snapshot.front).toEqual({ priority: 0, segment: 0, entries: [{ position: 0, json: item(0, 1).json }, { position: 1, json: item(0, 2).json }] });
+
+    const other = QueueCore.fromRecord(snapshot.record);
+    other.provide({ ...snapshot.front, from: 'state', purpose: 'use' }, { entries: snapshot.front.entries });
+    // No fetch: pop would throw MissingSegments if it needed one.
+    expect(items(other.pop(2))).toEqual([item(0, 1).json, item(0, 2).json]);
+    expect(endTurn(db, other)).toMatchObject({ expectedVersion: snapshot.record.version });
+    expect(db.stored(0)).toEqual([]);
+    expect(db.stored(1)).toEqual([item(1, 0).json]);
+  });
+
+  it('is undefined for a queue memory does not hold entirely: locked, delayed items, front not in memory, nothing in the segments', () => {
+    const db = new FakeDb();
+    const core = QueueCore.absent(SETTINGS);
+    expect(core.snapshot(), 'no row').toBeUndefined();
+    core.push([item(0, 0), item(0, 1)]);
+    endTurn(db, core);
+    expect(core.snapshot()).toBeDefined();
+    expect(db.load().snapshot(), 'a reactivated core has not read its front segment').toBeUndefined();
+
+    const lock = core.pop(1, { lockId: 'L1', now: 0, ttlMs: 1000 });
+    expect('lock' in lock && lock.lock).toBeTruthy();
+    endTurn(db, core);
+    expect(core.snapshot(), 'an exclusive lock holds items').toBeUndefined();
+    expect(core.acknowledge('L1')).toBe(1);
+    endTurn(db, core);
+    expect(core.snapshot()).toBeDefined();
+
+    core.push([{ ...item(0, 2), delayMs: 10_000 }], 0);
+    endTurn(db, core);
+    expect(core.snapshot(), 'a delayed item').toBeUndefined();
+
+    const empty = QueueCore.absent(SETTINGS);
+    empty.push([item(0, 0)]);
+    const db2 = new FakeDb();
+    endTurn(db2, empty);
+    empty.pop(1);
+    endTurn(db2, empty);
+    expect(empty.snapshot(), 'nothing in the segments').toBeUndefined();
+  });
+
+  /**
+   * Random pushes, pops, locks and reactivations with tiny segments: whenever a snapshot is
+   * given it is exactly what a load of the stored queue reads (record and front rows), and a
+   * core activated from it pops every item in the model's order without a read.
+   */
+  it('is always exactly what a load would read (property)', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('push' as const), priorities: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 8 }) }),
+      fc.record({ kind: fc.constant('pop' as const), depth: fc.integer({ min: 1, max: 7 }), ack: fc.boolean() }),
+      fc.record({ kind: fc.constantFrom('ack' as const, 'release' as const, 'reload' as const) }),
+    );
+    let given = 0;
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 1, maxLength: 40 }), (ops) => {
+        const db = new FakeDb();
+        const model = new Model();
+        let core = QueueCore.absent(SETTINGS);
+        let n = 0;
+        for (const o of ops) {
+          if (o.kind === 'push') {
+            const pushed = o.priorities.map((p) => item(p, n++));
+            core.push(pushed);
+            pushed.forEach((i) => model.push(i));
+          } else if (o.kind === 'pop') {
+            const outcome = withFetch(db, core, () => core.pop(o.depth, o.ack ? { lockId: `L${n++}`, now: 0, ttlMs: 1000 } : undefined));
+            if ('items' in outcome) {
+              const expected = model.pop(outcome.items.length);
+              if (outcome.lock) model.lock = { id: outcome.lock.lockId, items: expected, expiresAt: outcome.lock.expiresAt };
+            }
+          } else if (o.kind === 'reload') {
+            core = db.load();
+          } else if (model.lock) {
+            withFetch(db, core, () => (o.kind === 'ack' ? core.acknowledge(model.lock!.id) : core.release(model.lock!.id)));
+            if (o.kind === 'release') model.giveBack(model.lock.items);
+            model.lock = undefined;
+          }
+          endTurn(db, core);
+          const snapshot = core.snapshot();
+          if (!snapshot) continue;
+          given += 1;
+          expect(model.lock).toBeUndefined();
+          expect(snapshot.record.version).toBe(db.record!.version);
+          expect(snapshot.record.priorities).toEqual(db.record!.priorities);
+          expect(snapshot.front.entries.map(({ position, json }) => ({ position, json }))).toEqual(loadedFront(db)!.entries);
+          expect({ priority: snapshot.front.priority, segment: snapshot.front.segment }).toEqual({ priority: loadedFront(db)!.priority, segment: loadedFront(db)!.segment });
+          const other = QueueCore.fromRecord(snapshot.record);
+          other.provide({ priority: snapshot.front.priority, segment: snapshot.front.segment, from: 'state', purpose: 'use' }, { entries: [...snapshot.front.entries] });
+          const all = withFetch(db, other, () => other.pop(1000));
+          expect('items' in all && all.items.map(({ priority, json }) => ({ priority, json }))).toEqual([...model.lists.keys()].sort((a, b) => a - b).flatMap((p) => model.lists.get(p)!.map((json) => ({ priority: p, json }))));
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(given, 'snapshots were given').toBeGreaterThan(100);
+  });
+});

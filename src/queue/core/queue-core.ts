@@ -17,6 +17,7 @@ import {
   type OffloadMove,
   type PriorityMetadata,
   type QueueRecord,
+  type QueueSnapshot,
   type QueueSettings,
   type ReturnedEntry,
   type SegmentEntry,
@@ -1056,6 +1057,38 @@ export class QueueCore {
   /** Offloaded segments to delete from the store once the turn's write has committed. */
   storeDeletes(): readonly { priority: number; segment: number }[] {
     return this.writes.storeDeletes;
+  }
+
+  /**
+   * The queue as committed, in the form activating it reads: its record, and the rows of the
+   * front segment (the head segment of its lowest priority holding items in segments), so that
+   * another process can activate the queue from it without a read. Only for a queue that memory
+   * holds entirely: no lock (exclusive or shared), no delayed item, no given-back or held item,
+   * and a front segment in memory (not offloaded) with every row the metadata counts.
+   * Undefined otherwise, or when nothing is in the segments, or in the middle of a turn.
+   */
+  snapshot(): QueueSnapshot | undefined {
+    if (this.storedVersion === null || this.deleted || !this.writes.isEmpty || this.lock !== null) return undefined;
+    if (this.shared.live !== 0 || this.shared.items !== 0 || this.delayedItems !== 0 || this.nextDue !== null) return undefined;
+    let front: QueueSnapshot['front'] | undefined;
+    for (const priority of this.priorityList()) {
+      const meta = this.priorities.get(priority)!;
+      if ((meta.returned ?? 0) !== 0 || (meta.held ?? 0) !== 0) return undefined;
+      if (front || meta.count === 0) continue;
+      const segment = meta.head_segment;
+      const seg = this.cached(priority, segment);
+      if (!seg || this.isOffloaded(meta, segment)) return undefined;
+      const entries = seg.entries.slice(seg.offset);
+      if (entries.length !== this.expectedCount(meta, segment) || entries[0].position !== meta.head_position) return undefined;
+      front = { priority, segment, entries };
+    }
+    if (!front) return undefined;
+    const priorities: Record<string, PriorityMetadata> = {};
+    for (const [priority, meta] of this.priorities) priorities[priority] = { ...meta };
+    return {
+      record: { version: this.storedVersion, settings: { ...this.currentSettings }, priorities, lock: null, delayed: { count: 0, nextDueAt: null, nextSeq: this.delayedSeq }, shared: { ...this.shared } },
+      front,
+    };
   }
 
   /** The turn's write (if any) has committed: the core now mirrors the stored queue. Ends the turn. */

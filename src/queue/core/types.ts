@@ -180,6 +180,15 @@ export interface QueueRecord {
 }
 
 /**
+ * A queue as committed, with its front segment's rows: what activating it reads (see
+ * {@link QueueCore.snapshot}).
+ */
+export interface QueueSnapshot {
+  readonly record: QueueRecord & { readonly lock: null; readonly delayed: DelayedSummary; readonly shared: SharedLockSummary };
+  readonly front: { readonly priority: number; readonly segment: number; readonly entries: readonly SegmentEntry[] };
+}
+
+/**
  * Thrown when the core needs rows of shared locks or given-back items it does not hold. Thrown
  * before anything changed: the runner reads what `need` says and hands it over with
  * {@link QueueCore.provideLockRows}, then runs the same call again.

@@ -5,6 +5,10 @@ import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 
 /** Queue rows one statement loads at most. */
 const MAX_BATCH = 1_000;
+/** States offered and not taken yet, kept at most (the oldest go first). */
+const MAX_OFFERED = 2_000;
+/** An offered state older than this is not used: the queue is read instead. */
+export const OFFERED_STATE_TTL_MS = 2_000;
 
 /**
  * Loads queue rows for actors being activated, batched: the loads asked for while one
@@ -14,10 +18,19 @@ const MAX_BATCH = 1_000;
  * that is one statement per batch instead of one per turn. A pop asks for its queue's front
  * segment with the row (`front`), from the same snapshot, so that a pop on a freshly loaded
  * queue sends no statement but its write.
+ *
+ * It also keeps states **offered** by other processes (a queue as committed by their push,
+ * carried by the notification that wakes this process's long polls; see
+ * {@link QueueLoads.offer}), for the woken poll's turn to {@link QueueLoads.take} instead of a
+ * load: a few, briefly, each used once.
  */
 @Injectable()
 export class QueueLoads {
   private readonly batcher: GatheringBatcher<string, boolean, LoadedQueue | undefined>;
+  private readonly offered = new Map<string, { state: LoadedQueue; at: number }>();
+  /** States offered, and taken by a turn. */
+  statesOffered = 0;
+  statesTaken = 0;
 
   constructor(segments: SegmentRepository) {
     this.batcher = new GatheringBatcher(
@@ -36,5 +49,41 @@ export class QueueLoads {
    */
   load(queueId: string, front: boolean): Promise<LoadedQueue | undefined> {
     return this.batcher.request(queueId, front);
+  }
+
+  /**
+   * Keeps a queue's state as another process committed it, for the next activation of the queue
+   * here (a newer offer replaces it). It may be outdated by the time it is taken: a turn started
+   * from it writes only if the queue's version is still the state's, and checks it if it writes
+   * nothing, as for an actor kept in memory.
+   */
+  offer(queueId: string, state: LoadedQueue, now = Date.now()): void {
+    this.offered.delete(queueId);
+    this.offered.set(queueId, { state, at: now });
+    this.statesOffered += 1;
+    for (const [id, { at }] of this.offered) {
+      if (this.offered.size <= MAX_OFFERED && at >= now - OFFERED_STATE_TTL_MS) break;
+      this.offered.delete(id);
+    }
+  }
+
+  /** Whether a state was offered for the queue and not taken yet. */
+  hasOffered(queueId: string): boolean {
+    return this.offered.has(queueId);
+  }
+
+  /** The state offered for the queue, if recent enough; given once. */
+  take(queueId: string, now = Date.now()): LoadedQueue | undefined {
+    const offered = this.offered.get(queueId);
+    if (!offered) return undefined;
+    this.offered.delete(queueId);
+    if (offered.at < now - OFFERED_STATE_TTL_MS) return undefined;
+    this.statesTaken += 1;
+    return offered.state;
+  }
+
+  /** States offered and not taken yet (inspection and tests). */
+  get offeredStates(): number {
+    return this.offered.size;
   }
 }

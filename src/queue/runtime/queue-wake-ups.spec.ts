@@ -5,6 +5,7 @@ import type { SegmentRepository } from '../../segment-storage/segment.repository
 import type { QueueCore } from '../core/queue-core.js';
 import type { QueueEvents } from '../queue-events.js';
 import type { ActorRegistry } from './actor-registry.js';
+import type { QueueLoads } from './queue-loads.js';
 import { QueueWakeUps } from './queue-wake-ups.js';
 
 interface Look {
@@ -26,7 +27,7 @@ function setUp(options: { ready?: boolean; actors?: Record<string, number> } = {
   } as unknown as ActorRegistry;
   const db = { isReady: options.ready ?? true } as DatabaseProvider;
   const clock = { now: () => 1_000 };
-  const wakeUps = new QueueWakeUps({} as QueueEvents, {} as ItemNotifications, segments, db, registry, clock);
+  const wakeUps = new QueueWakeUps({} as QueueEvents, {} as ItemNotifications, segments, db, registry, clock, {} as QueueLoads);
   return { wakeUps, looks };
 }
 

@@ -6,6 +6,8 @@ import { ItemNotifications } from '../../database/item-notifications.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
+import { QueueLoads } from './queue-loads.js';
+import { decodeQueueState } from './queue-state-payload.js';
 
 /** How often the re-check may run while notifications are not being received (the connection is lost). */
 export const RECHECK_UNLISTENED_MS = 500;
@@ -47,6 +49,7 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly db: DatabaseProvider,
     private readonly registry: ActorRegistry,
     private readonly clock: Clock,
+    private readonly loads: QueueLoads,
   ) {
     this.looks = new GatheringBatcher(async (batch) => {
       const found = new Set(await this.segments.queuesToPopFrom([...batch.keys()], this.clock.now()));
@@ -62,6 +65,12 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   onApplicationBootstrap(): void {
     // One item per notification: the poll that takes it wakes the next if it left more.
     this.notifications.onItems((queueId) => this.events.wake(queueId, 1, 'notification'));
+    // The state a push committed, sent just before its queue id: kept for the turn of the poll
+    // that id wakes, if one waits here.
+    this.notifications.onState((payload) => {
+      const decoded = decodeQueueState(payload);
+      if (decoded && this.events.hasPolls(decoded.queueId)) this.loads.offer(decoded.queueId, decoded.state);
+    });
     this.notifications.onListening(() => void this.recheck());
     this.timer = setInterval(() => {
       const interval = this.notifications.listening ? RECHECK_LISTENING_MS : RECHECK_UNLISTENED_MS;

@@ -12,6 +12,6 @@ import { TurnRunner } from './turn-runner.js';
 @Module({
   imports: [SegmentStorageModule, OffloadModule],
   providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
-  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, SegmentStorageModule, OffloadModule],
+  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, SegmentStorageModule, OffloadModule],
 })
 export class RuntimeModule {}

@@ -16,6 +16,7 @@ import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
+import { encodeQueueState } from './queue-state-payload.js';
 
 /**
  * One operation on a queue, run inside the queue's turn against its core. `apply` may throw
@@ -279,17 +280,27 @@ export class TurnRunner {
   ): Promise<Prepared> {
     const locked = transaction !== undefined;
     const session = transaction ?? this.uow.autocommit;
-    let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
-    const activated = !core;
     const readsFront = batch.some((p) => p.op.readsFront);
+    let core = locked || known !== undefined ? undefined : this.registry.get(queueId);
+    // An empty actor whose queue another process has pushed to since is outdated: a pop starts
+    // from the state that push sent instead, when it came.
+    if (core && readsFront && core.count === 0 && this.loads.hasOffered(queueId)) core = undefined;
+    const activated = !core;
+    // Started from a state another process sent: it may be outdated, so a turn that writes
+    // nothing checks it (as for an actor kept in memory).
+    let offered = false;
     if (!core) {
       let loaded: LoadedQueue | null | undefined = known;
       if (locked) {
         const queue = await this.segments.loadQueue(queueId, session, true);
         loaded = queue && { queue };
       } else if (known === undefined) {
-        // Batched with the other activations under way (see QueueLoads).
-        loaded = await this.loads.load(queueId, readsFront);
+        // A pop woken by another process's push starts from the state that push committed, when
+        // it came with the notification; otherwise the load is batched with the other
+        // activations under way (see QueueLoads).
+        const state = readsFront ? this.loads.take(queueId) : undefined;
+        offered = state !== undefined;
+        loaded = state ?? (await this.loads.load(queueId, readsFront));
       }
       core = loaded ? QueueCore.fromRecord(loaded.queue) : QueueCore.absent(this.config.queueDefaults);
       // Read in the same snapshot as the row: as if the actor had been in memory with it.
@@ -365,7 +376,7 @@ export class TurnRunner {
         ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
-    } else if (!locked && (!activated || fetched)) {
+    } else if (!locked && (!activated || fetched || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
       // there), the turn runs again on the row read here, with the front segment for a pop.
@@ -407,7 +418,12 @@ export class TurnRunner {
       // other processes' long polls wait only on a queue they found empty, so they hear of the
       // transition from none to some.
       this.events.wake(queueId, core.count, 'local');
-      if (countBefore === 0) this.notifications.announce(queueId);
+      if (countBefore === 0) {
+        // With the state just committed, when memory holds all of it: a long poll of another
+        // process woken by it can take the item without reading the queue first.
+        const snapshot = core.snapshot();
+        this.notifications.announce(queueId, snapshot && encodeQueueState(queueId, snapshot));
+      }
     }
     // Inside the turn: a later turn of this queue must not save under a key before this delete ran.
     if (unused.length > 0 || this.leftovers.has(queueId)) await this.cleanUp(queueId, core, unused);
