@@ -1,4 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { StoreUnavailableError } from '../common/errors.js';
+import { StatementGroups } from '../common/statement-groups.js';
+import { isConnectionFailure } from '../common/store-errors.js';
+import { AppConfig } from '../config/app-config.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type {
   LoadedQueue,
@@ -122,6 +126,15 @@ const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(66)}) AS applied`;
  * spends about a fifth less on such a turn.
  */
 const WRITE_TURN_BASIC = `SELECT pushpop_write_turn(${placeholders(38)}) AS applied`;
+/** Turn writes of the short form one statement carries at most. */
+const MAX_WRITE_GROUP = 16;
+/**
+ * Several turns' writes of the short form in one statement (one round trip, one commit): one
+ * call per queue, in the order of the values, each applied only if its queue's version matches.
+ */
+const writeTurnsBasic = (n: number): string =>
+  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${Array.from({ length: 38 }, (_, i) => `$${w * 38 + i + 1}`).join(', ')}) AS a${w}`).join(', ')}`;
+const WRITE_TURNS_BASIC = Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => (n < 2 ? '' : writeTurnsBasic(n)));
 
 /** Whether a turn's write needs the full statement: settings, shared locks, given-back items, dead letters, delivery counts, an exclusive lock written, a queue deleted. */
 function needsFullStatement(write: StoredTurnWrite): boolean {
@@ -222,7 +235,23 @@ function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
  */
 @Injectable()
 export class SegmentRepository {
-  constructor(private readonly uow: UnitOfWork) {}
+  /**
+   * Short-form turn writes on the pool, grouped while as many are in flight as half the pool's
+   * connections: those that would have queued for a connection go together in one statement.
+   */
+  private readonly basicWrites: StatementGroups<{ queueId: string; values: unknown[] }, boolean>;
+
+  constructor(
+    private readonly uow: UnitOfWork,
+    config: AppConfig,
+  ) {
+    this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 2)), MAX_WRITE_GROUP);
+  }
+
+  /** Statements that carried the short-form writes of several turns, and all such statements sent. */
+  get writeGroups(): { grouped: number; sent: number } {
+    return { grouped: this.basicWrites.grouped, sent: this.basicWrites.groups };
+  }
 
   /**
    * The queue row and its lock, or undefined. With `forUpdate` (inside a transaction) the row
@@ -277,6 +306,31 @@ export class SegmentRepository {
   async recheckQueue(queueId: string, version: number | null): Promise<LoadedQueue | undefined> {
     const rows = await this.uow.autocommit.query<RawQueueRow & RawFront>(RECHECK_QUEUE, [queueId, version], 'pushpop_recheck_queue');
     return rows[0] ? toLoadedQueue(rows[0]) : undefined;
+  }
+
+  /**
+   * Short-form writes of several turns (each of its own queue: a queue has one turn at a time
+   * here) in one statement, their row locks taken in queue-id order, as every statement taking
+   * several queues' locks does. A statement that fails for one of them fails for all: then each
+   * is written again on its own, so that only the one at fault fails. A single write is the
+   * plain statement.
+   */
+  private async sendBasicWrites(group: { queueId: string; values: unknown[] }[]): Promise<PromiseSettledResult<boolean>[]> {
+    const single = ({ values }: { values: unknown[] }): Promise<boolean> =>
+      this.uow.autocommit.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic').then((rows) => rows[0]?.applied === true);
+    if (group.length === 1) return Promise.allSettled([single(group[0])]);
+    const order = group.map((_, i) => i).sort((a, b) => (group[a].queueId < group[b].queueId ? -1 : group[a].queueId > group[b].queueId ? 1 : 0));
+    let row: Record<string, boolean>;
+    try {
+      const rows = await this.uow.autocommit.query<Record<string, boolean>>(WRITE_TURNS_BASIC[group.length], order.flatMap((i) => group[i].values), `pushpop_write_turns_basic_${group.length}`);
+      row = rows[0];
+    } catch (error) {
+      if (isConnectionFailure(error) || error instanceof StoreUnavailableError) throw error;
+      return Promise.allSettled(group.map(single));
+    }
+    const applied = new Array<boolean>(group.length);
+    order.forEach((i, w) => (applied[i] = row[`a${w}`] === true));
+    return applied.map((value) => ({ status: 'fulfilled', value }));
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
@@ -424,6 +478,7 @@ export class SegmentRepository {
       write.dedupInserts.map((d) => d.expiresAt),
     ];
     if (!needsFullStatement(write)) {
+      if (session === this.uow.autocommit) return this.basicWrites.request({ queueId, values });
       const rows = await session.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic');
       return rows[0]?.applied === true;
     }

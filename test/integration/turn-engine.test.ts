@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
@@ -5,7 +6,9 @@ import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
+import type { StoredTurnWrite } from '../../src/segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
+import { QueueCore } from '../../src/queue/core/queue-core.js';
 import { range } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
 
@@ -229,5 +232,39 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(writes.mock.calls.length).toBeGreaterThanOrEqual(3);
     for (const [, write] of writes.mock.calls) expect(write.inserts.length).toBeLessThanOrEqual(1000);
     expect((await queues.getQueue(q)).count).toBe(1800);
+  });
+  it('turns of different queues writing while half the pool is in use share statements, each with its own outcome', async () => {
+    const ids = range(24).map((i) => uniqueQueueId(`group-${i}`));
+    // Active first, so that each push is its write alone.
+    await Promise.all(ids.map((q) => queues.push(q, { n: -1 }, 0)));
+    await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })));
+    const before = segments.writeGroups;
+    countStatements();
+    await Promise.all(ids.map((q, n) => queues.push(q, { n }, 0)));
+    const names = statements.mock.calls.map((c) => String(c[2]));
+    expect(names.some((name) => /^pushpop_write_turns_basic_\d+$/.test(name)), names.join(' ')).toBe(true);
+    expect(names.length, 'fewer statements than turns').toBeLessThan(ids.length);
+    expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
+    for (const [n, q] of ids.entries()) expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([{ n }]);
+  });
+
+  it('a write that fails inside a shared statement fails alone: the others are written again on their own', async () => {
+    const write = (json: string, duplicate = false): StoredTurnWrite => {
+      const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
+      core.push([{ priority: 0, json }]);
+      const w = core.pendingWrite(() => randomInt(2 ** 40, 2 ** 47))!;
+      return { ...w, inserts: duplicate ? [...w.inserts, ...w.inserts] : w.inserts, storeSaves: [], storeDeletes: [] };
+    };
+    const ids = range(8).map((i) => uniqueQueueId(`fails-${i}`));
+    const before = segments.writeGroups;
+    // Half the pool (5) goes out alone; the last three wait and go together.
+    const outcomes = await Promise.allSettled(ids.map((q, i) => segments.writeTurn(q, write(`{"i":${i}}`, i === 6))));
+    expect(segments.writeGroups.grouped, 'the last three shared a statement').toBeGreaterThan(before.grouped);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(String((outcomes[6] as PromiseRejectedResult).reason)).toMatch(/duplicate key/);
+    for (const [i, q] of ids.entries()) {
+      if (i === 6) expect(await segments.loadQueue(q), 'nothing of the failed write').toBeUndefined();
+      else expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([{ i }]);
+    }
   });
 });
