@@ -316,8 +316,7 @@ export class SegmentRepository {
    * plain statement.
    */
   private async sendBasicWrites(group: { queueId: string; values: unknown[] }[]): Promise<PromiseSettledResult<boolean>[]> {
-    const single = ({ values }: { values: unknown[] }): Promise<boolean> =>
-      this.uow.autocommit.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic').then((rows) => rows[0]?.applied === true);
+    const single = ({ values }: { values: unknown[] }): Promise<boolean> => this.writeBasic(values, this.uow.autocommit);
     if (group.length === 1) return Promise.allSettled([single(group[0])]);
     const order = group.map((_, i) => i).sort((a, b) => (group[a].queueId < group[b].queueId ? -1 : group[a].queueId > group[b].queueId ? 1 : 0));
     let row: Record<string, boolean>;
@@ -331,6 +330,12 @@ export class SegmentRepository {
     const applied = new Array<boolean>(group.length);
     order.forEach((i, w) => (applied[i] = row[`a${w}`] === true));
     return applied.map((value) => ({ status: 'fulfilled', value }));
+  }
+
+  /** One turn's write of the short form: whether it applied (the queue's version matched). */
+  private async writeBasic(values: unknown[], session: DbSession): Promise<boolean> {
+    const rows = await session.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic');
+    return rows[0]?.applied === true;
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
@@ -478,9 +483,7 @@ export class SegmentRepository {
       write.dedupInserts.map((d) => d.expiresAt),
     ];
     if (!needsFullStatement(write)) {
-      if (session === this.uow.autocommit) return this.basicWrites.request({ queueId, values });
-      const rows = await session.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic');
-      return rows[0]?.applied === true;
+      return session === this.uow.autocommit ? this.basicWrites.request({ queueId, values }) : this.writeBasic(values, session);
     }
     values.push(
       write.settingsChanged === true,

@@ -11,8 +11,7 @@ const FORMAT = 1;
  * read. It starts with `{`, which no queue id does.
  */
 export function encodeQueueState(queueId: string, snapshot: QueueSnapshot): string {
-  const state: LoadedQueue = { queue: snapshot.record, front: { ...snapshot.front, entries: [...snapshot.front.entries] } };
-  return JSON.stringify({ v: FORMAT, q: queueId, s: state });
+  return JSON.stringify({ v: FORMAT, q: queueId, s: { queue: snapshot.record, front: snapshot.front } });
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
