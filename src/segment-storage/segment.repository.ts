@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { StoreUnavailableError } from '../common/errors.js';
 import { StatementGroups } from '../common/statement-groups.js';
-import { isConnectionFailure } from '../common/store-errors.js';
 import { AppConfig } from '../config/app-config.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type {
@@ -117,7 +116,8 @@ const RECHECK_QUEUE = `
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('q.version IS DISTINCT FROM $2::bigint')}
    WHERE q.queue_id = $1`;
 
-const placeholders = (n: number): string => Array.from({ length: n }, (_, i) => `$${i + 1}`).join(', ');
+/** `$from+1, …, $from+n`. */
+const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
 /** The turn statement with everything (migration 1764100000005). */
 const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(66)}) AS applied`;
 /**
@@ -133,7 +133,7 @@ const MAX_WRITE_GROUP = 16;
  * call per queue, in the order of the values, each applied only if its queue's version matches.
  */
 const writeTurnsBasic = (n: number): string =>
-  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${Array.from({ length: 38 }, (_, i) => `$${w * 38 + i + 1}`).join(', ')}) AS a${w}`).join(', ')}`;
+  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${placeholders(38, w * 38)}) AS a${w}`).join(', ')}`;
 const WRITE_TURNS_BASIC = Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => (n < 2 ? '' : writeTurnsBasic(n)));
 
 /** Whether a turn's write needs the full statement: settings, shared locks, given-back items, dead letters, delivery counts, an exclusive lock written, a queue deleted. */
@@ -324,7 +324,8 @@ export class SegmentRepository {
       const rows = await this.uow.autocommit.query<Record<string, boolean>>(WRITE_TURNS_BASIC[group.length], order.flatMap((i) => group[i].values), `pushpop_write_turns_basic_${group.length}`);
       row = rows[0];
     } catch (error) {
-      if (isConnectionFailure(error) || error instanceof StoreUnavailableError) throw error;
+      // A lost connection (the session made it StoreUnavailableError) fails them all alike.
+      if (error instanceof StoreUnavailableError) throw error;
       return Promise.allSettled(group.map(single));
     }
     const applied = new Array<boolean>(group.length);
