@@ -23,6 +23,9 @@ export function defaultRateLimitBurst(ratePerSecond: number): number {
   return ratePerSecond > 0 ? Math.max(1, Math.ceil(2 * ratePerSecond)) : 0;
 }
 
+/** Where the embedded cluster goes when the user postgres cannot reach DATA_DIR (run as root). */
+export const DEFAULT_EMBEDDED_POSTGRES_ROOT = '/var/lib/pushpop';
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
@@ -53,6 +56,13 @@ export class Environment {
   /** Where the embedded database keeps its files. */
   @IsString()
   DATA_DIR = './.data';
+
+  /**
+   * Run as root with a DATA_DIR the user postgres cannot reach (a clone under /root): where the
+   * embedded cluster, and if needed a copy of its binaries, live instead (see README).
+   */
+  @IsString() @Matches(/^\//, { message: 'EMBEDDED_POSTGRES_ROOT must be an absolute path' })
+  EMBEDDED_POSTGRES_ROOT = DEFAULT_EMBEDDED_POSTGRES_ROOT;
 
   /** Items per segment, stored with each queue when it is created. */
   @Transform(toInt) @IsInt() @Min(1) @Max(100_000)

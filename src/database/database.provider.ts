@@ -33,7 +33,7 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
   constructor(config: AppConfig) {
     const env = config.env;
     this.schema = env.DATABASE_SCHEMA;
-    this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR);
+    this.embedded = env.DATABASE_URL ? undefined : EmbeddedPostgres.prepare(env.DATA_DIR, env.EMBEDDED_POSTGRES_ROOT);
     this.url = env.DATABASE_URL ?? this.embedded!.url;
     this.dataSource = new DataSource(buildDataSourceOptions(this.url, env.DB_POOL_SIZE, env.DATABASE_SCHEMA));
   }

@@ -1,11 +1,13 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
+import { DEFAULT_EMBEDDED_POSTGRES_ROOT } from '../config/environment.js';
+import { type Account, type Blocker, describeBlocker, firstBlocked, lookupAccount, newSystemAccount, POINTER_FILE, relocatedHome } from './embedded-placement.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -20,10 +22,14 @@ const MAX_SOCKET_PATH = 103;
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
 
-/** Where the embedded database keeps its files under `DATA_DIR`. */
+/** Where the embedded database keeps its files: under `DATA_DIR`, or its cluster in a directory of its own (see embedded-placement.ts). */
 export interface EmbeddedLayout {
-  /** `DATA_DIR` itself, mode 0700. */
+  /** `DATA_DIR` itself (its real path once it exists), mode 0700. */
   readonly root: string;
+  /** The directory holding the cluster and its socket: `root`, or the one `postgres.location` names. */
+  readonly home: string;
+  /** Whether the cluster lives outside `DATA_DIR`. */
+  readonly relocated: boolean;
   /** The PostgreSQL cluster (PGDATA). */
   readonly pgdata: string;
   /** The unix socket's directory, mode 0700. */
@@ -32,16 +38,39 @@ export interface EmbeddedLayout {
   readonly passwordFile: string;
   /** The pid of the service process that started the server running now. */
   readonly ownerFile: string;
+  /** Names `home` when the cluster lives outside `DATA_DIR`. */
+  readonly pointerFile: string;
 }
 
-export function embeddedLayout(dataDir: string): EmbeddedLayout {
-  const root = resolve(dataDir);
+function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/** The layout of `dataDir` as it is on disk (following its pointer, if any), or with the cluster in `home`. */
+export function embeddedLayout(dataDir: string, home?: string): EmbeddedLayout {
+  const root = realOrResolved(dataDir);
+  const pointerFile = join(root, POINTER_FILE);
+  let at = home;
+  if (at === undefined) {
+    try {
+      at = readFileSync(pointerFile, 'utf8').trim() || root;
+    } catch {
+      at = root;
+    }
+  }
   return {
     root,
-    pgdata: join(root, 'postgres'),
-    runDir: join(root, 'run'),
+    home: at,
+    relocated: at !== root,
+    pgdata: join(at, 'postgres'),
+    runDir: join(at, 'run'),
     passwordFile: join(root, 'postgres.password'),
     ownerFile: join(root, 'postgres.owner'),
+    pointerFile,
   };
 }
 
@@ -62,35 +91,96 @@ async function binaries(): Promise<Binaries> {
   throw new Error(`No embedded PostgreSQL for ${platform()}-${arch()} (npm package ${pkg} is not installed). Set DATABASE_URL to use a PostgreSQL server.`);
 }
 
-interface Owner {
-  uid: number;
-  gid: number;
-  name: string;
-}
-
 /**
  * PostgreSQL refuses to run as root. Run as root, the service runs it as the system user
  * `postgres` (created if missing, as embedded-postgres's `createPostgresUser` does) and hands
  * it the data directory; otherwise PostgreSQL runs as the service's own user.
  */
-async function serverOwner(logger: Logger): Promise<Owner | undefined> {
+async function serverOwner(logger: Logger): Promise<Account | undefined> {
   if (process.getuid?.() !== 0) return undefined;
-  const lookup = async (): Promise<Owner> => {
-    const [uid, gid] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
-    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()), name: 'postgres' };
-  };
+  const existing = lookupAccount('postgres');
+  if (existing) return existing;
+  logger.log('Creating the system user postgres to run the embedded PostgreSQL (it refuses to run as root)');
   try {
-    return await lookup();
-  } catch {
-    logger.log('Creating the system user postgres to run the embedded PostgreSQL (it refuses to run as root)');
     await run('groupadd', ['--system', 'postgres']).catch(() => undefined);
     await run('useradd', ['--system', '--gid', 'postgres', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
-    return lookup();
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(
+      `running as root, pushpop runs the embedded PostgreSQL as the user postgres (PostgreSQL refuses to run as root), but there is no such user and it could not be created (${e.stderr?.trim() || e.message}). ` +
+        'Fix: create the user postgres, run pushpop as another user, or set DATABASE_URL=postgres://… to use a PostgreSQL server.',
+      { cause: error },
+    );
   }
+  const created = lookupAccount('postgres');
+  if (!created) throw new Error('useradd reported success, but the user postgres does not exist. Fix: create it, or set DATABASE_URL=postgres://… to use a PostgreSQL server.');
+  return created;
+}
+
+/** The fix named by every message about a data directory the embedded PostgreSQL cannot use. */
+const PLACEMENT_FIX =
+  'Fix: set DATA_DIR to a directory the user postgres can reach (DATA_DIR=/var/tmp/pushpop, say), EMBEDDED_POSTGRES_ROOT to a writable directory it can reach, or DATABASE_URL=postgres://… to use a PostgreSQL server.';
+/** The same for binaries out of its reach. */
+const BINARIES_FIX =
+  'Fix: set EMBEDDED_POSTGRES_ROOT to a writable directory the user postgres can reach, install pushpop where that user can read it, or set DATABASE_URL=postgres://… to use a PostgreSQL server.';
+
+function errorText(error: unknown): string {
+  return (error as Error).message;
+}
+
+/**
+ * Makes `EMBEDDED_POSTGRES_ROOT` (0755, owned by root) and checks that `owner` can enter it;
+ * `what` says what it is for, in the message when it cannot be used.
+ */
+function ensureRelocationRoot(root: string, owner: Account, what: string, fix: string): void {
+  try {
+    if (!existsSync(root)) {
+      // The last step alone, not recursive: Node's recursive mkdir reports a read-only file system as ENOENT.
+      mkdirSync(dirname(root), { recursive: true });
+      mkdirSync(root, { mode: 0o755 });
+      chmodSync(root, 0o755);
+    }
+  } catch (error) {
+    throw new Error(`${what}, and ${root} cannot be created to hold it instead (${errorText(error)}). ${fix}`, { cause: error });
+  }
+  const blocker = firstBlocked(root, owner);
+  if (blocker) throw new Error(`${what}, and cannot enter ${describeBlocker(blocker)} either, where it would go instead. ${fix}`);
+}
+
+/**
+ * The binaries `owner` runs: those of the npm package, or, when `owner` cannot reach them (a
+ * clone under `/root`), a copy under the relocation root made once per package version.
+ */
+function reachableBinaries(bin: Binaries, owner: Account, relocationRoot: string, logger: Logger): Binaries {
+  const nativeDir = dirname(dirname(bin.postgres));
+  const blocker = ['bin', 'lib', 'share'].map((d) => firstBlocked(join(nativeDir, d), owner)).find(Boolean);
+  if (!blocker) return bin;
+  const version = (JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const copy = join(relocationRoot, `postgresql-${version}`);
+  const why = `the user postgres that runs PostgreSQL cannot enter ${describeBlocker(blocker)} on the way to its binaries in ${nativeDir}`;
+  if (!existsSync(join(copy, 'bin', 'postgres'))) {
+    ensureRelocationRoot(relocationRoot, owner, why, BINARIES_FIX);
+    const started = performance.now();
+    // Copied aside and renamed into place, so a half-made copy is never used.
+    const scratch = `${copy}.${process.pid}.tmp`;
+    try {
+      rmSync(scratch, { recursive: true, force: true });
+      cpSync(nativeDir, scratch, { recursive: true, verbatimSymlinks: true });
+      if (!existsSync(copy)) renameSync(scratch, copy);
+    } catch (error) {
+      throw new Error(`${why}, and they cannot be copied to ${copy} (${errorText(error)}). ${BINARIES_FIX}`, { cause: error });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+    logger.log(`Copied the PostgreSQL binaries to ${copy} in ${Math.round(performance.now() - started)} ms: ${why}`);
+  }
+  const copyBlocker = firstBlocked(join(copy, 'bin'), owner);
+  if (copyBlocker) throw new Error(`${why}, nor ${describeBlocker(copyBlocker)} of their copy. ${BINARIES_FIX}`);
+  return { postgres: join(copy, 'bin', 'postgres'), initdb: join(copy, 'bin', 'initdb') };
 }
 
 /** Creates `dir` if missing and makes it 0700, owned by `owner` when given. */
-function privateDir(dir: string, owner: Owner | undefined): void {
+function privateDir(dir: string, owner: Account | undefined): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   if (owner) chownSync(dir, owner.uid, owner.gid);
@@ -122,7 +212,7 @@ function isAlive(pid: number): boolean {
 /** Whether `pid` is a postmaster of `pgdata` (PostgreSQL's working directory is its data directory); undefined when /proc cannot tell. */
 function isPostmasterOf(pid: number, pgdata: string): boolean | undefined {
   try {
-    return readlinkSync(`/proc/${pid}/cwd`) === pgdata;
+    return readlinkSync(`/proc/${pid}/cwd`) === realOrResolved(pgdata);
   } catch {
     return undefined;
   }
@@ -172,6 +262,10 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
  *   after the service has closed its pool.
  * - The server runs in a process group of its own, so a Ctrl-C in a terminal reaches only the
  *   service, which then shuts down in order.
+ * - **Run as root**, the server runs as the user postgres. Where that user cannot reach
+ *   `DATA_DIR` or the binaries (a clone under `/root`), the cluster, its socket and a copy of
+ *   the binaries live under `EMBEDDED_POSTGRES_ROOT` instead (embedded-placement.ts); where
+ *   even that cannot be made, the start fails with one message naming the directory and the fix.
  */
 export class EmbeddedPostgres {
   private static readonly logger = new Logger('EmbeddedPostgres');
@@ -187,6 +281,10 @@ export class EmbeddedPostgres {
     private passwordCreated: boolean,
     /** The connection string of the `pushpop` role (the socket directory in `host=`). */
     readonly url: string,
+    /** Where a cluster (or binaries) the user postgres cannot reach in place goes instead. */
+    private readonly relocationRoot: string,
+    /** Why `DATA_DIR` cannot be used at all, found by {@link prepare} and thrown by {@link start}. */
+    private readonly unusable?: Error,
   ) {}
 
   /** The server's pid while it runs. */
@@ -196,16 +294,39 @@ export class EmbeddedPostgres {
 
   /**
    * Everything that decides the connection string, synchronously, so the pool can be set up
-   * before the server runs: `DATA_DIR` (0700), the password, the socket directory.
+   * before the server runs: `DATA_DIR` (0700), the password, where the cluster and its socket
+   * live. Throws nothing: a `DATA_DIR` that cannot be made is reported by {@link start}, so the
+   * service can say so in one line and exit.
    */
-  static prepare(dataDir: string): EmbeddedPostgres {
-    const layout = embeddedLayout(dataDir);
-    privateDir(layout.root, undefined);
-    const { password, created } = readOrCreatePassword(layout.passwordFile, EmbeddedPostgres.logger);
+  static prepare(dataDir: string, relocationRoot = DEFAULT_EMBEDDED_POSTGRES_ROOT): EmbeddedPostgres {
+    let layout = embeddedLayout(dataDir);
+    let password = '';
+    let created = false;
+    let unusable: Error | undefined;
+    try {
+      privateDir(layout.root, undefined);
+      layout = EmbeddedPostgres.place(embeddedLayout(dataDir), relocationRoot);
+      ({ password, created } = readOrCreatePassword(layout.passwordFile, EmbeddedPostgres.logger));
+    } catch (error) {
+      unusable = new Error(`DATA_DIR ${layout.root} cannot be used (${errorText(error)}). Fix: set DATA_DIR to a directory this user can write, or DATABASE_URL=postgres://… to use a PostgreSQL server.`, { cause: error });
+    }
     const fits = Buffer.byteLength(join(layout.runDir, `.s.PGSQL.${SOCKET_PORT}`)) <= MAX_SOCKET_PATH;
     const socketDir = fits ? layout.runDir : mkdtempSync(join(tmpdir(), 'pushpop-pg-'));
     const url = `postgresql://${ROLE}:${password}@localhost:${SOCKET_PORT}/${DATABASE}?host=${encodeURIComponent(socketDir)}`;
-    return new EmbeddedPostgres(layout, socketDir, password, created, url);
+    return new EmbeddedPostgres(layout, socketDir, password, created, url, relocationRoot, unusable);
+  }
+
+  /**
+   * Where a new cluster goes: in `DATA_DIR`, unless the service runs as root and the user
+   * postgres could not enter a directory on the way to `DATA_DIR`; then in a directory of its
+   * own under `relocationRoot`. A cluster that exists (in place, or named by the pointer) stays
+   * where it is.
+   */
+  private static place(layout: EmbeddedLayout, relocationRoot: string): EmbeddedLayout {
+    if (process.getuid?.() !== 0 || layout.relocated || existsSync(join(layout.pgdata, 'PG_VERSION'))) return layout;
+    const postgres = lookupAccount('postgres') ?? newSystemAccount('postgres');
+    if (!firstBlocked(layout.root, postgres, { self: false })) return layout;
+    return embeddedLayout(layout.root, relocatedHome(layout.root, relocationRoot));
   }
 
   /** Initialises the cluster if needed, takes over from a leftover server, starts PostgreSQL and waits until it accepts the role's login. May be called again after {@link stop}. */
@@ -213,9 +334,10 @@ export class EmbeddedPostgres {
     const logger = EmbeddedPostgres.logger;
     const started = performance.now();
     const { layout } = this;
-    const bin = await binaries();
+    if (this.unusable) throw this.unusable;
     const owner = await serverOwner(logger);
-    privateDir(layout.root, owner);
+    if (owner) this.claimHome(owner, logger);
+    const bin = owner ? reachableBinaries(await binaries(), owner, this.relocationRoot, logger) : await binaries();
 
     await EmbeddedPostgres.stopLeftover(layout, logger);
     if (!existsSync(join(layout.pgdata, 'PG_VERSION'))) {
@@ -277,6 +399,34 @@ export class EmbeddedPostgres {
   }
 
   /**
+   * Hands the cluster's directory to `owner` (the user postgres when run as root). In place,
+   * that is `DATA_DIR` itself, which the user must be able to reach. Relocated, it is a 0700
+   * directory under the relocation root, and `DATA_DIR` (root's alone) gets the pointer.
+   */
+  private claimHome(owner: Account, logger: Logger): void {
+    const { layout } = this;
+    const blocker = firstBlocked(layout.root, owner, { self: false });
+    const why = (b: Blocker): string => `the user postgres that runs the embedded PostgreSQL (PostgreSQL refuses to run as root) cannot enter ${describeBlocker(b)} on the way to DATA_DIR ${layout.root}`;
+    if (!layout.relocated) {
+      if (blocker) throw new Error(`${why(blocker)}. ${PLACEMENT_FIX}`);
+      privateDir(layout.root, owner);
+      return;
+    }
+    const reason = blocker ? why(blocker) : `it was placed there when the user postgres could not reach DATA_DIR ${layout.root}`;
+    if (!existsSync(layout.home)) ensureRelocationRoot(dirname(layout.home), owner, reason, PLACEMENT_FIX);
+    try {
+      privateDir(layout.home, owner);
+      if (!existsSync(layout.pointerFile)) {
+        writeFileSync(join(layout.home, 'data-dir'), `${layout.root}\n`, { mode: 0o600 });
+        writeFileSync(layout.pointerFile, `${layout.home}\n`, { mode: 0o600 });
+      }
+    } catch (error) {
+      throw new Error(`${reason}, and ${layout.home} cannot be made to hold its cluster instead (${errorText(error)}). ${PLACEMENT_FIX}`, { cause: error });
+    }
+    logger.log(`Embedded PostgreSQL cluster in ${layout.home}, not in DATA_DIR: ${reason}; DATA_DIR keeps its password and a pointer (${POINTER_FILE})`);
+  }
+
+  /**
    * A server left running under the data directory by an earlier service process that was
    * killed: stop it (fast shutdown) before starting ours. A `postmaster.pid` whose process is
    * gone, or is not a PostgreSQL of this data directory (its pid reused), is stale and removed.
@@ -310,12 +460,12 @@ export class EmbeddedPostgres {
   }
 
   /** Creates the cluster in a scratch directory and moves it into place, so a half-made cluster is never mistaken for one. */
-  private static async initdb(bin: Binaries, layout: EmbeddedLayout, password: string, owner: Owner | undefined): Promise<void> {
+  private static async initdb(bin: Binaries, layout: EmbeddedLayout, password: string, owner: Account | undefined): Promise<void> {
     const scratch = `${layout.pgdata}.init`;
     rmSync(scratch, { recursive: true, force: true });
     privateDir(scratch, owner);
-    // initdb reads the password from a file; this one lives in the private DATA_DIR and goes at once.
-    const pwfile = join(layout.root, 'initdb.pw');
+    // initdb reads the password from a file; this one lives in the cluster's private directory and goes at once.
+    const pwfile = join(layout.home, 'initdb.pw');
     writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
     if (owner) chownSync(pwfile, owner.uid, owner.gid);
     const started = performance.now();
