@@ -10,7 +10,7 @@ import { browserTestsEnabled, ROOT, screenshot, useConsole } from './browser-sup
  * test-results/browser/ and fails on any console error or uncaught exception of the page.
  *
  * `UPDATE_DOCS_SCREENSHOT=1 npx vitest run --project browser -t overview` also writes the
- * README's docs/admin-console.png.
+ * picture docs/admin-console.png (shown in the README and docs/usage.md).
  */
 
 const suite = browserTestsEnabled ? describe : describe.skip;
