@@ -498,7 +498,9 @@ export class EmbeddedPostgres {
         if (line === '') continue;
         recent.push(line);
         if (recent.length > 30) recent.shift();
-        if (/\b(PANIC|FATAL|WARNING):/.test(line)) logger.warn(line);
+        // The logins that wait for the server to come up are refused while it starts: expected, not a problem.
+        if (/FATAL:\s+the database system is starting up/.test(line)) logger.debug(line);
+        else if (/\b(PANIC|FATAL|WARNING):/.test(line)) logger.warn(line);
         else if (/automatic recovery in progress/.test(line)) logger.log('Recovering: the database was not shut down cleanly; replaying its write-ahead log');
         else logger.debug(line);
       }
