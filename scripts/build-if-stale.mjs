@@ -72,7 +72,7 @@ export const PARTS = [
 
 const STAMP = '.build-stamp.json';
 const SKIPPED_DIRECTORIES = new Set(['node_modules', 'dist']);
-/** Unit tests sit beside the code; no build compiles them (every tsconfig here excludes them). */
+/** Unit tests sit beside the code and are compiled by no build (the tsconfigs of the service and the libraries exclude them). */
 const isUnitTest = (name) => name.endsWith('.spec.ts');
 
 /** Relative paths (with `/`) of the files an input stands for, sorted. */
