@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { StoreUnavailableError } from '../common/errors.js';
 import { StatementGroups } from '../common/statement-groups.js';
 import { AppConfig } from '../config/app-config.js';
+import { WRITE_TURN_FULL } from '../database/functions/write-turn.function.js';
+import { SHORT_FORM_LENGTH, writeTurnValues } from '../database/functions/write-turn.parameters.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type {
   LoadedQueue,
@@ -14,7 +16,7 @@ import type {
   StoredQueue,
   StoredReturnedEntry,
   StoredTurnWrite,
-} from './queue-metadata.js';
+} from '../database/stored-queue.js';
 
 interface RawQueueRow {
   version: string;
@@ -118,14 +120,10 @@ const RECHECK_QUEUE = `
 
 /** `$from+1, …, $from+n`. */
 const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
-/** The turn statement with everything (migration 1764100000005). */
-const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(66)}) AS applied`;
-/**
- * Its earlier form (migration 1764100000004), for turns that write nothing the later one
- * added: most pushes and pops. 38 parameters instead of 66 and a smaller UPDATE: PostgreSQL
- * spends about a fifth less on such a turn.
- */
-const WRITE_TURN_BASIC = `SELECT pushpop_write_turn(${placeholders(38)}) AS applied`;
+/** The turn statement with everything. */
+const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(WRITE_TURN_FULL.parameters.length)}) AS applied`;
+/** Its short form, for turns that give none of the full form's own parameters: most pushes and pops. */
+const WRITE_TURN_BASIC = `SELECT pushpop_write_turn(${placeholders(SHORT_FORM_LENGTH)}) AS applied`;
 /** Turn writes of the short form one statement carries at most. */
 const MAX_WRITE_GROUP = 16;
 /**
@@ -133,26 +131,8 @@ const MAX_WRITE_GROUP = 16;
  * call per queue, in the order of the values, each applied only if its queue's version matches.
  */
 const writeTurnsBasic = (n: number): string =>
-  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${placeholders(38, w * 38)}) AS a${w}`).join(', ')}`;
+  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${placeholders(SHORT_FORM_LENGTH, w * SHORT_FORM_LENGTH)}) AS a${w}`).join(', ')}`;
 const WRITE_TURNS_BASIC = Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => (n < 2 ? '' : writeTurnsBasic(n)));
-
-/** Whether a turn's write needs the full statement: settings, shared locks, given-back items, dead letters, delivery counts, an exclusive lock written, a queue deleted. */
-function needsFullStatement(write: StoredTurnWrite): boolean {
-  return (
-    write.deleteQueue ||
-    write.settingsChanged === true ||
-    (write.expectedVersion === null && (write.settings.lockMode ?? 'exclusive') !== 'exclusive') ||
-    (write.expectedVersion === null && (write.settings.maxDeliveries != null || write.settings.deadLetterQueue != null)) ||
-    write.shared !== null ||
-    write.sharedLockUpserts.length > 0 ||
-    write.sharedLockDeletes.length > 0 ||
-    write.returnedInserts.length > 0 ||
-    write.returnedDeletes.length > 0 ||
-    write.deadLetters !== null ||
-    write.lock?.op === 'upsert' ||
-    write.inserts.some((i) => i.deliveries)
-  );
-}
 
 const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, created_at, expires_at';
 
@@ -436,99 +416,18 @@ export class SegmentRepository {
   }
 
   /**
-   * Applies a turn's write in one statement (queue row, segment rows, lock, the
-   * `offloaded_segments` rows of the in-database offload store, delayed items and dedup ids), if the queue row still has `expectedVersion`
-   * (or, to create it, has no row). Returns false, having written nothing, otherwise.
+   * Applies a turn's write in one statement (`pushpop_write_turn`: queue row, segment rows,
+   * locks, the `offloaded_segments` rows of the in-database offload store, delayed items, dedup
+   * ids, given-back items, dead letters), if the queue row still has `expectedVersion` (or, to
+   * create it, has no row). Returns false, having written nothing, otherwise. The short form
+   * serves unless the write gives one of the full form's own parameters (see
+   * {@link writeTurnValues}).
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
-    const lock = write.lock?.op === 'upsert' ? write.lock.lock : undefined;
-    const values: unknown[] = [
-      queueId,
-      write.expectedVersion,
-      write.newVersion,
-      write.deleteQueue,
-      write.settings.segmentSize,
-      write.settings.bufferSegments,
-      write.itemCount,
-      JSON.stringify(write.priorities),
-      write.deletes.map((d) => d.priority),
-      write.deletes.map((d) => d.segment),
-      write.deletes.map((d) => d.from),
-      write.deletes.map((d) => d.through),
-      write.inserts.map((i) => i.priority),
-      write.inserts.map((i) => i.segment),
-      write.inserts.map((i) => i.position),
-      write.inserts.map((i) => i.json),
-      write.lock?.op ?? null,
-      lock?.lockId ?? null,
-      lock?.state ?? null,
-      lock?.items.map((i) => i.priority) ?? null,
-      lock?.items.map((i) => i.json) ?? null,
-      lock?.createdAt ?? null,
-      lock?.expiresAt ?? null,
-      write.storeSaves.map((s) => s.key),
-      write.storeSaves.map((s) => s.items.length),
-      write.storeSaves.flatMap((s) => s.items),
-      write.storeDeletes,
-      // Null: the delayed columns stay as they are (the UPDATE of a turn without delayed items is the one it always was).
-      write.delayed?.count ?? null,
-      write.delayed?.nextDueAt ?? null,
-      write.delayed?.nextSeq ?? null,
-      write.delayedInserts.map((d) => d.dueAt),
-      write.delayedInserts.map((d) => d.seq),
-      write.delayedInserts.map((d) => d.priority),
-      write.delayedInserts.map((d) => d.json),
-      write.delayedDeleteThrough?.dueAt ?? null,
-      write.delayedDeleteThrough?.seq ?? null,
-      write.dedupInserts.map((d) => d.dedupId),
-      write.dedupInserts.map((d) => d.expiresAt),
-    ];
-    if (!needsFullStatement(write)) {
+    const values = writeTurnValues(queueId, write);
+    if (values.length === SHORT_FORM_LENGTH) {
       return session === this.uow.autocommit ? this.basicWrites.request({ queueId, values }) : this.writeBasic(values, session);
     }
-    values.push(
-      write.settingsChanged === true,
-      write.settings.lockMode ?? 'exclusive',
-      write.settings.maxDeliveries ?? null,
-      write.settings.deadLetterQueue ?? null,
-      // Deliveries of inserted rows: an empty array (all 0) unless an item given back by an exclusive lock is among them.
-      write.inserts.some((i) => i.deliveries) ? write.inserts.map((i) => i.deliveries ?? 0) : [],
-      lock ? lock.items.map((i) => i.origin?.segment ?? null) : null,
-      lock ? lock.items.map((i) => i.origin?.position ?? null) : null,
-      lock ? lock.items.map((i) => i.deliveries ?? 1) : null,
-      write.shared?.live ?? null,
-      write.shared?.items ?? null,
-      write.shared?.nextExpiry ?? null,
-      JSON.stringify(
-        write.sharedLockUpserts.map((l) => ({
-          id: l.lockId,
-          state: l.state,
-          priorities: l.items.map((i) => i.priority),
-          segments: l.items.map((i) => i.origin?.segment ?? 0),
-          positions: l.items.map((i) => i.origin?.position ?? 0),
-          items: l.items.map((i) => i.json),
-          deliveries: l.items.map((i) => i.deliveries ?? 1),
-          created: l.createdAt,
-          expires: l.expiresAt,
-        })),
-      ),
-      write.sharedLockDeletes,
-      write.returnedInserts.map((r) => r.priority),
-      write.returnedInserts.map((r) => r.segment),
-      write.returnedInserts.map((r) => r.position),
-      write.returnedInserts.map((r) => r.json),
-      write.returnedInserts.map((r) => r.deliveries),
-      write.returnedDeletes.map((r) => r.priority),
-      write.returnedDeletes.map((r) => r.segment),
-      write.returnedDeletes.map((r) => r.position),
-      write.deadLetters?.queueId ?? null,
-      write.deadLetterDefaults?.version ?? null,
-      write.deadLetterDefaults?.segmentSize ?? null,
-      write.deadLetterDefaults?.bufferSegments ?? null,
-      write.deadLetters?.items.map((i) => i.priority) ?? [],
-      write.deadLetters?.items.map((i) => i.json) ?? [],
-      write.deadLetterDefaults?.now ?? null,
-    );
     const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
   }

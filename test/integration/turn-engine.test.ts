@@ -6,7 +6,7 @@ import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
-import type { StoredTurnWrite } from '../../src/segment-storage/queue-metadata.js';
+import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
 import { range } from '../support/queue-helpers.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { LoadedQueue } from '../../segment-storage/queue-metadata.js';
+import type { LoadedQueue } from '../../database/stored-queue.js';
 import type { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { OFFERED_STATE_TTL_MS, QueueLoads } from './queue-loads.js';
 

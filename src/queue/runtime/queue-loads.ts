@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { GatheringBatcher } from '../../common/gathering-batcher.js';
-import type { LoadedQueue } from '../../segment-storage/queue-metadata.js';
+import type { LoadedQueue } from '../../database/stored-queue.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 
 /** Queue rows one statement loads at most. */
