@@ -5,18 +5,8 @@ import { AppConfig } from '../config/app-config.js';
 import { WRITE_TURN_FULL } from '../database/functions/write-turn.function.js';
 import { SHORT_FORM_LENGTH, writeTurnValues } from '../database/functions/write-turn.parameters.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
-import type {
-  LoadedQueue,
-  QueueListRow,
-  StoredDelayedItem,
-  StoredEntry,
-  StoredHeldItem,
-  StoredLock,
-  StoredPriority,
-  StoredQueue,
-  StoredReturnedEntry,
-  StoredTurnWrite,
-} from '../database/stored-queue.js';
+import type { LoadedQueue, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
+import { heldItems, toEntry } from './stored-rows.js';
 
 interface RawQueueRow {
   version: string;
@@ -50,19 +40,6 @@ interface RawFront {
   front_positions: number[] | null;
   front_items: string[] | null;
   front_deliveries: number[] | null;
-}
-
-/** A `queue_locks` / `shared_locks` row as read. */
-interface RawLockRow {
-  lock_id: string;
-  state: 'active' | 'expired';
-  priorities: number[];
-  items: string[];
-  segments: string[] | null;
-  positions: number[] | null;
-  deliveries: number[] | null;
-  created_at: Date;
-  expires_at: Date;
 }
 
 /** The columns of a queue row and its exclusive lock (`queues q LEFT JOIN queue_locks l`), as {@link RawQueueRow}. */
@@ -112,7 +89,7 @@ const LOAD_QUEUES = `
     JOIN queues q ON q.queue_id = r.queue_id
     LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('r.front')}`;
 
-/** One queue row, with its front segment only if its version is no longer `$2` (see {@link SegmentRepository.recheckQueue}). */
+/** One queue row, with its front segment only if its version is no longer `$2` (see {@link QueueStateRepository.recheckQueue}). */
 const RECHECK_QUEUE = `
   SELECT ${QUEUE_COLUMNS}, ${FRONT_COLUMNS}
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('q.version IS DISTINCT FROM $2::bigint')}
@@ -133,45 +110,6 @@ const MAX_WRITE_GROUP = 16;
 const writeTurnsBasic = (n: number): string =>
   `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${placeholders(SHORT_FORM_LENGTH, w * SHORT_FORM_LENGTH)}) AS a${w}`).join(', ')}`;
 const WRITE_TURNS_BASIC = Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => (n < 2 ? '' : writeTurnsBasic(n)));
-
-const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, created_at, expires_at';
-
-/** A lock's items from its parallel arrays (origins and deliveries absent in rows written before they were kept). */
-function heldItems(priorities: number[], items: string[], segments: string[] | null, positions: number[] | null, deliveries: number[] | null): StoredHeldItem[] {
-  return items.map((json, i) => {
-    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number } = { priority: priorities[i], json };
-    if (segments && positions) item.origin = { segment: Number(segments[i]), position: positions[i] };
-    if (deliveries) item.deliveries = deliveries[i];
-    return item;
-  });
-}
-
-function toStoredLock(row: RawLockRow): StoredLock {
-  return {
-    lockId: row.lock_id,
-    state: row.state,
-    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries),
-    createdAt: row.created_at.getTime(),
-    expiresAt: row.expires_at.getTime(),
-  };
-}
-
-/**
- * A queue's due delayed items, oldest first, at most `$3 - 1` of them plus one more to tell
- * whether more are due; and the first item not due yet, for its due time. Both are ranges of
- * the primary key `(queue_id, due_at, seq)`.
- */
-const LOAD_DUE = `
-  (SELECT due_at, seq, priority, item FROM delayed_items
-    WHERE queue_id = $1 AND due_at <= to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT $3)
-  UNION ALL
-  (SELECT due_at, seq, NULL, NULL FROM delayed_items
-    WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
-
-/** A segment row as the core takes it (no `deliveries` for an item never delivered). */
-function toEntry(position: number, json: string, deliveries: number): StoredEntry {
-  return deliveries > 0 ? { position, json, deliveries } : { position, json };
-}
 
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
@@ -208,13 +146,14 @@ function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
 }
 
 /**
- * The SQL of queues, their segments and their locks. A turn's statements run on the session its
- * runner gives: the pool (each statement its own transaction), or the transaction that holds
+ * The SQL of a queue's state: its row (with its exclusive lock, read in the same statement),
+ * its segments, and the turn statement that writes everything a turn changed. A turn's
+ * statements run on the session its runner gives: the pool (each statement its own transaction), or the transaction that holds
  * the queue's row lock. The turn's statements are prepared (named), so each connection parses
  * and plans them once.
  */
 @Injectable()
-export class SegmentRepository {
+export class QueueStateRepository {
   /**
    * Short-form turn writes on the pool, grouped while as many are in flight as half the pool's
    * connections: those that would have queued for a connection go together in one statement.
@@ -340,82 +279,6 @@ export class SegmentRepository {
   }
 
   /**
-   * A queue's delayed items due at `now`, in `(due_at, seq)` order, at most `limit`, and the due
-   * time of the first delayed item after them (due or not; null when there is none).
-   */
-  async loadDueItems(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
-    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
-    const due: StoredDelayedItem[] = [];
-    let later: number | null = null;
-    for (const row of rows) {
-      if (row.item === null) later = row.due_at.getTime();
-      else due.push({ dueAt: row.due_at.getTime(), seq: Number(row.seq), priority: row.priority!, json: row.item });
-    }
-    due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
-    if (due.length > limit) return { items: due.slice(0, limit), nextDueAt: due[limit].dueAt };
-    return { items: due, nextDueAt: later };
-  }
-
-  /** The named shared locks of a queue that exist (live or expired), by id. */
-  async loadSharedLocks(queueId: string, ids: readonly string[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredLock>> {
-    const rows = await session.query<RawLockRow>(
-      `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks WHERE queue_id = $1 AND lock_id = ANY($2::varchar[])`,
-      [queueId, ids],
-      'pushpop_load_shared_locks',
-    );
-    return new Map(rows.map((row) => [row.lock_id, toStoredLock(row)]));
-  }
-
-  /**
-   * A queue's live shared locks expired at `now`, earliest first, at most `limit`, and the
-   * expiry of the first live lock after them (null: none). Both are ranges of the partial
-   * index on `(queue_id, expires_at)`.
-   */
-  async loadDueSharedLocks(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ locks: StoredLock[]; nextExpiry: number | null }> {
-    const rows = await session.query<RawLockRow>(
-      `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks
-        WHERE queue_id = $1 AND state = 'active' AND expires_at <= to_timestamp($2 / 1000.0) ORDER BY expires_at LIMIT $3`,
-      [queueId, now, limit],
-      'pushpop_load_due_shared_locks',
-    );
-    const next = rows.length < limit ? await this.nextSharedLockExpiry(queueId, session, now) : null;
-    return { locks: rows.map(toStoredLock), nextExpiry: next };
-  }
-
-  /** Expiry of a queue's earliest live shared lock (after `after`, if given; not one of `exclude`); null when there is none. */
-  async nextSharedLockExpiry(queueId: string, session: DbSession = this.uow.autocommit, after = -Infinity, exclude: readonly string[] = []): Promise<number | null> {
-    // -Infinity: every live lock (`'-infinity'` is a timestamptz PostgreSQL knows).
-    const rows = await session.query<{ expires_at: Date }>(
-      `SELECT expires_at FROM shared_locks
-        WHERE queue_id = $1 AND state = 'active' AND expires_at > coalesce(to_timestamp($2 / 1000.0), '-infinity') AND lock_id <> ALL($3::varchar[])
-        ORDER BY expires_at LIMIT 1`,
-      [queueId, Number.isFinite(after) ? after : null, exclude],
-      'pushpop_next_shared_lock_expiry',
-    );
-    return rows[0] ? rows[0].expires_at.getTime() : null;
-  }
-
-  /** The first `limit` given-back items of a queue's priority, in push order (one range of the primary key). */
-  async loadReturned(queueId: string, priority: number, limit: number, session: DbSession = this.uow.autocommit): Promise<StoredReturnedEntry[]> {
-    const rows = await session.query<{ segment: string; position: number; item: string; deliveries: number }>(
-      `SELECT segment, position, item, deliveries FROM returned_items WHERE queue_id = $1 AND priority = $2 ORDER BY segment, position LIMIT $3`,
-      [queueId, priority, limit],
-      'pushpop_load_returned',
-    );
-    return rows.map((r) => ({ segment: Number(r.segment), position: r.position, json: r.item, deliveries: r.deliveries }));
-  }
-
-  /** Which of `ids` were accepted on the queue and have not expired at `now`. */
-  async liveDedupIds(queueId: string, ids: readonly string[], now: number, session: DbSession = this.uow.autocommit): Promise<Set<string>> {
-    const rows = await session.query<{ dedup_id: string }>(
-      `SELECT dedup_id FROM dedup_ids WHERE queue_id = $1 AND dedup_id = ANY($2::varchar[]) AND expires_at > to_timestamp($3 / 1000.0)`,
-      [queueId, ids, now],
-      'pushpop_live_dedup_ids',
-    );
-    return new Set(rows.map((r) => r.dedup_id));
-  }
-
-  /**
    * Applies a turn's write in one statement (`pushpop_write_turn`: queue row, segment rows,
    * locks, the `offloaded_segments` rows of the in-database offload store, delayed items, dedup
    * ids, given-back items, dead letters), if the queue row still has `expectedVersion` (or, to
@@ -430,76 +293,5 @@ export class SegmentRepository {
     }
     const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
     return rows[0]?.applied === true;
-  }
-
-  /** Queues in id order after `cursor`, whose id starts with `prefix`. Uses the primary key index. */
-  async listQueues(prefix: string, after: string | undefined, limit: number): Promise<QueueListRow[]> {
-    const params: unknown[] = [];
-    const where: string[] = [];
-    if (prefix !== '') {
-      params.push(prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%');
-      where.push(`queue_id LIKE $${params.length}`);
-    }
-    if (after !== undefined) {
-      params.push(after);
-      where.push(`queue_id > $${params.length}`);
-    }
-    params.push(limit);
-    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number }>(
-      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks
-         FROM (SELECT queue_id, item_count, live_locks FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
-         LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
-        ORDER BY q.queue_id`,
-      params,
-    );
-    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null, liveLocks: r.live_locks }));
-  }
-
-  /** Live locks over all queues, exclusive and shared (through the partial indexes on their expiries). */
-  async countLiveLocks(): Promise<number> {
-    const rows = await this.uow.autocommit.query<{ n: string | null }>(
-      `SELECT (SELECT count(*) FROM queue_locks WHERE state = 'active') + (SELECT coalesce(sum(live_locks), 0) FROM queues WHERE next_lock_expiry IS NOT NULL) AS n`,
-    );
-    return Number(rows[0]?.n ?? 0);
-  }
-
-  /** Delayed items over all queues (the queues that have any, through the partial index on `next_due_at`). */
-  async countDelayed(): Promise<number> {
-    const rows = await this.uow.autocommit.query<{ n: string | null }>(`SELECT sum(delayed_count) AS n FROM queues WHERE next_due_at IS NOT NULL`);
-    return Number(rows[0]?.n ?? 0);
-  }
-
-  /**
-   * Those of `queueIds` that hold items (not counting items under a lock), with their counts:
-   * one statement, one primary-key probe per id, whatever the number of ids.
-   */
-  async queuesWithItems(queueIds: readonly string[]): Promise<{ queueId: string; count: number }[]> {
-    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string }>(
-      `SELECT queue_id, item_count FROM queues WHERE queue_id = ANY($1::varchar[]) AND item_count > 0`,
-      [queueIds],
-      'pushpop_queues_with_items',
-    );
-    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count) }));
-  }
-
-  /**
-   * Those of `queueIds` a pop would find something on at `now`: items, a lock (active: the pop
-   * is refused; expired: its items come back), or delayed items that are due. One statement,
-   * one primary-key probe per id; a queue that does not exist is not among them.
-   */
-  async queuesToPopFrom(queueIds: readonly string[], now: number): Promise<string[]> {
-    const rows = await this.uow.autocommit.query<{ queue_id: string }>(
-      `SELECT q.queue_id FROM queues q
-        WHERE q.queue_id = ANY($1::varchar[])
-          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR q.next_lock_expiry <= to_timestamp($2 / 1000.0)
-               OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
-      [queueIds, now],
-      'pushpop_queues_to_pop_from',
-    );
-    return rows.map((r) => r.queue_id);
-  }
-
-  async ping(): Promise<void> {
-    await this.uow.autocommit.query('SELECT 1');
   }
 }
