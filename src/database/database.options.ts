@@ -9,6 +9,7 @@ import { TurnStatement1764100000003 } from './migrations/1764100000003-turn-stat
 import { DelayedItemsAndDedup1764100000004 } from './migrations/1764100000004-delayed-items-and-dedup.js';
 import { SharedLocksAndDeadLetters1764100000005 } from './migrations/1764100000005-shared-locks-and-dead-letters.js';
 import { LockModeUnchecked1764100000006 } from './migrations/1764100000006-lock-mode-unchecked.js';
+import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-canonical-functions.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
@@ -18,7 +19,7 @@ import { SharedLockEntity } from './entities/shared-lock.entity.js';
 /** Every entity of the service, for the one options builder below. */
 export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity, DelayedItemEntity, DedupIdEntity, SharedLockEntity, ReturnedItemEntity];
 /** Committed migrations, in order. `synchronize` is never used. */
-export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, DelayedItemsAndDedup1764100000004, SharedLocksAndDeadLetters1764100000005, LockModeUnchecked1764100000006];
+export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, DelayedItemsAndDedup1764100000004, SharedLocksAndDeadLetters1764100000005, LockModeUnchecked1764100000006, CanonicalFunctions1764100000007];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */
 export function connectionSettings(schema?: string): { application_name: string; options?: string } {

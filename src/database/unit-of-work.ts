@@ -53,6 +53,11 @@ export class UnitOfWork {
     return this.autocommitSession;
   }
 
+  /** Whether the database answers a statement (the readiness check). */
+  async ping(): Promise<void> {
+    await this.autocommit.query('SELECT 1');
+  }
+
   /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async transaction<T>(fn: (session: DbSession) => Promise<T>): Promise<T> {
     let client: PoolClient;

@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { Clock } from '../common/clock.js';
 import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
-import { DedupRepository } from './dedup.repository.js';
+import { DedupIdRepository } from '../storage/dedup-id.repository.js';
 
 /** Expired dedup ids deleted by one statement at most; a full batch is followed by the next at once. */
 const SWEEP_BATCH = 1000;
@@ -20,7 +20,7 @@ export class DedupSweeper implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     private readonly db: DatabaseProvider,
-    private readonly dedup: DedupRepository,
+    private readonly dedup: DedupIdRepository,
     private readonly clock: Clock,
   ) {
     this.loop = new SweepLoop(new Logger('DedupSweeper'), 'Dedup sweep', () => this.sweep(), () => SWEEP_INTERVAL_MS);

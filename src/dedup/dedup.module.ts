@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { DedupRepository } from './dedup.repository.js';
+import { StorageModule } from '../storage/storage.module.js';
 import { DedupSweeper } from './dedup-sweeper.js';
 
 /**
@@ -7,7 +7,8 @@ import { DedupSweeper } from './dedup-sweeper.js';
  * queue core's decision, in the push's turn; the ids are written with the turn.)
  */
 @Module({
-  providers: [DedupRepository, DedupSweeper],
+  imports: [StorageModule],
+  providers: [DedupSweeper],
   exports: [DedupSweeper],
 })
 export class DedupModule {}

@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
-import { DelayRepository } from './delay.repository.js';
+import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 
 /** Most queues made current in one sweep; the rest wait for the next one (which comes at once). */
 const SWEEP_BATCH = 200;
@@ -24,7 +24,7 @@ export class DelaySweeper implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly config: AppConfig,
     private readonly db: DatabaseProvider,
-    private readonly delays: DelayRepository,
+    private readonly delays: DelayedItemRepository,
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
   ) {

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { RuntimeModule } from '../queue/runtime/runtime.module.js';
-import { DelayRepository } from './delay.repository.js';
 import { DelaySweeper } from './delay-sweeper.js';
 
 /**
@@ -9,7 +8,7 @@ import { DelaySweeper } from './delay-sweeper.js';
  */
 @Module({
   imports: [RuntimeModule],
-  providers: [DelayRepository, DelaySweeper],
+  providers: [DelaySweeper],
   exports: [DelaySweeper],
 })
 export class DelayModule {}

@@ -4,7 +4,7 @@ import { HealthCheck, HealthCheckResult, HealthCheckService, HealthIndicatorServ
 import { Public } from '../auth/scopes.decorator.js';
 import { ApiErrors } from '../common/api-errors.decorator.js';
 import { DatabaseProvider } from '../database/database.provider.js';
-import { SegmentRepository } from '../segment-storage/segment.repository.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
 
 /** Liveness answer. */
 export class LivenessDto {
@@ -21,7 +21,7 @@ export class HealthController {
     private readonly health: HealthCheckService,
     private readonly indicator: HealthIndicatorService,
     private readonly db: DatabaseProvider,
-    private readonly segments: SegmentRepository,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /** 200 while the process runs. */
@@ -44,7 +44,7 @@ export class HealthController {
           .check('database')
           .attempt(async () => {
             if (!this.db.isReady) throw new Error('the database is starting');
-            await this.segments.ping();
+            await this.uow.ping();
           })
           .withTimeout(3000),
     ]);

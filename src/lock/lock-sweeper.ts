@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
-import { LockRepository } from './lock.repository.js';
+import { LockRepository } from '../storage/lock.repository.js';
 
 /** Most queues expired in one sweep; the rest wait for the next tick (which comes at once). */
 const SWEEP_BATCH = 200;

@@ -10,7 +10,8 @@ import { ActorRegistry } from '../queue/runtime/actor-registry.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
-import { SegmentRepository } from '../segment-storage/segment.repository.js';
+import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
+import { LockRepository } from '../storage/lock.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
@@ -51,7 +52,8 @@ export class MetricsService implements OnModuleInit {
     private readonly offloadStats: OffloadStats,
     private readonly store: OffloadStore,
     private readonly db: DatabaseProvider,
-    private readonly segments: SegmentRepository,
+    private readonly delayedItems: DelayedItemRepository,
+    private readonly locks: LockRepository,
     private readonly wakeUps: QueueWakeUps,
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
@@ -118,8 +120,8 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
-    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.segments.countDelayed()));
-    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.segments.countLiveLocks()));
+    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
+    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
 

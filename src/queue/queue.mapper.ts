@@ -1,6 +1,6 @@
 import type { PopOutcome, QueueView } from './core/queue-core.js';
 import type { QueueSettings } from './core/types.js';
-import type { QueueListRow } from '../segment-storage/queue-metadata.js';
+import type { QueueListRow } from '../database/stored-queue.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,

@@ -16,7 +16,7 @@ import {
   TooManyLocksError,
   ValidationFailedError,
 } from '../common/errors.js';
-import { SegmentRepository } from '../segment-storage/segment.repository.js';
+import { QueueListingRepository } from '../storage/queue-listing.repository.js';
 import type { LockProblem, NewItem, QueueSettings, SettingsPatch } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
@@ -86,7 +86,7 @@ export class QueueService {
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
     private readonly events: QueueEvents,
-    private readonly segments: SegmentRepository,
+    private readonly listing: QueueListingRepository,
     private readonly stats: QueueStats,
     private readonly wakeUps: QueueWakeUps,
   ) {}
@@ -279,7 +279,7 @@ export class QueueService {
       after = Buffer.from(cursor, 'base64url').toString('utf8');
       if (!isQueueId(after)) throw new ValidationFailedError('cursor is not a cursor this service returned');
     }
-    const rows = await this.segments.listQueues(prefix, after, limit + 1);
+    const rows = await this.listing.listQueues(prefix, after, limit + 1);
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? Buffer.from(page.at(-1)!.queueId, 'utf8').toString('base64url') : null;
     return QueueMapper.queueList(page, this.clock.now(), next);

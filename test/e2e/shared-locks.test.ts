@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Clock } from '../../src/common/clock.js';
 import { AppConfig } from '../../src/config/app-config.js';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
-import { LockRepository } from '../../src/lock/lock.repository.js';
+import { LockRepository } from '../../src/storage/lock.repository.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { TurnRunner } from '../../src/queue/runtime/turn-runner.js';
 import {

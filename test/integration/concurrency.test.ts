@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
+import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
 import { answer, Answer, drain, groupBy, range, seededRandom, sleep, testSeed, until, within } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
 
@@ -415,7 +415,7 @@ describe('concurrency', () => {
       const BATCH = 100;
       // Slow turns (50 ms per write), so that the 30 requests pile up behind the queue's turn
       // however fast the machine is; the line is what this test is about.
-      const segments = C.app.get(SegmentRepository);
+      const segments = C.app.get(QueueStateRepository);
       const write = segments.writeTurn.bind(segments);
       const slow = vi.spyOn(segments, 'writeTurn').mockImplementation(async (...args) => {
         await sleep(50);

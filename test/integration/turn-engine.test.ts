@@ -6,8 +6,8 @@ import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
-import type { StoredTurnWrite } from '../../src/segment-storage/queue-metadata.js';
-import { SegmentRepository } from '../../src/segment-storage/segment.repository.js';
+import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
+import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
 import { range } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -19,13 +19,13 @@ import { databaseKind, removeDataDir, sharedDatabase, startService, TestService,
 describe(`turn engine (${databaseKind})`, () => {
   let svc: TestService;
   let queues: QueueService;
-  let segments: SegmentRepository;
+  let segments: QueueStateRepository;
   let statements: ReturnType<typeof vi.spyOn>;
 
   beforeAll(async () => {
     svc = await startService({ env: { SEGMENT_SIZE: '100' } });
     queues = svc.app.get(QueueService);
-    segments = svc.app.get(SegmentRepository);
+    segments = svc.app.get(QueueStateRepository);
   });
   afterEach(() => vi.restoreAllMocks());
   afterAll(async () => {

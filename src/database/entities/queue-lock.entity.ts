@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
  * The acknowledgement lock of a queue (at most one). `active`: holds popped items with their
@@ -7,6 +7,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  * replaces it.
  */
 @Entity('queue_locks')
+@Check('CHK_queue_locks_state', `"state" IN ('active', 'expired')`)
 @Index('IDX_queue_locks_due', ['expiresAt'], { where: `"state" = 'active'` })
 export class QueueLockEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })

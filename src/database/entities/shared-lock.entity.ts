@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /**
  * A lock of a queue in shared mode (any number per queue). `active`: holds popped items until
@@ -6,6 +6,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
  * items) so that its id answers 410, and is forgotten an hour after expiry.
  */
 @Entity('shared_locks')
+@Check('CHK_shared_locks_state', `"state" IN ('active', 'expired')`)
 @Index('IDX_shared_locks_live', ['queueId', 'expiresAt'], { where: `"state" = 'active'` })
 @Index('IDX_shared_locks_expired', ['expiresAt'], { where: `"state" = 'expired'` })
 export class SharedLockEntity {

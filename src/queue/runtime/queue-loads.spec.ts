@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LoadedQueue } from '../../segment-storage/queue-metadata.js';
-import type { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import type { LoadedQueue } from '../../database/stored-queue.js';
+import type { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import { OFFERED_STATE_TTL_MS, QueueLoads } from './queue-loads.js';
 
 const state = (version: number): LoadedQueue => ({
@@ -8,7 +8,7 @@ const state = (version: number): LoadedQueue => ({
 });
 
 describe('QueueLoads: states offered by other processes', () => {
-  const loads = (): QueueLoads => new QueueLoads({} as SegmentRepository);
+  const loads = (): QueueLoads => new QueueLoads({} as QueueStateRepository);
 
   it('gives an offered state once, the newest offer winning', () => {
     const l = loads();

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { GatheringBatcher } from '../../common/gathering-batcher.js';
-import type { LoadedQueue } from '../../segment-storage/queue-metadata.js';
-import { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import type { LoadedQueue } from '../../database/stored-queue.js';
+import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 
 /** Queue rows one statement loads at most. */
 const MAX_BATCH = 1_000;
@@ -32,10 +32,10 @@ export class QueueLoads {
   statesOffered = 0;
   statesTaken = 0;
 
-  constructor(segments: SegmentRepository) {
+  constructor(queueState: QueueStateRepository) {
     this.batcher = new GatheringBatcher(
       async (batch) => {
-        const found = await segments.loadQueues([...batch].map(([queueId, front]) => ({ queueId, front })));
+        const found = await queueState.loadQueues([...batch].map(([queueId, front]) => ({ queueId, front })));
         return (queueId) => found.get(queueId);
       },
       MAX_BATCH,

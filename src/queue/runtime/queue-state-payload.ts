@@ -1,5 +1,5 @@
 import type { QueueSnapshot } from '../core/types.js';
-import type { LoadedQueue } from '../../segment-storage/queue-metadata.js';
+import type { LoadedQueue } from '../../database/stored-queue.js';
 import { isQueueId } from '../queue-id.pipe.js';
 
 /** The form of the payload; a receiver ignores any other. */

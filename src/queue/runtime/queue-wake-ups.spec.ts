@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DatabaseProvider } from '../../database/database.provider.js';
 import type { ItemNotifications } from '../../database/item-notifications.js';
-import type { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import type { QueueListingRepository } from '../../storage/queue-listing.repository.js';
 import type { QueueCore } from '../core/queue-core.js';
 import type { QueueEvents } from '../queue-events.js';
 import type { ActorRegistry } from './actor-registry.js';
@@ -21,7 +21,7 @@ function setUp(options: { ready?: boolean; actors?: Record<string, number> } = {
   const segments = {
     queuesToPopFrom: (ids: readonly string[], now: number) =>
       new Promise<string[]>((resolve, reject) => looks.push({ ids: [...ids], now, resolve, reject })),
-  } as unknown as SegmentRepository;
+  } as unknown as QueueListingRepository;
   const registry = {
     peek: (queueId: string) => (options.actors && queueId in options.actors ? ({ count: options.actors[queueId] } as QueueCore) : undefined),
   } as unknown as ActorRegistry;

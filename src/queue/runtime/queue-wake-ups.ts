@@ -3,7 +3,7 @@ import { Clock } from '../../common/clock.js';
 import { GatheringBatcher } from '../../common/gathering-batcher.js';
 import { DatabaseProvider } from '../../database/database.provider.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
-import { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import { QueueListingRepository } from '../../storage/queue-listing.repository.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
@@ -45,14 +45,14 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     private readonly events: QueueEvents,
     private readonly notifications: ItemNotifications,
-    private readonly segments: SegmentRepository,
+    private readonly listing: QueueListingRepository,
     private readonly db: DatabaseProvider,
     private readonly registry: ActorRegistry,
     private readonly clock: Clock,
     private readonly loads: QueueLoads,
   ) {
     this.looks = new GatheringBatcher(async (batch) => {
-      const found = new Set(await this.segments.queuesToPopFrom([...batch.keys()], this.clock.now()));
+      const found = new Set(await this.listing.queuesToPopFrom([...batch.keys()], this.clock.now()));
       return (queueId) => found.has(queueId);
     }, MAX_LOOK_BATCH);
   }
@@ -115,7 +115,7 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
     if (ids.length === 0 || !this.db.isReady) return;
     let found: { queueId: string; count: number }[];
     try {
-      found = await this.segments.queuesWithItems(ids);
+      found = await this.listing.queuesWithItems(ids);
       this.rechecks += 1;
     } catch (error) {
       // The database is away: requests say so (503); one line here, not one per tick.

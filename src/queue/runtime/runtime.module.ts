@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { OffloadModule } from '../../offload/offload.module.js';
-import { SegmentStorageModule } from '../../segment-storage/segment-storage.module.js';
+import { StorageModule } from '../../storage/storage.module.js';
 import { QueueEvents } from '../queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
@@ -10,8 +10,8 @@ import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
-  imports: [SegmentStorageModule, OffloadModule],
+  imports: [StorageModule, OffloadModule],
   providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
-  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, SegmentStorageModule, OffloadModule],
+  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, StorageModule, OffloadModule],
 })
 export class RuntimeModule {}

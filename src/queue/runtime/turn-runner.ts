@@ -8,8 +8,11 @@ import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
-import type { LoadedQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
-import { SegmentRepository } from '../../segment-storage/segment.repository.js';
+import type { LoadedQueue, StoredTurnWrite } from '../../database/stored-queue.js';
+import { DedupIdRepository } from '../../storage/dedup-id.repository.js';
+import { DelayedItemRepository } from '../../storage/delayed-item.repository.js';
+import { LockRepository } from '../../storage/lock.repository.js';
+import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import { QueueCore } from '../core/queue-core.js';
 import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
 import { QueueEvents } from '../queue-events.js';
@@ -166,7 +169,10 @@ export class TurnRunner {
   constructor(
     private readonly config: AppConfig,
     private readonly registry: ActorRegistry,
-    private readonly segments: SegmentRepository,
+    private readonly queueState: QueueStateRepository,
+    private readonly locks: LockRepository,
+    private readonly delayedItems: DelayedItemRepository,
+    private readonly dedupIds: DedupIdRepository,
     private readonly uow: UnitOfWork,
     private readonly store: OffloadStore,
     private readonly stats: OffloadStats,
@@ -292,7 +298,7 @@ export class TurnRunner {
     if (!core) {
       let loaded: LoadedQueue | null | undefined = known;
       if (locked) {
-        const queue = await this.segments.loadQueue(queueId, session, true);
+        const queue = await this.queueState.loadQueue(queueId, session, true);
         loaded = queue && { queue };
       } else if (known === undefined) {
         // A pop woken by another process's push starts from the state that push committed, when
@@ -319,9 +325,9 @@ export class TurnRunner {
         } catch (error) {
           if (round >= MAX_FETCH_ROUNDS) throw error;
           if (error instanceof MissingSegments) await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
-          else if (error instanceof MissingDueItems) actor.provideDueItems(await this.segments.loadDueItems(queueId, error.now, error.limit, session));
+          else if (error instanceof MissingDueItems) actor.provideDueItems(await this.delayedItems.loadDueItems(queueId, error.now, error.limit, session));
           // Never carried over from an earlier attempt: a loser of a race must see the winner's ids.
-          else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.segments.liveDedupIds(queueId, error.ids, now, session));
+          else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.dedupIds.liveDedupIds(queueId, error.ids, now, session));
           else if (error instanceof MissingLockRows) actor.provideLockRows(await this.readLockRows(queueId, error.need, session));
           else throw error;
           fetched = true;
@@ -375,12 +381,12 @@ export class TurnRunner {
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
         ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
-      if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
+      if (!(await this.queueState.writeTurn(queueId, stored, session))) throw new VersionConflict();
     } else if (!locked && (!activated || fetched || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
       // there), the turn runs again on the row read here, with the front segment for a pop.
-      const current = readsFront ? await this.segments.recheckQueue(queueId, actor.version) : await this.segments.loadQueue(queueId).then((queue) => queue && { queue });
+      const current = readsFront ? await this.queueState.recheckQueue(queueId, actor.version) : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
     return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
@@ -463,22 +469,22 @@ export class TurnRunner {
   private async readLockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
     switch (need.kind) {
       case 'locks': {
-        const found = await this.segments.loadSharedLocks(queueId, need.ids, session);
+        const found = await this.locks.loadSharedLocks(queueId, need.ids, session);
         return { kind: 'locks', locks: new Map(need.ids.map((id) => [id, found.get(id) ?? null])) };
       }
       case 'due':
-        return { kind: 'due', ...(await this.segments.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
+        return { kind: 'due', ...(await this.locks.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
       case 'next':
-        return { kind: 'next', nextExpiry: await this.segments.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
+        return { kind: 'next', nextExpiry: await this.locks.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
       case 'returned':
-        return { kind: 'returned', priority: need.priority, entries: await this.segments.loadReturned(queueId, need.priority, need.limit, session) };
+        return { kind: 'returned', priority: need.priority, entries: await this.locks.loadReturned(queueId, need.priority, need.limit, session) };
     }
   }
 
   /** Fetches the segments a core call asked for and hands them over, in the order asked. */
   private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
     const fromState = refs.filter((r) => r.from === 'state');
-    const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
+    const rows = fromState.length > 0 ? await this.queueState.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
     const fromStore = new Map<string, SegmentFetch>();
     const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
     if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);

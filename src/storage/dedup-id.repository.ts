@@ -1,10 +1,23 @@
 import { Injectable } from '@nestjs/common';
-import { UnitOfWork } from '../database/unit-of-work.js';
+import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 
-/** The dedup sweep's SQL (live ids are read and written with their queue, in its turn). */
+/**
+ * The SQL of dedup ids: the live ones among a push's ids, read in its turn, and the dedup
+ * sweep's deletion of expired ones. (Ids are written by the turn statement.)
+ */
 @Injectable()
-export class DedupRepository {
+export class DedupIdRepository {
   constructor(private readonly uow: UnitOfWork) {}
+
+  /** Which of `ids` were accepted on the queue and have not expired at `now`. */
+  async liveDedupIds(queueId: string, ids: readonly string[], now: number, session: DbSession = this.uow.autocommit): Promise<Set<string>> {
+    const rows = await session.query<{ dedup_id: string }>(
+      `SELECT dedup_id FROM dedup_ids WHERE queue_id = $1 AND dedup_id = ANY($2::varchar[]) AND expires_at > to_timestamp($3 / 1000.0)`,
+      [queueId, ids, now],
+      'pushpop_live_dedup_ids',
+    );
+    return new Set(rows.map((r) => r.dedup_id));
+  }
 
   /**
    * Deletes up to `limit` dedup ids that expired by `now`, oldest first, through the index on

@@ -103,7 +103,7 @@ export interface LoadedQueue {
   readonly front?: { readonly priority: number; readonly segment: number; readonly entries: StoredEntry[] };
 }
 
-/** Everything one turn writes; see the `pushpop_write_turn` migration for how it is applied. */
+/** Everything one turn writes; see `database/functions/write-turn.function.ts` for how it is applied. */
 export interface StoredTurnWrite {
   readonly expectedVersion: number | null;
   readonly newVersion: number;

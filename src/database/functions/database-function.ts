@@ -1,0 +1,48 @@
+import type { QueryRunner } from 'typeorm';
+
+/**
+ * A function of pushpop's schema, declared once. Migrations create it from this declaration
+ * (see {@link syncDatabaseFunctions}), and a test compares what `pg_get_functiondef` shows
+ * after migrating with the function this declaration creates.
+ */
+export interface DatabaseFunction {
+  readonly name: string;
+  /** In order; `type` as written in `CREATE FUNCTION`. */
+  readonly parameters: readonly { readonly name: string; readonly type: string }[];
+  readonly returns: string;
+  readonly language: 'plpgsql' | 'sql';
+  /** The text between the dollar quotes, exactly as PostgreSQL keeps it (`prosrc`). */
+  readonly body: string;
+}
+
+/** `CREATE OR REPLACE FUNCTION …` of a declaration. */
+export function createFunctionStatement(fn: DatabaseFunction): string {
+  const parameters = fn.parameters.map((p) => `${p.name} ${p.type}`).join(', ');
+  return `CREATE OR REPLACE FUNCTION ${fn.name}(${parameters}) RETURNS ${fn.returns} LANGUAGE ${fn.language} AS $fn$${fn.body}$fn$`;
+}
+
+/** `name(type, …)`: the signature PostgreSQL tells overloads apart by. */
+export function functionSignature(fn: DatabaseFunction): string {
+  return `${fn.name}(${fn.parameters.map((p) => p.type).join(', ')})`;
+}
+
+/**
+ * Makes the functions of the current schema those declared in `functions`: every declared one
+ * created or replaced (in the order given: a `sql` function's body must find the functions it
+ * calls), and every other overload of a declared name dropped.
+ *
+ * `CREATE OR REPLACE` keeps each function's identity, so a process still running the previous
+ * release goes on calling it during a rolling upgrade. It cannot rename a parameter of a
+ * signature that stays: a migration that does so drops the old one first.
+ */
+export async function syncDatabaseFunctions(runner: QueryRunner, functions: readonly DatabaseFunction[]): Promise<void> {
+  for (const fn of functions) await runner.query(createFunctionStatement(fn));
+  const names = [...new Set(functions.map((fn) => fn.name))];
+  const declared: { oid: number }[] = await runner.query(`SELECT to_regprocedure(s)::oid AS oid FROM unnest($1::text[]) AS s`, [functions.map(functionSignature)]);
+  const others: { signature: string }[] = await runner.query(
+    `SELECT p.oid::regprocedure::text AS signature FROM pg_proc p
+      WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = ANY($1::text[]) AND p.oid <> ALL($2::oid[])`,
+    [names, declared.map((d) => d.oid)],
+  );
+  for (const { signature } of others) await runner.query(`DROP FUNCTION ${signature}`);
+}

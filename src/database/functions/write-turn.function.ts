@@ -1,0 +1,190 @@
+import type { DatabaseFunction } from './database-function.js';
+import { parametersOf, type WriteTurnParameter } from './write-turn.parameters.js';
+
+/**
+ * The body of `pushpop_write_turn`, full or short. The short body is the full one without what
+ * only the full form's parameters bring (settings, shared locks, given-back items, dead
+ * letters, delivery counts), so the two cannot drift apart: a turn that gives none of those
+ * parameters gets the same writes from either.
+ *
+ * It applies everything a turn changed if and only if the queue row still has the version the
+ * turn was computed from. Called in autocommit it is the whole transaction; the order inside is
+ * fixed: the version check first, then deletes before inserts (a priority emptied and refilled
+ * in one turn reuses segment and position numbers), then the lock, the offloaded segments, the
+ * delayed items and dedup ids, the shared locks and given-back items (those popped again deleted
+ * before those given back: an item may be both in one turn), and last the dead letters.
+ */
+function writeTurnBody(full: boolean): string {
+  /** Text of the full body only. */
+  const f = (sql: string): string => (full ? sql : '');
+  return `
+DECLARE
+  v_from integer := 1;${f(`
+  v_seq bigint;`)}
+BEGIN${f(`
+  -- Dead letters lock two queue rows: both first, in queue_id order (no deadlock between two such turns).
+  IF p_dlq_id IS NOT NULL THEN
+    PERFORM 1 FROM queues WHERE queue_id IN (p_queue_id, p_dlq_id) ORDER BY queue_id FOR UPDATE;
+  END IF;`)}
+  -- Null delayed${f(' or shared')} columns: they stay as they are.
+  IF p_expected IS NULL THEN
+    INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq${f(`,
+                        lock_mode, max_deliveries, dead_letter_queue, live_locks, locked_items, next_lock_expiry`)})
+    VALUES (p_queue_id, p_version, p_segment_size, p_buffer_segments, p_item_count, p_priorities,
+            coalesce(p_delayed_count, 0), to_timestamp(p_next_due / 1000.0), coalesce(p_delayed_seq, 0)${f(`,
+            coalesce(p_lock_mode, 'exclusive'), p_max_deliveries, p_dead_letter_queue,
+            coalesce(p_shared_live, 0), coalesce(p_shared_items, 0), to_timestamp(p_shared_next / 1000.0)`)})
+    ON CONFLICT (queue_id) DO NOTHING;
+  ELSIF p_delete THEN
+    DELETE FROM queues WHERE queue_id = p_queue_id AND version = p_expected;
+  ELSIF p_delayed_count IS NULL${f(' AND NOT p_settings AND p_shared_live IS NULL')} THEN
+    UPDATE queues SET version = p_version, item_count = p_item_count, priorities = p_priorities, updated_at = now()
+     WHERE queue_id = p_queue_id AND version = p_expected;
+  ELSE
+    UPDATE queues SET version = p_version, item_count = p_item_count, priorities = p_priorities, updated_at = now(),
+           delayed_count = CASE WHEN p_delayed_count IS NULL THEN delayed_count ELSE p_delayed_count END,
+           next_due_at = CASE WHEN p_delayed_count IS NULL THEN next_due_at ELSE to_timestamp(p_next_due / 1000.0) END,
+           delayed_seq = CASE WHEN p_delayed_count IS NULL THEN delayed_seq ELSE p_delayed_seq END${f(`,
+           segment_size = CASE WHEN p_settings THEN p_segment_size ELSE segment_size END,
+           buffer_segments = CASE WHEN p_settings THEN p_buffer_segments ELSE buffer_segments END,
+           lock_mode = CASE WHEN p_settings THEN p_lock_mode ELSE lock_mode END,
+           max_deliveries = CASE WHEN p_settings THEN p_max_deliveries ELSE max_deliveries END,
+           dead_letter_queue = CASE WHEN p_settings THEN p_dead_letter_queue ELSE dead_letter_queue END,
+           live_locks = CASE WHEN p_shared_live IS NULL THEN live_locks ELSE p_shared_live END,
+           locked_items = CASE WHEN p_shared_live IS NULL THEN locked_items ELSE p_shared_items END,
+           next_lock_expiry = CASE WHEN p_shared_live IS NULL THEN next_lock_expiry ELSE to_timestamp(p_shared_next / 1000.0) END`)}
+     WHERE queue_id = p_queue_id AND version = p_expected;
+  END IF;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  IF p_delete THEN
+    DELETE FROM segment_items WHERE queue_id = p_queue_id;
+    DELETE FROM queue_locks WHERE queue_id = p_queue_id;
+    DELETE FROM offloaded_segments WHERE queue_id = p_queue_id;
+    DELETE FROM delayed_items WHERE queue_id = p_queue_id;
+    DELETE FROM dedup_ids WHERE queue_id = p_queue_id;
+    DELETE FROM shared_locks WHERE queue_id = p_queue_id;
+    DELETE FROM returned_items WHERE queue_id = p_queue_id;
+    RETURN true;
+  END IF;
+  IF cardinality(p_del_priority) > 0 THEN
+    DELETE FROM segment_items s
+     USING unnest(p_del_priority, p_del_segment, p_del_from, p_del_through) AS d(priority, segment, first, through)
+     WHERE s.queue_id = p_queue_id AND s.priority = d.priority AND s.segment = d.segment AND s.position BETWEEN d.first AND d.through;
+  END IF;
+  IF cardinality(p_ins_priority) > 0 THEN${f(`
+    -- p_ins_deliveries may be shorter (empty when no item was delivered before): unnest pads it with nulls.`)}
+    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries')})
+    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0)')}
+      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries')})${f(`
+     WHERE i.priority IS NOT NULL`)};
+  END IF;
+  IF p_lock_op = 'upsert' THEN
+    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries')})
+    VALUES (p_queue_id, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, to_timestamp(p_lock_created / 1000.0), to_timestamp(p_lock_expires / 1000.0)${f(`,
+            p_lock_segments, p_lock_positions, p_lock_deliveries`)})
+    ON CONFLICT (queue_id) DO UPDATE SET lock_id = EXCLUDED.lock_id, state = EXCLUDED.state, priorities = EXCLUDED.priorities,
+      items = EXCLUDED.items, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at${f(`,
+      segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries`)};
+  ELSIF p_lock_op = 'delete' THEN
+    DELETE FROM queue_locks WHERE queue_id = p_queue_id;
+  END IF;
+  FOR i IN 1 .. coalesce(cardinality(p_save_keys), 0) LOOP
+    INSERT INTO offloaded_segments (queue_id, key, items)
+    VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1])
+    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now();
+    v_from := v_from + p_save_lengths[i];
+  END LOOP;
+  IF cardinality(p_delete_keys) > 0 THEN
+    DELETE FROM offloaded_segments WHERE queue_id = p_queue_id AND key = ANY(p_delete_keys);
+  END IF;
+  -- Due items moved to the segments above: always a prefix of the queue's delayed items in (due_at, seq) order.
+  IF p_dl_through_due IS NOT NULL THEN
+    DELETE FROM delayed_items
+     WHERE queue_id = p_queue_id AND (due_at, seq) <= (to_timestamp(p_dl_through_due / 1000.0), p_dl_through_seq);
+  END IF;
+  IF cardinality(p_dl_due) > 0 THEN
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
+    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item
+      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item) AS d(due, seq, priority, item);
+  END IF;
+  -- An expired id the sweep has not deleted yet is replaced.
+  IF cardinality(p_dedup_ids) > 0 THEN
+    INSERT INTO dedup_ids (queue_id, dedup_id, expires_at)
+    SELECT p_queue_id, d.id, to_timestamp(d.expires / 1000.0) FROM unnest(p_dedup_ids, p_dedup_expires) AS d(id, expires)
+    ON CONFLICT (queue_id, dedup_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
+  END IF;${f(`
+  IF cardinality(p_sl_deletes) > 0 THEN
+    DELETE FROM shared_locks WHERE queue_id = p_queue_id AND lock_id = ANY(p_sl_deletes);
+  END IF;
+  IF jsonb_array_length(coalesce(p_sl_upserts, '[]')) > 0 THEN
+    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, created_at, expires_at)
+    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries,
+           to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
+      FROM jsonb_to_recordset(p_sl_upserts) AS l(id varchar, state varchar, priorities integer[], segments bigint[], positions integer[],
+                                                  items text[], deliveries integer[], created double precision, expires double precision)
+    ON CONFLICT (queue_id, lock_id) DO UPDATE SET state = EXCLUDED.state, priorities = EXCLUDED.priorities, segments = EXCLUDED.segments,
+      positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, expires_at = EXCLUDED.expires_at;
+  END IF;
+  IF cardinality(p_retdel_priority) > 0 THEN
+    DELETE FROM returned_items r
+     USING unnest(p_retdel_priority, p_retdel_segment, p_retdel_position) AS d(priority, segment, position)
+     WHERE r.queue_id = p_queue_id AND r.priority = d.priority AND r.segment = d.segment AND r.position = d.position;
+  END IF;
+  IF cardinality(p_ret_priority) > 0 THEN
+    INSERT INTO returned_items (queue_id, priority, segment, position, item, deliveries)
+    SELECT p_queue_id, r.priority, r.segment, r.position, r.item, r.deliveries
+      FROM unnest(p_ret_priority, p_ret_segment, p_ret_position, p_ret_item, p_ret_deliveries) AS r(priority, segment, position, item, deliveries);
+  END IF;
+  -- Dead letters: due at once on the dead-letter queue (created if need be), whose version moves on.
+  IF p_dlq_id IS NOT NULL AND cardinality(p_dlq_item) > 0 THEN
+    INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq)
+    VALUES (p_dlq_id, p_dlq_version, p_dlq_segment_size, p_dlq_buffer_segments, 0, '{}', cardinality(p_dlq_item), to_timestamp(p_now / 1000.0), cardinality(p_dlq_item))
+    ON CONFLICT (queue_id) DO UPDATE SET version = queues.version + 1, updated_at = now(),
+      delayed_count = queues.delayed_count + EXCLUDED.delayed_count,
+      next_due_at = least(coalesce(queues.next_due_at, EXCLUDED.next_due_at), EXCLUDED.next_due_at),
+      delayed_seq = queues.delayed_seq + EXCLUDED.delayed_seq
+    RETURNING delayed_seq INTO v_seq;
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
+    SELECT p_dlq_id, to_timestamp(p_now / 1000.0), v_seq - cardinality(p_dlq_item) + d.ord - 1, d.priority, d.item
+      FROM unnest(p_dlq_priority, p_dlq_item) WITH ORDINALITY AS d(priority, item, ord);
+  END IF;`)}
+  RETURN true;
+END
+`;
+}
+
+/** A parameter's `unset` as SQL. */
+function literal(p: WriteTurnParameter): string {
+  if (p.unset === undefined) throw new Error(`${p.name} has no value to stand for it`);
+  if (p.unset === null) return 'NULL';
+  if (typeof p.unset === 'string') return `'${p.unset.replace(/'/g, "''")}'`;
+  if (p.unset === false) return 'false';
+  return `'{}'`;
+}
+
+const declare = (form: 'short' | 'full', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
+  name: 'pushpop_write_turn',
+  parameters: parametersOf(form).map(({ name, type }) => ({ name, type })),
+  returns: 'boolean',
+  language,
+  body,
+});
+
+/** The full form: every parameter. */
+export const WRITE_TURN_FULL = declare('full', 'plpgsql', writeTurnBody(true));
+/** The short form; see {@link writeTurnBody}. */
+export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
+
+const oldest = parametersOf('oldest');
+/** The oldest form: the short one with nothing delayed and no dedup id. */
+export const WRITE_TURN_OLDEST: DatabaseFunction = {
+  name: 'pushpop_write_turn',
+  parameters: oldest.map(({ name, type }) => ({ name, type })),
+  returns: 'boolean',
+  language: 'sql',
+  body: `
+  SELECT pushpop_write_turn(${[...oldest.map((p) => p.name), ...parametersOf('short').slice(oldest.length).map(literal)].join(', ')})
+`,
+};

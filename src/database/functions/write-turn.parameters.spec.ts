@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import type { StoredTurnWrite } from '../stored-queue.js';
+import { functionSignature } from './database-function.js';
+import { DATABASE_FUNCTIONS } from './database-functions.js';
+import { WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
+import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS, writeTurnValues } from './write-turn.parameters.js';
+
+/** A push of one item onto an existing exclusive queue: what most turns write. */
+const push: StoredTurnWrite = {
+  expectedVersion: 7,
+  newVersion: 8,
+  deleteQueue: false,
+  settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'shared', maxDeliveries: 3, deadLetterQueue: 'dlq' },
+  itemCount: 1,
+  priorities: { '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 } },
+  deletes: [],
+  inserts: [{ priority: 0, segment: 0, position: 0, json: '{"n":1}' }],
+  lock: undefined,
+  storeSaves: [],
+  storeDeletes: [],
+  delayed: null,
+  delayedInserts: [],
+  delayedDeleteThrough: null,
+  dedupInserts: [{ dedupId: 'd1', expiresAt: 5000 }],
+  shared: null,
+  sharedLockUpserts: [],
+  sharedLockDeletes: [],
+  returnedInserts: [],
+  returnedDeletes: [],
+  deadLetters: null,
+};
+
+const index = (name: string): number => WRITE_TURN_PARAMETERS.findIndex((p) => p.name === name);
+const valueOf = (values: unknown[], name: string): unknown => values[index(name)];
+const lock = { lockId: 'l1', state: 'active' as const, items: [{ priority: 0, json: '{}', origin: { segment: 0, position: 0 }, deliveries: 1 }], createdAt: 1, expiresAt: 2 };
+
+describe('the parameters of pushpop_write_turn', () => {
+  it('are named once, and each form takes the parameters of the shorter ones first', () => {
+    const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect(WRITE_TURN_FULL.parameters.map((p) => p.name)).toEqual(names);
+    expect(WRITE_TURN_SHORT.parameters.map((p) => p.name)).toEqual(names.slice(0, SHORT_FORM_LENGTH));
+    expect(WRITE_TURN_OLDEST.parameters.map((p) => p.name)).toEqual(names.slice(0, WRITE_TURN_OLDEST.parameters.length));
+    expect(WRITE_TURN_OLDEST.parameters.length).toBeLessThan(SHORT_FORM_LENGTH);
+    expect(new Set(DATABASE_FUNCTIONS.map(functionSignature)).size).toBe(DATABASE_FUNCTIONS.length);
+  });
+
+  it('every parameter a shorter form lacks has a value standing for "nothing to write"', () => {
+    const lacking = WRITE_TURN_PARAMETERS.slice(WRITE_TURN_OLDEST.parameters.length);
+    expect(lacking.filter((p) => p.unset === undefined).map((p) => p.name)).toEqual([]);
+  });
+
+  it('the oldest form passes its own parameters on, and "nothing" for the others', () => {
+    expect(WRITE_TURN_OLDEST.body).toContain('p_queue_id, p_expected, p_version,');
+    expect(WRITE_TURN_OLDEST.body).toContain("p_delete_keys, NULL, NULL, NULL, '{}', '{}', '{}', '{}', NULL, NULL, '{}', '{}')");
+  });
+
+  it('the short body uses none of the full form\'s own parameters', () => {
+    const fullOnly = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH).map((p) => p.name);
+    for (const name of fullOnly) expect(WRITE_TURN_SHORT.body, name).not.toMatch(new RegExp(`\\b${name}\\b`));
+  });
+
+  it('a push, a dedup id, a delayed item, a lock deleted and a queue deleted take the short form, values in signature order', () => {
+    const values = writeTurnValues('q1', push);
+    expect(values).toHaveLength(SHORT_FORM_LENGTH);
+    expect(valueOf(values, 'p_queue_id')).toBe('q1');
+    expect(valueOf(values, 'p_expected')).toBe(7);
+    expect(valueOf(values, 'p_ins_item')).toEqual(['{"n":1}']);
+    expect(valueOf(values, 'p_dedup_ids')).toEqual(['d1']);
+    expect(valueOf(values, 'p_dedup_expires')).toEqual([5000]);
+    expect(valueOf(values, 'p_delayed_count')).toBeNull();
+    const delayed = { ...push, delayed: { count: 1, nextDueAt: 9, nextSeq: 1 }, delayedInserts: [{ dueAt: 9, seq: 0, priority: 0, json: '{}' }] };
+    expect(writeTurnValues('q1', delayed)).toHaveLength(SHORT_FORM_LENGTH);
+    expect(writeTurnValues('q1', { ...push, lock: { op: 'delete' } })).toHaveLength(SHORT_FORM_LENGTH);
+    expect(writeTurnValues('q1', { ...push, deleteQueue: true })).toHaveLength(SHORT_FORM_LENGTH);
+    // A new exclusive queue with no limit: nothing the short form lacks.
+    expect(writeTurnValues('q1', { ...push, expectedVersion: null, settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'exclusive' } })).toHaveLength(SHORT_FORM_LENGTH);
+  });
+
+  it.each<[string, Partial<StoredTurnWrite>]>([
+    ['settings changed', { settingsChanged: true }],
+    ['a new shared queue', { expectedVersion: null }],
+    ['a new queue with a limit', { expectedVersion: null, settings: { segmentSize: 100, bufferSegments: 2, maxDeliveries: 3 } }],
+    ['an exclusive lock written', { lock: { op: 'upsert', lock } }],
+    ['an item delivered before inserted', { inserts: [{ priority: 0, segment: 0, position: 0, json: '{}', deliveries: 2 }] }],
+    ['shared-lock columns', { shared: { live: 1, items: 1, nextExpiry: null } }],
+    ['a shared lock written', { sharedLockUpserts: [lock] }],
+    ['a shared lock deleted', { sharedLockDeletes: ['l1'] }],
+    ['an item given back', { returnedInserts: [{ priority: 0, segment: 0, position: 0, json: '{}', deliveries: 1 }] }],
+    ['a given-back item popped', { returnedDeletes: [{ priority: 0, segment: 0, position: 0 }] }],
+    ['dead letters', { deadLetters: { queueId: 'dlq', items: [{ priority: 0, json: '{}' }] }, deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } }],
+  ])('%s: the full form', (_, change) => {
+    const values = writeTurnValues('q1', { ...push, ...change });
+    expect(values).toHaveLength(WRITE_TURN_PARAMETERS.length);
+    expect(values.filter((v) => v === undefined)).toEqual([]);
+  });
+
+  it('in the full form, what the write does not give is bound as "nothing to write"', () => {
+    const values = writeTurnValues('q1', { ...push, sharedLockDeletes: ['l1'] });
+    expect(valueOf(values, 'p_sl_deletes')).toEqual(['l1']);
+    expect(valueOf(values, 'p_settings')).toBe(false);
+    expect(valueOf(values, 'p_lock_mode')).toBe('exclusive');
+    expect(valueOf(values, 'p_sl_upserts')).toBe('[]');
+    expect(valueOf(values, 'p_ret_priority')).toEqual([]);
+    expect(valueOf(values, 'p_dlq_id')).toBeNull();
+    const created = writeTurnValues('q1', { ...push, expectedVersion: null });
+    expect([valueOf(created, 'p_lock_mode'), valueOf(created, 'p_max_deliveries'), valueOf(created, 'p_dead_letter_queue')]).toEqual(['shared', 3, 'dlq']);
+    // The next write of the short form is not affected by this one.
+    expect(writeTurnValues('q1', push)).toHaveLength(SHORT_FORM_LENGTH);
+  });
+});

@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import type { QueueListRow } from '../database/stored-queue.js';
+import { UnitOfWork } from '../database/unit-of-work.js';
+
+/**
+ * Reads over many queues at once, outside their turns: the listing of `GET /queues`, and which
+ * of a set of queues hold something to pop (for the long-poll wake-ups).
+ */
+@Injectable()
+export class QueueListingRepository {
+  constructor(private readonly uow: UnitOfWork) {}
+
+  /** Queues in id order after `cursor`, whose id starts with `prefix`. Uses the primary key index. */
+  async listQueues(prefix: string, after: string | undefined, limit: number): Promise<QueueListRow[]> {
+    const params: unknown[] = [];
+    const where: string[] = [];
+    if (prefix !== '') {
+      params.push(prefix.replace(/[\\%_]/g, (c) => `\\${c}`) + '%');
+      where.push(`queue_id LIKE $${params.length}`);
+    }
+    if (after !== undefined) {
+      params.push(after);
+      where.push(`queue_id > $${params.length}`);
+    }
+    params.push(limit);
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number }>(
+      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks
+         FROM (SELECT queue_id, item_count, live_locks FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
+         LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
+        ORDER BY q.queue_id`,
+      params,
+    );
+    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null, liveLocks: r.live_locks }));
+  }
+
+  /**
+   * Those of `queueIds` that hold items (not counting items under a lock), with their counts:
+   * one statement, one primary-key probe per id, whatever the number of ids.
+   */
+  async queuesWithItems(queueIds: readonly string[]): Promise<{ queueId: string; count: number }[]> {
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string }>(
+      `SELECT queue_id, item_count FROM queues WHERE queue_id = ANY($1::varchar[]) AND item_count > 0`,
+      [queueIds],
+      'pushpop_queues_with_items',
+    );
+    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count) }));
+  }
+
+  /**
+   * Those of `queueIds` a pop would find something on at `now`: items, a lock (active: the pop
+   * is refused; expired: its items come back), or delayed items that are due. One statement,
+   * one primary-key probe per id; a queue that does not exist is not among them.
+   */
+  async queuesToPopFrom(queueIds: readonly string[], now: number): Promise<string[]> {
+    const rows = await this.uow.autocommit.query<{ queue_id: string }>(
+      `SELECT q.queue_id FROM queues q
+        WHERE q.queue_id = ANY($1::varchar[])
+          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR q.next_lock_expiry <= to_timestamp($2 / 1000.0)
+               OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
+      [queueIds, now],
+      'pushpop_queues_to_pop_from',
+    );
+    return rows.map((r) => r.queue_id);
+  }
+}

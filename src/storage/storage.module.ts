@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { DedupIdRepository } from './dedup-id.repository.js';
+import { DelayedItemRepository } from './delayed-item.repository.js';
+import { LockRepository } from './lock.repository.js';
+import { QueueListingRepository } from './queue-listing.repository.js';
+import { QueueStateRepository } from './queue-state.repository.js';
+
+const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository];
+
+/** The repositories, one per aggregate; the only code that sends SQL for queues. */
+@Module({ providers: REPOSITORIES, exports: REPOSITORIES })
+export class StorageModule {}

@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import type { QueryRunner } from 'typeorm';
+import { createFunctionStatement } from '../../src/database/functions/database-function.js';
+import { DATABASE_FUNCTIONS } from '../../src/database/functions/database-functions.js';
+
+/** `pg_get_functiondef` of every overload of `names` in `schema`, by signature, the schema's name left out. */
+async function definitions(runner: QueryRunner, schema: string, names: string[]): Promise<Map<string, string>> {
+  const rows: { signature: string; definition: string }[] = await runner.query(
+    `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')' AS signature, pg_get_functiondef(p.oid) AS definition
+       FROM pg_proc p WHERE p.pronamespace = to_regnamespace($1) AND p.proname = ANY($2::text[])`,
+    [schema, names],
+  );
+  return new Map(rows.map((r) => [r.signature, r.definition.replace(`FUNCTION ${schema}.`, 'FUNCTION ')]));
+}
+
+/** The first line where two texts differ, for a readable failure. */
+function firstDifference(actual: string, expected: string): string {
+  const [a, e] = [actual.split('\n'), expected.split('\n')];
+  const line = a.findIndex((text, i) => text !== e[i]);
+  const at = line === -1 ? a.length : line;
+  return `line ${at + 1}: found ${JSON.stringify(a[at] ?? '')}, declared ${JSON.stringify(e[at] ?? '')}`;
+}
+
+/**
+ * How the functions of the runner's current schema differ from their declarations (empty: not
+ * at all). What a declaration makes is read from PostgreSQL itself: the declared functions are
+ * created in a scratch schema, inside a transaction (or savepoint) that is rolled back, and both
+ * sides are compared as `pg_get_functiondef` prints them.
+ */
+export async function functionDrift(runner: QueryRunner): Promise<string[]> {
+  const [{ schema }] = (await runner.query(`SELECT current_schema() AS schema`)) as { schema: string }[];
+  const names = [...new Set(DATABASE_FUNCTIONS.map((fn) => fn.name))];
+  const actual = await definitions(runner, schema, names);
+
+  const scratch = `pushpop_declared_${randomBytes(4).toString('hex')}`;
+  const nested = runner.isTransactionActive;
+  await (nested ? runner.query('SAVEPOINT declared') : runner.startTransaction());
+  let expected: Map<string, string>;
+  try {
+    await runner.query(`CREATE SCHEMA ${scratch}`);
+    await runner.query(`SET LOCAL search_path = ${scratch}`);
+    for (const fn of DATABASE_FUNCTIONS) await runner.query(createFunctionStatement(fn));
+    expected = await definitions(runner, scratch, names);
+  } finally {
+    await (nested ? runner.query('ROLLBACK TO SAVEPOINT declared') : runner.rollbackTransaction());
+  }
+
+  const drift: string[] = [];
+  for (const [signature, definition] of expected) {
+    const found = actual.get(signature);
+    if (found === undefined) drift.push(`missing: ${signature}`);
+    else if (found !== definition) drift.push(`differs: ${signature}, ${firstDifference(found, definition)}`);
+  }
+  for (const signature of actual.keys()) if (!expected.has(signature)) drift.push(`not declared: ${signature}`);
+  return drift;
+}
