@@ -4,7 +4,6 @@ import { MAX_DUE_PER_TURN, QueueCore, type PopOutcome } from './queue-core.js';
 import {
   MissingDedupIds,
   MissingDueItems,
-  MissingLockRows,
   MissingSegments,
   NO_DELAYED,
   type DelayedItem,
@@ -17,6 +16,7 @@ import {
   type TurnWrite,
 } from './types.js';
 import { FIRST_POSITION, WHOLE_SEGMENT } from './write-set.js';
+import { drive, type SyncRowReader } from './core-driver.js';
 
 /**
  * The core against a fake database: a table of segment rows and an offload store, driven the
@@ -57,6 +57,18 @@ class FakeDb {
 
   liveDedup(ids: readonly string[], now: number): Set<string> {
     return new Set(ids.filter((id) => (this.dedup.get(id) ?? -Infinity) > now));
+  }
+
+  /** What the runner reads for the core, from this database (`now` for dedup ids). */
+  reader(now: number): SyncRowReader {
+    return {
+      segments: (refs) => refs.map((ref) => this.fetch(ref)),
+      dueItems: (at, limit) => this.fetchDue(at, limit),
+      liveDedupIds: (ids) => this.liveDedup(ids, now),
+      lockRows: (need) => {
+        throw new Error(`this database keeps no shared locks (asked for ${need.kind})`);
+      },
+    };
   }
 
   apply(write: TurnWrite): void {
@@ -125,19 +137,19 @@ class FakeDb {
 
 const SETTINGS = { segmentSize: 3, bufferSegments: 1 };
 
+/** A reader for a queue that has nothing stored: every read finds nothing. */
+const NOTHING_STORED: SyncRowReader = {
+  segments: (refs) => refs.map(() => ({ entries: [] })),
+  dueItems: () => ({ items: [], nextDueAt: null }),
+  liveDedupIds: () => new Set(),
+  lockRows: (need) => {
+    throw new Error(`no shared locks stored (asked for ${need.kind})`);
+  },
+};
+
 /** Runs a core operation, fetching what it asks for, as the runner does (`now` for dedup ids). */
 function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T, now = 0): T {
-  for (let round = 0; ; round++) {
-    try {
-      return fn();
-    } catch (error) {
-      if (round > 20) throw error;
-      if (error instanceof MissingSegments) for (const ref of error.refs) core.provide(ref, db.fetch(ref));
-      else if (error instanceof MissingDueItems) core.provideDueItems(db.fetchDue(error.now, error.limit));
-      else if (error instanceof MissingDedupIds) core.provideDedupIds(error.ids, db.liveDedup(error.ids, now));
-      else throw error;
-    }
-  }
+  return drive(core, fn, db.reader(now));
 }
 
 /** Ends a turn as the runner does: load back, offload, write, commit. */
@@ -881,15 +893,8 @@ describe('delivery counts of stored items', () => {
     const meta = { count: 2, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 2, head_position: -1 };
     const core = QueueCore.fromRecord({ version: 1, settings: { segmentSize: 3, bufferSegments: 1 }, priorities: { '0': meta }, lock: null });
     const ack = { lockId: 'lock-1', now: 0, ttlMs: 30_000 };
-    let outcome: PopOutcome | undefined;
-    for (let round = 0; !outcome && round < 3; round++) {
-      try {
-        outcome = core.pop(2, ack);
-      } catch (error) {
-        if (!(error instanceof MissingSegments)) throw error;
-        for (const ref of error.refs) core.provide(ref, { entries: [{ position: -1, json: '{"a":1}', deliveries: 1 }, { position: 0, json: '{"b":1}' }] });
-      }
-    }
+    const entries = [{ position: -1, json: '{"a":1}', deliveries: 1 }, { position: 0, json: '{"b":1}' }];
+    const outcome = drive(core, () => core.pop(2, ack), { ...NOTHING_STORED, segments: (refs) => refs.map(() => ({ entries })) });
     expect(outcome && 'items' in outcome ? outcome.items.map((i) => [i.json, i.deliveries]) : outcome).toEqual([
       ['{"a":1}', 2],
       ['{"b":1}', 1],
@@ -910,23 +915,18 @@ describe('given-back items of shared locks', () => {
       shared: { live: 1, items: 1, nextExpiry: 60_000 },
     });
     let reads = 0;
-    const drive = <T>(fn: () => T): T => {
-      for (let round = 0; round < 10; round++) {
-        try {
-          return fn();
-        } catch (error) {
-          if (error instanceof MissingSegments) for (const ref of error.refs) core.provide(ref, { entries: [{ position: 2, json: '"c"' }] });
-          else if (error instanceof MissingLockRows && error.need.kind === 'locks') core.provideLockRows({ kind: 'locks', locks: new Map([['L', lock]]) });
-          else if (error instanceof MissingLockRows && error.need.kind === 'returned') {
-            reads += 1;
-            core.provideLockRows({ kind: 'returned', priority: 0, entries: [{ segment: 0, position: 0, json: '"a"', deliveries: 1 }].slice(0, error.need.limit) });
-          } else throw error;
-        }
-      }
-      throw new Error('the core kept asking for rows');
+    const reader: SyncRowReader = {
+      ...NOTHING_STORED,
+      segments: (refs) => refs.map(() => ({ entries: [{ position: 2, json: '"c"' }] })),
+      lockRows: (need) => {
+        if (need.kind === 'locks') return { kind: 'locks', locks: new Map([['L', lock]]) };
+        if (need.kind !== 'returned') throw new Error(`unexpected read: ${need.kind}`);
+        reads += 1;
+        return { kind: 'returned', priority: 0, entries: [{ segment: 0, position: 0, json: '"a"', deliveries: 1 }].slice(0, need.limit) };
+      },
     };
-    expect(drive(() => core.release('L', 1_000))).toBe(1);
-    const popped = drive(() => core.pop(3));
+    expect(drive(core, () => core.release('L', 1_000), reader)).toBe(1);
+    const popped = drive(core, () => core.pop(3), reader);
     expect('items' in popped ? popped.items.map((i) => i.json) : popped).toEqual(['"a"', '"b"', '"c"']);
     expect(reads).toBe(1);
   });

@@ -2,8 +2,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MAX_EXPIRED_LOCKS_PER_TURN, QueueCore } from './queue-core.js';
 import {
-  MissingLockRows,
-  MissingSegments,
   NO_DELAYED,
   NO_SHARED_LOCKS,
   type HeldItem,
@@ -18,6 +16,7 @@ import {
   type SharedLockSummary,
   type TurnWrite,
 } from './types.js';
+import { drive, type SyncRowReader } from './core-driver.js';
 
 /**
  * Shared lock mode, delivery counts and dead letters in the pure core, against a fake database
@@ -62,6 +61,14 @@ class FakeDb {
         return { kind: 'returned', priority: need.priority, entries: (this.returned.get(need.priority) ?? []).slice(0, need.limit) };
     }
   }
+
+  /** What the runner reads for the core, from this database. */
+  readonly reader: SyncRowReader = {
+    segments: (refs) => refs.map((ref) => this.fetch(ref)),
+    dueItems: () => ({ items: [], nextDueAt: null }),
+    liveDedupIds: () => new Set(),
+    lockRows: (need) => this.fetchLockRows(need),
+  };
 
   apply(write: TurnWrite): void {
     expect(write.deleteQueue).toBe(false);
@@ -121,16 +128,7 @@ class FakeDb {
 const SETTINGS: QueueSettings = { segmentSize: 3, bufferSegments: 1 };
 
 function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T): T {
-  for (let round = 0; ; round++) {
-    try {
-      return fn();
-    } catch (error) {
-      if (round > 50) throw error;
-      if (error instanceof MissingSegments) for (const ref of error.refs) core.provide(ref, db.fetch(ref));
-      else if (error instanceof MissingLockRows) core.provideLockRows(db.fetchLockRows(error.need));
-      else throw error;
-    }
-  }
+  return drive(core, fn, db.reader);
 }
 
 /** The start of a turn: the expiry hooks. */

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { OffloadModule } from '../../offload/offload.module.js';
 import { SegmentStorageModule } from '../../segment-storage/segment-storage.module.js';
-import { QueueEvents } from '../queue-events.js';
+import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';

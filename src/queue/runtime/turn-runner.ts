@@ -2,7 +2,6 @@ import { randomInt } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
-import { PushpopError, QueueBusyError } from '../../common/errors.js';
 import { isTransientConflict } from '../../common/store-errors.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
@@ -11,18 +10,20 @@ import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.j
 import type { LoadedQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
-import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
-import { QueueEvents } from '../queue-events.js';
+import { drive, type RowReader } from '../core/core-driver.js';
+import type { LockRowsFetch, LockRowsNeed, OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
+import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
 
 /**
- * One operation on a queue, run inside the queue's turn against its core. `apply` may throw
- * {@link MissingSegments} (before changing anything: the runner fetches and calls it again) or
- * a {@link PushpopError} (before changing anything: this operation alone fails). Anything else
- * fails the whole turn.
+ * One operation on a queue, run inside the queue's turn against its core. `apply` returns the
+ * operation's outcome, a refusal included (a refused operation changes nothing; the service
+ * turns refusals into answers). It may throw the core's `Missing*` errors (before changing
+ * anything: the runner reads what they ask for and calls it again, see {@link drive}); anything
+ * else it throws fails the whole turn.
  */
 export interface TurnOp<T> {
   apply(core: QueueCore, now: number): T;
@@ -59,8 +60,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 interface SegmentId {
   priority: number;
   segment: number;
@@ -71,8 +70,8 @@ interface Prepared {
   /** Items waiting on the queue as committed before this turn. */
   countBefore: number;
   write: TurnWrite | undefined;
-  /** Undefined: the operations did not run (a turn of its own for a backlog of due delayed items). */
-  results: Settled[] | undefined;
+  /** The operations' outcomes; undefined: they did not run (a turn of its own for a backlog of due delayed items). */
+  results: unknown[] | undefined;
   /** Delayed items that came due and joined their priorities in this turn. */
   dueMoved: number;
   afterCommit: (() => void)[];
@@ -96,14 +95,23 @@ class StoreReadNeeded extends Error {
   }
 }
 
+/**
+ * {@link TurnRunner.run} refused an operation: `MAX_PENDING_PER_QUEUE` operations already wait
+ * on the queue. Nothing ran; the service answers 429 QUEUE_BUSY.
+ */
+export class QueueLineFull extends Error {
+  constructor(readonly queueId: string) {
+    super(`too many operations are waiting on queue ${queueId}`);
+    this.name = 'QueueLineFull';
+  }
+}
+
 /** Operations and items one turn takes from a queue's line at most. */
 const MAX_TURN_OPERATIONS = 64;
 const MAX_TURN_WEIGHT = 1000;
 /** Optimistic attempts before a turn takes the row lock. */
 const OPTIMISTIC_ATTEMPTS = 2;
 const MAX_ATTEMPTS = 8;
-/** Rounds of segment fetches one core call may ask for (each round brings everything it asked for). */
-const MAX_FETCH_ROUNDS = 50;
 /**
  * Turns of their own a backlog of due delayed items may take before the waiting operations
  * run anyway (each turn moves up to MAX_DUE_PER_TURN items).
@@ -183,18 +191,24 @@ export class TurnRunner {
   }
 
   /**
-   * Runs an operation in a turn of the queue's actor and answers once the turn committed.
-   * @throws QueueBusyError when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
+   * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
+   * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
   run<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+    if (this.isLineFull(queueId)) return Promise.reject(new QueueLineFull(queueId));
     let line = this.lines.get(queueId);
-    if (line && line.length >= this.config.env.MAX_PENDING_PER_QUEUE) return Promise.reject(new QueueBusyError(queueId));
     return new Promise<T>((resolve, reject) => {
       if (!line) this.lines.set(queueId, (line = []));
       line.push({ op, resolve: resolve, reject });
       // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
       this.registry.turns.run(queueId, () => this.drain(queueId)).catch((error: unknown) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`));
     });
+  }
+
+  /** Whether `MAX_PENDING_PER_QUEUE` operations already wait on the queue: {@link run} would refuse another. */
+  isLineFull(queueId: string): boolean {
+    const line = this.lines.get(queueId);
+    return line !== undefined && line.length >= this.config.env.MAX_PENDING_PER_QUEUE;
   }
 
   /** Operations waiting for a turn over all queues. */
@@ -312,22 +326,26 @@ export class TurnRunner {
     const countBefore = actor.count;
     let fetched = false;
     const loaded: SegmentRef[] = [];
-    const run = async <T>(fn: () => T): Promise<T> => {
-      for (let round = 0; ; round++) {
-        try {
-          return fn();
-        } catch (error) {
-          if (round >= MAX_FETCH_ROUNDS) throw error;
-          if (error instanceof MissingSegments) await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
-          else if (error instanceof MissingDueItems) actor.provideDueItems(await this.segments.loadDueItems(queueId, error.now, error.limit, session));
-          // Never carried over from an earlier attempt: a loser of a race must see the winner's ids.
-          else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.segments.liveDedupIds(queueId, error.ids, now, session));
-          else if (error instanceof MissingLockRows) actor.provideLockRows(await this.readLockRows(queueId, error.need, session));
-          else throw error;
-          fetched = true;
-        }
-      }
+    // Never carried over from an earlier attempt (dedup ids above all: a loser of a race must see the winner's ids).
+    const reader: RowReader = {
+      segments: (refs) => {
+        fetched = true;
+        return this.fetch(queueId, refs, transaction, prefetched, loaded);
+      },
+      dueItems: (at, limit) => {
+        fetched = true;
+        return this.segments.loadDueItems(queueId, at, limit, session);
+      },
+      liveDedupIds: (ids) => {
+        fetched = true;
+        return this.segments.liveDedupIds(queueId, ids, now, session);
+      },
+      lockRows: (need) => {
+        fetched = true;
+        return this.readLockRows(queueId, need, session);
+      },
     };
+    const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
     const afterCommit: (() => void)[] = [];
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
@@ -336,21 +354,14 @@ export class TurnRunner {
       const after = await run(() => hook(queueId, actor, now));
       if (after) afterCommit.push(after);
     }
-    let results: Settled[] | undefined;
+    let results: unknown[] | undefined;
     if (!actor.hasDueItems(now) || runOpsInBacklog) {
       results = [];
       if (batch.some((p) => p.op.dedupIds)) {
         const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
         await run(() => actor.checkDedupIds(dedupIds));
       }
-      for (const pending of batch) {
-        try {
-          results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
-        } catch (error) {
-          if (!(error instanceof PushpopError)) throw error;
-          results.push({ ok: false, error });
-        }
-      }
+      for (const pending of batch) results.push(await run(() => pending.op.apply(actor, now)));
     }
     await run(() => actor.loadBack());
     const moves = await run(() => actor.planOffload());
@@ -392,7 +403,7 @@ export class TurnRunner {
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
     else this.registry.deactivate(queueId);
-    results?.forEach((settled, i) => (settled.ok ? batch[i].resolve(settled.value) : batch[i].reject(settled.error)));
+    results?.forEach((outcome, i) => batch[i].resolve(outcome));
     for (const after of afterCommit) after();
     if (dueMoved > 0) {
       this.queueStats.delayedItemsDue += dueMoved;
@@ -475,8 +486,8 @@ export class TurnRunner {
     }
   }
 
-  /** Fetches the segments a core call asked for and hands them over, in the order asked. */
-  private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
+  /** Fetches the segments a core call asked for, in the order asked. */
+  private async fetch(queueId: string, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<SegmentFetch[]> {
     const fromState = refs.filter((r) => r.from === 'state');
     const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
     const fromStore = new Map<string, SegmentFetch>();
@@ -488,7 +499,7 @@ export class TurnRunner {
       fromStore.set(refKey(ref), fetch);
       if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
     }
-    for (const ref of refs) core.provide(ref, ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!);
+    return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
   }
 
   /** Reads an offloaded segment; a failure (or nothing stored, for a segment the metadata says is there) is counted when the segment was needed. */
