@@ -2,33 +2,16 @@ import { DedupIds } from './dedup-ids.js';
 import { DelayedItems, MAX_DUE_PER_TURN } from './delayed-items.js';
 import { ExclusiveLock } from './exclusive-lock.js';
 import { GivenBackItems, type GiveBackOutcome } from './given-back-items.js';
+import { LockOperations } from './lock-operations.js';
 import { OffloadPlanner } from './offload-planner.js';
-import { PrioritySegments, type TakeStep } from './priority-segments.js';
+import { PrioritySegments } from './priority-segments.js';
+import { QueueFront } from './queue-front.js';
+import { changeSettings, lockModeOf } from './queue-settings.js';
 import { QueueInspection, type QueueView, type StateLookup } from './queue-inspection.js';
 import { SharedLocks, type SharedExpiryOutcome } from './shared-locks.js';
-import { segKey, TurnState, type CoreContext } from './turn-state.js';
+import { TurnState, type CoreContext } from './turn-state.js';
 import { deleteQueueWrite, turnWrite } from './turn-write.js';
-import {
-  MissingSegments,
-  type DueFetch,
-  type HeldItem,
-  type LockMode,
-  type LockProblem,
-  type LockRowsFetch,
-  type LockState,
-  type NewItem,
-  type OffloadMove,
-  type PriorityMetadata,
-  type QueueRecord,
-  type QueueSettings,
-  type QueueSnapshot,
-  type SegmentFetch,
-  type SegmentRef,
-  type SettingsPatch,
-  type SettingsProblem,
-  type SharedLockSummary,
-  type TurnWrite,
-} from './types.js';
+import type { DueFetch, HeldItem, LockMode, LockProblem, LockRowsFetch, LockState, NewItem, OffloadMove, PriorityMetadata, QueueRecord, QueueSettings, QueueSnapshot, SegmentFetch, SegmentRef, SettingsPatch, SettingsProblem, SharedLockSummary, TurnWrite } from './types.js';
 
 export { MAX_DUE_PER_TURN } from './delayed-items.js';
 export { MAX_EXPIRED_LOCKS_PER_TURN, type SharedExpiryOutcome } from './shared-locks.js';
@@ -67,7 +50,7 @@ export interface PushOutcome {
  * - **Memory mirrors the table plus the turn's writes**, and is bounded between turns (see
  *   {@link PrioritySegments}).
  */
-export class QueueCore implements CoreContext {
+export class QueueCore {
   /** The stored version; null while the queue has no row. */
   private storedVersion: number | null;
   private exists: boolean;
@@ -81,6 +64,8 @@ export class QueueCore implements CoreContext {
   private readonly delayed: DelayedItems;
   private readonly dedup: DedupIds;
   private readonly offload: OffloadPlanner;
+  private readonly front: QueueFront;
+  private readonly locks: LockOperations;
   private readonly inspection: QueueInspection;
   /** What the turn's write is made of besides the turn itself. */
   private readonly parts: Parameters<typeof turnWrite>[2];
@@ -89,14 +74,30 @@ export class QueueCore implements CoreContext {
     this.currentSettings = settings;
     this.storedVersion = version;
     this.exists = version !== null;
-    this.segments = new PrioritySegments(this, record?.priorities);
-    this.exclusive = new ExclusiveLock(this, record?.lock ?? null);
-    this.givenBack = new GivenBackItems(this, this.segments);
-    this.shared = new SharedLocks(this, this.segments, this.givenBack, record?.shared);
-    this.delayed = new DelayedItems(this, this.segments, record?.delayed);
-    this.dedup = new DedupIds(this, () => this.storedVersion !== null);
-    this.offload = new OffloadPlanner(this, this.segments);
-    this.inspection = new QueueInspection(this, this.segments, this.exclusive, this.shared, this.delayed);
+    // What the parts share: the settings and the turn as they are now (both change), and the row to be.
+    const settingsNow = (): QueueSettings => this.currentSettings;
+    const turnNow = (): TurnState => this.current;
+    const ctx: CoreContext = {
+      get settings() {
+        return settingsNow();
+      },
+      get turn() {
+        return turnNow();
+      },
+      markPresent: () => {
+        this.exists = true;
+      },
+    };
+    this.segments = new PrioritySegments(ctx, record?.priorities);
+    this.exclusive = new ExclusiveLock(ctx, record?.lock ?? null);
+    this.givenBack = new GivenBackItems(ctx, this.segments);
+    this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
+    this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
+    this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
+    this.offload = new OffloadPlanner(ctx, this.segments);
+    this.front = new QueueFront(ctx, this.segments, this.givenBack);
+    this.locks = new LockOperations(ctx, this.exclusive, this.shared, this.givenBack);
+    this.inspection = new QueueInspection(ctx, this.segments, this.exclusive, this.shared, this.delayed);
     this.parts = { segments: this.segments, shared: this.shared, delayed: this.delayed };
   }
 
@@ -119,21 +120,12 @@ export class QueueCore implements CoreContext {
     return this.exists;
   }
 
-  /** The turn under way (made fresh by {@link committed}). */
-  get turn(): TurnState {
-    return this.current;
-  }
-
-  markPresent(): void {
-    this.exists = true;
-  }
-
   get settings(): QueueSettings {
     return this.currentSettings;
   }
 
   get lockMode(): LockMode {
-    return this.currentSettings.lockMode ?? 'exclusive';
+    return lockModeOf(this.currentSettings);
   }
 
   /** The exclusive lock (or the last one, expired); null when there is none. */
@@ -217,7 +209,7 @@ export class QueueCore implements CoreContext {
     }
     if (enqueued > 0) {
       this.exists = true;
-      this.turn.touch();
+      this.current.touch();
     }
     return { enqueued, duplicates };
   }
@@ -244,89 +236,33 @@ export class QueueCore implements CoreContext {
 
   /** Hands over what `MissingDueItems` asked for. */
   provideDueItems(fetch: DueFetch): void {
-    this.turn.dueFetch = fetch;
+    this.current.dueFetch = fetch;
   }
 
   /**
-   * Removes up to `depth` items from the front: lowest priority first, FIFO within a priority,
-   * given-back items before the segments' items, spilling into the next priority. Emptied head
-   * segments are deleted and the head moves on; a priority's metadata goes with its last item.
-   * With `ack`, the items are held by a new lock. Never passes a segment that could not be
-   * loaded (that would reorder items).
+   * Removes up to `depth` items from the front (see {@link QueueFront.take}). With `ack`, the
+   * items are held by a new lock; while an exclusive lock is active every pop is refused.
    */
   pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome {
     const shared = this.lockMode === 'shared';
     if (!shared && this.exclusive.isActive) return { locked: this.exclusive.lock! };
     if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
-    const plan: TakeStep[] = [];
-    const fromReturned = new Map<number, number>();
-    const missing: SegmentRef[] = [];
-    let blocked: { priority: number; segment: number } | undefined;
-    let remaining = depth;
-    outer: for (const priority of this.segments.list()) {
-      const meta = this.segments.get(priority)!;
-      // Given-back items come first: they were pushed before everything still in the segments.
-      const returned = Math.min(remaining, meta.returned ?? 0);
-      if (returned > 0) {
-        this.givenBack.need(priority, returned);
-        fromReturned.set(priority, returned);
-        remaining -= returned;
-      }
-      if (meta.count === 0) continue;
-      for (let segment = meta.head_segment; remaining > 0 && segment <= meta.tail_segment; segment++) {
-        if (this.turn.unavailable.has(segKey(priority, segment))) {
-          blocked = { priority, segment };
-          break outer;
-        }
-        const cached = this.segments.cached(priority, segment);
-        if (!cached) {
-          missing.push(...this.segments.refsFor(priority, segment));
-          // One offloaded segment per round: the next one comes back only after this one did
-          // (the range shrinks from its bottom), and nothing is read past a failure.
-          if (this.segments.isOffloaded(meta, segment)) break outer;
-        }
-        const take = Math.min(remaining, cached ? cached.entries.length - cached.offset : this.segments.expectedCount(meta, segment));
-        plan.push({ priority, segment, take });
-        remaining -= take;
-      }
-      if (remaining === 0) break;
-    }
-    if (missing.length > 0) throw new MissingSegments(missing);
-
-    // Shared locks keep their items' priorities alive (see PriorityMetadata.held).
-    const heldAfter = new Map<number, number>();
-    if (shared && ack) {
-      for (const [priority, take] of fromReturned) heldAfter.set(priority, take);
-      // Only priorities it takes from: a step that takes nothing must not keep an emptied priority alive.
-      for (const { priority, take } of plan) if (take > 0) heldAfter.set(priority, (heldAfter.get(priority) ?? 0) + take);
-    }
     const items: HeldItem[] = [];
-    for (const priority of [...new Set([...fromReturned.keys(), ...plan.map((p) => p.priority)])].sort((a, b) => a - b)) {
-      const take = fromReturned.get(priority);
-      const keep = (heldAfter.get(priority) ?? 0) > 0;
-      if (take) items.push(...this.givenBack.take(priority, take));
-      for (const step of plan) if (step.priority === priority) this.segments.take(step, items, keep);
-      if (!keep) this.segments.dropIfEmpty(priority);
-    }
+    const heldAfter = shared && ack ? new Map<number, number>() : undefined;
+    const blocked = this.front.take(depth, items, heldAfter);
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
-    if (items.length > 0) this.turn.touch();
+    if (items.length > 0) this.current.touch();
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
     const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
-    if (shared) this.shared.add(lock, heldAfter);
+    if (heldAfter) this.shared.add(lock, heldAfter);
     else this.exclusive.set(lock);
     return { items: delivered, lock };
   }
 
-  /**
-   * Gives back the items of the exclusive lock if its time has come at `now` (a step at the
-   * start of every turn); the count given back (items dead-lettered included), or undefined.
-   */
+  /** Gives back the items of the exclusive lock if its time has come at `now` (a step at the start of every turn). */
   expireLock(now: number): number | undefined {
-    const lock = this.exclusive.takeExpired(now);
-    if (!lock) return undefined;
-    this.givenBack.giveBack(lock.items, false);
-    return lock.items.length;
+    return this.locks.expireExclusive(now);
   }
 
   /** Gives back the items of shared locks expired at `now` (a step at the start of every turn); see {@link SharedLocks.expireDue}. */
@@ -334,49 +270,29 @@ export class QueueCore implements CoreContext {
     return this.shared.expireDue(now);
   }
 
-  /**
-   * The contract's checks for acknowledge, extend-lock and release, in order. In shared mode
-   * the queue's last exclusive lock, expired before the queue switched, still answers as an
-   * expired lock's id (see {@link SharedLocks.check} for the rest).
-   */
+  /** The contract's checks for acknowledge, extend-lock and release, in order (see {@link LockOperations.check}). */
   checkLock(lockId: string, now: number): LockState | LockProblem {
-    if (this.lockMode !== 'shared') return this.exclusive.check(lockId);
-    if (this.exclusive.isExpired(lockId)) return 'LOCK_EXPIRED';
-    return this.shared.check(lockId, now);
+    return this.locks.check(lockId, now);
   }
 
   /** Removes the lock and its items for good; the number of items, or why not. */
   acknowledge(lockId: string, now: number): number | LockProblem {
-    const lock = this.checkLock(lockId, now);
-    if (typeof lock === 'string') return lock;
-    if (this.lockMode === 'shared') this.shared.end(lock, 'acknowledge');
-    else this.exclusive.set(null);
-    return lock.items.length;
+    return this.locks.acknowledge(lockId, now);
   }
 
   /** Sets the lock's expiry to `now + ttlMs`. */
   extendLock(lockId: string, now: number, ttlMs: number): LockState | LockProblem {
-    const lock = this.checkLock(lockId, now);
-    if (typeof lock === 'string') return lock;
-    const extended = { ...lock, expiresAt: now + ttlMs };
-    if (this.lockMode === 'shared') this.shared.extend(extended);
-    else this.exclusive.set(extended);
-    return extended;
+    return this.locks.extend(lockId, now, ttlMs);
   }
 
   /** Gives the lock's items back now (to where they were; dead-lettered past `maxDeliveries`) and removes the lock. */
   release(lockId: string, now: number): number | LockProblem {
-    return this.releaseLock(lockId, now).returned;
+    return this.locks.release(lockId, now).returned;
   }
 
   /** {@link release}, telling items given back from items dead-lettered. */
   releaseLock(lockId: string, now: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
-    const lock = this.checkLock(lockId, now);
-    if (typeof lock === 'string') return { returned: lock };
-    if (this.lockMode === 'shared') return { returned: lock.items.length, outcome: this.shared.end(lock, 'release') };
-    const outcome = this.givenBack.giveBack(lock.items, false);
-    this.exclusive.set(null);
-    return { returned: lock.items.length, outcome };
+    return this.locks.release(lockId, now);
   }
 
   /**
@@ -385,22 +301,13 @@ export class QueueCore implements CoreContext {
    * only while no lock lives.
    */
   updateSettings(patch: SettingsPatch): QueueSettings | SettingsProblem {
-    const current = this.currentSettings;
-    const live = this.exclusive.isActive || this.shared.live > 0;
-    const layout = (patch.segmentSize !== undefined && patch.segmentSize !== current.segmentSize) || (patch.bufferSegments !== undefined && patch.bufferSegments !== current.bufferSegments);
-    if (layout && (this.count > 0 || this.delayed.size > 0 || live || this.segments.size > 0)) return 'QUEUE_NOT_EMPTY';
-    if (patch.lockMode !== undefined && patch.lockMode !== this.lockMode && live) return 'QUEUE_LOCKED';
-    const next: QueueSettings = {
-      segmentSize: patch.segmentSize ?? current.segmentSize,
-      bufferSegments: patch.bufferSegments ?? current.bufferSegments,
-      lockMode: patch.lockMode ?? this.lockMode,
-      maxDeliveries: patch.maxDeliveries !== undefined ? patch.maxDeliveries : (current.maxDeliveries ?? null),
-      deadLetterQueue: patch.deadLetterQueue !== undefined ? patch.deadLetterQueue : (current.deadLetterQueue ?? null),
-    };
+    const holdsAnything = this.count > 0 || this.delayed.size > 0 || this.segments.size > 0;
+    const next = changeSettings(this.currentSettings, patch, { holdsAnything, lockLives: this.exclusive.isActive || this.shared.live > 0 });
+    if (typeof next === 'string') return next;
     this.currentSettings = next;
-    this.turn.writes.settingsChanged = true;
+    this.current.writes.settingsChanged = true;
     this.exists = true;
-    this.turn.touch();
+    this.current.touch();
     return next;
   }
 
@@ -419,7 +326,7 @@ export class QueueCore implements CoreContext {
     this.segments.clear();
     this.exclusive.clear();
     this.shared.clear();
-    this.turn.returnedCache.clear();
+    this.current.returnedCache.clear();
     this.delayed.clear();
     this.exists = false;
     this.deleted = true;
@@ -471,12 +378,12 @@ export class QueueCore implements CoreContext {
    */
   pendingWrite(createdVersion: () => number): TurnWrite | undefined {
     if (this.deleted) return this.storedVersion === null ? undefined : deleteQueueWrite(this.storedVersion, this.settings);
-    return turnWrite(this.turn, this.settings, this.parts, this.storedVersion, createdVersion);
+    return turnWrite(this.current, this.settings, this.parts, this.storedVersion, createdVersion);
   }
 
   /** Offloaded segments to delete from the store once the turn's write has committed. */
   storeDeletes(): readonly { priority: number; segment: number }[] {
-    return this.turn.writes.storeDeletes;
+    return this.current.writes.storeDeletes;
   }
 
   /**
@@ -484,7 +391,7 @@ export class QueueCore implements CoreContext {
    * undefined in the middle of a turn, or for a queue memory does not hold entirely.
    */
   snapshot(): QueueSnapshot | undefined {
-    if (this.storedVersion === null || this.deleted || !this.turn.writes.isEmpty) return undefined;
+    if (this.storedVersion === null || this.deleted || !this.current.writes.isEmpty) return undefined;
     return this.inspection.snapshot(this.storedVersion);
   }
 

@@ -6,12 +6,13 @@ import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { QueueWakeUps } from './queue-wake-ups.js';
+import { TurnReads } from './turn-reads.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [SegmentStorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
+  providers: [ActorRegistry, TurnRunner, TurnReads, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
   exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, SegmentStorageModule, OffloadModule],
 })
 export class RuntimeModule {}

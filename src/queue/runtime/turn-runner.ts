@@ -10,13 +10,14 @@ import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.j
 import type { LoadedQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
 import { QueueCore } from '../core/queue-core.js';
-import { drive, type RowReader } from '../core/core-driver.js';
-import type { LockRowsFetch, LockRowsNeed, OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
+import { drive } from '../core/core-driver.js';
+import type { OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
 import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
+import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 /**
  * One operation on a queue, run inside the queue's turn against its core. `apply` returns the
@@ -88,13 +89,6 @@ class VersionConflict extends Error {
   }
 }
 
-/** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
-class StoreReadNeeded extends Error {
-  constructor(readonly refs: SegmentRef[]) {
-    super('offload store read needed');
-  }
-}
-
 /**
  * {@link TurnRunner.run} refused an operation: `MAX_PENDING_PER_QUEUE` operations already wait
  * on the queue. Nothing ran; the service answers 429 QUEUE_BUSY.
@@ -122,7 +116,6 @@ const CLEAN_UP_ATTEMPTS = 3;
 /** Unused copies remembered for later turns at most (beyond it they are logged and left). */
 const MAX_LEFTOVERS = 10_000;
 
-const refKey = (ref: { priority: number; segment: number }): string => `${ref.priority}:${ref.segment}`;
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -183,6 +176,7 @@ export class TurnRunner {
     private readonly queueStats: QueueStats,
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
+    private readonly reads: TurnReads,
   ) {}
 
   /** Adds a hook run at the start of every turn. */
@@ -257,7 +251,7 @@ export class TurnRunner {
           continue;
         }
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
-          for (const ref of error.refs) prefetched.set(refKey(ref), await this.readStore(queueId, ref));
+          for (const ref of error.refs) prefetched.set(refKey(ref), await this.reads.readStore(queueId, ref));
           continue;
         }
         this.observer?.turnFinished((performance.now() - started) / 1000, false, batch.length);
@@ -324,27 +318,7 @@ export class TurnRunner {
     const actor = core;
     const now = this.clock.now();
     const countBefore = actor.count;
-    let fetched = false;
-    const loaded: SegmentRef[] = [];
-    // Never carried over from an earlier attempt (dedup ids above all: a loser of a race must see the winner's ids).
-    const reader: RowReader = {
-      segments: (refs) => {
-        fetched = true;
-        return this.fetch(queueId, refs, transaction, prefetched, loaded);
-      },
-      dueItems: (at, limit) => {
-        fetched = true;
-        return this.segments.loadDueItems(queueId, at, limit, session);
-      },
-      liveDedupIds: (ids) => {
-        fetched = true;
-        return this.segments.liveDedupIds(queueId, ids, now, session);
-      },
-      lockRows: (need) => {
-        fetched = true;
-        return this.readLockRows(queueId, need, session);
-      },
-    };
+    const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
     const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
     const afterCommit: (() => void)[] = [];
@@ -387,14 +361,14 @@ export class TurnRunner {
         ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       if (!(await this.segments.writeTurn(queueId, stored, session))) throw new VersionConflict();
-    } else if (!locked && (!activated || fetched || offered)) {
+    } else if (!locked && (!activated || reader.read || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
       // there), the turn runs again on the row read here, with the front segment for a pop.
       const current = readsFront ? await this.segments.recheckQueue(queueId, actor.version) : await this.segments.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
-    return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded: reader.loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
@@ -468,58 +442,6 @@ export class TurnRunner {
     this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`);
     this.leftovers.set(queueId, new Map(keys.map((k) => [k, pending.get(k)!])));
     this.leftoverCount += keys.length;
-  }
-
-  /** Reads the shared-lock rows or given-back items a core call asked for. */
-  private async readLockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
-    switch (need.kind) {
-      case 'locks': {
-        const found = await this.segments.loadSharedLocks(queueId, need.ids, session);
-        return { kind: 'locks', locks: new Map(need.ids.map((id) => [id, found.get(id) ?? null])) };
-      }
-      case 'due':
-        return { kind: 'due', ...(await this.segments.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
-      case 'next':
-        return { kind: 'next', nextExpiry: await this.segments.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
-      case 'returned':
-        return { kind: 'returned', priority: need.priority, entries: await this.segments.loadReturned(queueId, need.priority, need.limit, session) };
-    }
-  }
-
-  /** Fetches the segments a core call asked for, in the order asked. */
-  private async fetch(queueId: string, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<SegmentFetch[]> {
-    const fromState = refs.filter((r) => r.from === 'state');
-    const rows = fromState.length > 0 ? await this.segments.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
-    const fromStore = new Map<string, SegmentFetch>();
-    const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
-    if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
-    for (const ref of refs) {
-      if (ref.from !== 'offload') continue;
-      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
-      fromStore.set(refKey(ref), fetch);
-      if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
-    }
-    return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
-  }
-
-  /** Reads an offloaded segment; a failure (or nothing stored, for a segment the metadata says is there) is counted when the segment was needed. */
-  private async readStore(queueId: string, ref: SegmentRef): Promise<SegmentFetch> {
-    const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
-    const started = performance.now();
-    try {
-      const items = await this.store.load(queueId, key);
-      if (ref.purpose === 'use') {
-        if (!items) throw new Error(`nothing stored under ${key}`);
-        this.stats.onLoad?.((performance.now() - started) / 1000);
-      }
-      return { entries: items?.map((json, position) => ({ position, json })) };
-    } catch (error) {
-      if (ref.purpose === 'use') {
-        this.stats.loadFailures += 1;
-        this.logger.error(`Failed to load segment ${ref.segment} for priority ${ref.priority} (actor ${queueId}): ${message(error)}`);
-      }
-      return { failed: true };
-    }
   }
 
   /** Saves planned moves to a store outside the database; a priority stops at its first failure (the range stays contiguous). */
