@@ -9,7 +9,7 @@ import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
 import type { LoadedQueue, StoredTurnWrite } from '../../segment-storage/queue-metadata.js';
 import { SegmentRepository } from '../../segment-storage/segment.repository.js';
-import { QueueCore } from '../core/queue-core.js';
+import { QueueCore, type SharedExpiryOutcome } from '../core/queue-core.js';
 import { drive } from '../core/core-driver.js';
 import type { OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
 import { QueueEvents } from './queue-events.js';
@@ -44,12 +44,6 @@ export interface TurnOp<T> {
   readonly readsFront?: boolean;
 }
 
-/**
- * Runs at the start of every turn, before its operations (lock expiry is one). May return a
- * function to run once the turn has committed.
- */
-export type TurnHook = (queueId: string, core: QueueCore, now: number) => (() => void) | undefined;
-
 /** What the metrics module observes of turns. */
 export interface TurnObserver {
   turnFinished(seconds: number, ok: boolean, operations: number): void;
@@ -75,7 +69,10 @@ interface Prepared {
   results: unknown[] | undefined;
   /** Delayed items that came due and joined their priorities in this turn. */
   dueMoved: number;
-  afterCommit: (() => void)[];
+  /** Items the exclusive lock gave back on expiry in this turn (undefined: it did not expire). */
+  lockExpired: number | undefined;
+  /** What the expiry of due shared locks did in this turn. */
+  sharedExpired: SharedExpiryOutcome | undefined;
   offloaded: OffloadMove[];
   loaded: SegmentRef[];
   /** Saves to a store outside the database that failed, and may have written a copy. */
@@ -122,13 +119,17 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * The turn runner: every operation on a queue runs here, as part of a turn of the queue's actor.
  *
  * **A turn** takes the queue's mutex (one turn at a time per queue in this process), then every
- * operation waiting in the queue's line, up to a bound (group commit): the hooks and the
- * operations run in arrival order against the queue's core, which decides everything in
- * memory; then the turn's changes are written in **one statement** (`pushpop_write_turn`),
- * applied only if the queue's row still has the version the core was computed from. Only after
- * it committed does any operation get its answer. A failed operation (a domain error) fails
- * alone; a failed write fails the turn's operations together, and the actor is dropped so the
- * next turn reloads it.
+ * operation waiting in the queue's line, up to a bound (group commit): the steps at its start
+ * (due delayed items, expired locks) and then the operations run in arrival order against the
+ * queue's core, which decides everything in memory; then the turn's changes are written in
+ * **one statement** (`pushpop_write_turn`), applied only if the queue's row still has the
+ * version the core was computed from. Only after it committed does any operation get its
+ * outcome (a refusal is an outcome like any other). A failed write fails the turn's operations
+ * together, and the actor is dropped so the next turn reloads it.
+ *
+ * **Expired locks** give their items back at the start of every turn, after due delayed items
+ * and before the operations, in the same write (seed 004): no operation ever sees an expired
+ * lock as active. An expired lock is kept as `expired`, so its id answers 410.
  *
  * **Across processes** a queue stays one actor: if another process changed the queue, the
  * version check fails, nothing is written, and the turn runs again on a reloaded core; after
@@ -143,8 +144,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * transaction is rolled back, the store read, the turn redone) and offloading waits for a
  * later turn.
  *
- * **Delayed items** due at the turn's `now` are moved to their priorities first, before the
- * hooks and the operations: the core asks for them only when the queue row's earliest due time
+ * **Delayed items** due at the turn's `now` are moved to their priorities first, before
+ * expired locks and the operations: the core asks for them only when the queue row's earliest due time
  * has passed (one read), and the move is part of the turn's write. If more are due than one
  * turn moves, the turn writes only that and the operations wait for the next turn, so that
  * nothing pushed later overtakes an item that was due.
@@ -157,8 +158,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 @Injectable()
 export class TurnRunner {
   private readonly logger = new Logger('TurnRunner');
+  private readonly lockLogger = new Logger('Locks');
   private readonly lines = new Map<string, Pending[]>();
-  private readonly hooks: TurnHook[] = [];
   /** Copies in a store outside the database that nothing refers to and could not be deleted yet, per queue. */
   private readonly leftovers = new Map<string, Map<string, SegmentId>>();
   private leftoverCount = 0;
@@ -178,11 +179,6 @@ export class TurnRunner {
     private readonly loads: QueueLoads,
     private readonly reads: TurnReads,
   ) {}
-
-  /** Adds a hook run at the start of every turn. */
-  addHook(hook: TurnHook): void {
-    this.hooks.push(hook);
-  }
 
   /**
    * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
@@ -321,13 +317,10 @@ export class TurnRunner {
     const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
     const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
-    const afterCommit: (() => void)[] = [];
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
     const dueMoved = (await run(() => actor.moveDueItems(now))) ?? 0;
-    for (const hook of this.hooks) {
-      const after = await run(() => hook(queueId, actor, now));
-      if (after) afterCommit.push(after);
-    }
+    const lockExpired = await run(() => actor.expireLock(now));
+    const sharedExpired = await run(() => actor.expireSharedLocks(now));
     let results: unknown[] | undefined;
     if (!actor.hasDueItems(now) || runOpsInBacklog) {
       results = [];
@@ -368,17 +361,26 @@ export class TurnRunner {
       const current = readsFront ? await this.segments.recheckQueue(queueId, actor.version) : await this.segments.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
-    return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded: reader.loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
-  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
     const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
     else this.registry.deactivate(queueId);
     results?.forEach((outcome, i) => batch[i].resolve(outcome));
-    for (const after of afterCommit) after();
+    if (lockExpired !== undefined) {
+      this.queueStats.lockExpirations += 1;
+      this.queueStats.itemsRedelivered.expired += lockExpired;
+      this.lockLogger.log(`Lock on queue ${queueId} expired; ${lockExpired} item(s) returned to the front`);
+    }
+    if (sharedExpired && sharedExpired.locks > 0) {
+      this.queueStats.lockExpirations += sharedExpired.locks;
+      this.queueStats.itemsRedelivered.expired += sharedExpired.returned;
+      this.lockLogger.log(`${sharedExpired.locks} shared lock(s) on queue ${queueId} expired; ${sharedExpired.returned} item(s) given back`);
+    }
     if (dueMoved > 0) {
       this.queueStats.delayedItemsDue += dueMoved;
       this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
