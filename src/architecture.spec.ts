@@ -24,6 +24,12 @@ function importsOf(file: string): { specifier: string; target?: string }[] {
   return specifiers.map((specifier) => ({ specifier, target: specifier.startsWith('.') ? resolve(dirname(file), specifier).replace(/\.js$/, '.ts') : undefined }));
 }
 
+/** The names a file imports from one specifier (the text between `import` and `from`). */
+function importedNames(file: string, specifier: string): string {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^\s*(?:import|export)\s([^;]*?)from\s+'([^']+)'/gms)].filter((m) => m[2] === specifier).map((m) => m[1]).join(' ');
+}
+
 /** The folder under src/ a file belongs to (`app` for files directly in src/). */
 const folderOf = (file: string): string => {
   const parts = relative(SRC, file).split(sep);
@@ -56,11 +62,34 @@ describe('architecture', () => {
     expect([...new Set(cycles)]).toEqual([]);
   });
 
-  it('the queue core imports nothing but itself: no NestJS, no TypeORM, no other module', () => {
+  it('the queue core imports nothing but its own files: no NestJS, no TypeORM, no other module or folder of ours', () => {
     const core = join(SRC, 'queue', 'core');
     const offending = files
       .filter((f) => f.startsWith(core))
       .flatMap((f) => importsOf(f).filter((i) => !i.target?.startsWith(core)).map((i) => `${rel(f)} imports ${i.specifier}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('the queue runtime imports nothing of the HTTP layer: no controller, service, pipe, mapper or DTO of src/queue', () => {
+    const queue = join(SRC, 'queue');
+    const runtime = join(queue, 'runtime');
+    const http = (target: string): boolean => dirname(target) === queue || target.startsWith(join(queue, 'dto') + sep);
+    const offending = files
+      .filter((f) => f.startsWith(runtime + sep))
+      .flatMap((f) => importsOf(f).filter((i) => i.target && http(i.target)).map((i) => `${rel(f)} imports ${i.specifier}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('the queue core and runtime answer with outcomes: they import no HTTP error (ours or NestJS\'s)', () => {
+    const engine = [join(SRC, 'queue', 'core'), join(SRC, 'queue', 'runtime')];
+    const errors = join(SRC, 'common', 'errors.ts');
+    const offending = files
+      .filter((f) => engine.some((dir) => f.startsWith(dir + sep)))
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => i.target === errors || (i.specifier.startsWith('@nestjs/') && /\b\w*Exception\b/.test(importedNames(f, i.specifier))))
+          .map((i) => `${rel(f)} imports ${i.specifier}`),
+      );
     expect(offending).toEqual([]);
   });
 

@@ -18,7 +18,7 @@ const FORGET_BATCH = 1000;
  * Returns the items of expired locks even when nobody calls their queue: every
  * LOCK_SWEEP_INTERVAL_MS it asks the partial index on `queue_locks.expires_at` for due locks
  * (cost proportional to the due locks, never to the number of queues) and runs one ordinary
- * turn on each, whose expiry hook returns the items. Safe with several processes: a queue's
+ * turn on each, whose expiry step returns the items. Safe with several processes: a queue's
  * turns are serialised by its version check, and a process that comes second finds the lock
  * already expired.
  */
@@ -57,7 +57,7 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     const due = await this.locks.findDue(now, SWEEP_BATCH);
     for (const queueId of due) {
       if (this.loop.stopped) break;
-      // An empty turn: the expiry hook at its start does the work.
+      // An empty turn: the lock expiry at its start does the work.
       await this.runner.run(queueId, { apply: () => undefined });
     }
     return due.length;

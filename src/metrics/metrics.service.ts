@@ -5,7 +5,7 @@ import { ItemNotifications } from '../database/item-notifications.js';
 import { QueueLoads } from '../queue/runtime/queue-loads.js';
 import { OffloadStats } from '../offload/offload-stats.js';
 import { OffloadStore } from '../offload/offload-store.js';
-import { QueueEvents } from '../queue/queue-events.js';
+import { QueueEvents } from '../queue/runtime/queue-events.js';
 import { ActorRegistry } from '../queue/runtime/actor-registry.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';

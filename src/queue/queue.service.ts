@@ -10,6 +10,7 @@ import {
   LockNotFoundError,
   QueueLockedError,
   QueueNotEmptyError,
+  QueueBusyError,
   QueueNotFoundError,
   SegmentUnavailableError,
   StateKeyNotFoundError,
@@ -31,12 +32,12 @@ import type {
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 import { encodeItem } from './item-codec.js';
-import { QueueEvents } from './queue-events.js';
-import { isQueueId } from './queue-id.pipe.js';
+import { QueueEvents } from './runtime/queue-events.js';
+import { isQueueId } from './core/queue-id.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
-import { TurnRunner } from './runtime/turn-runner.js';
+import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
 
 export interface PopOptions {
   depth: number;
@@ -60,6 +61,9 @@ export interface PushEntry {
   dedup_id?: string;
 }
 
+/** Why putting settings was refused, found inside the turn. */
+type SettingsRefusal = { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' } | { readonly refused: 'QUEUE_NOT_EMPTY' } | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null };
+
 const LOCK_ERRORS: Record<LockProblem, () => Error> = {
   LOCK_NOT_FOUND: () => new LockNotFoundError(),
   LOCK_EXPIRED: () => new LockExpiredError(),
@@ -77,7 +81,8 @@ const newLockId = (): string => randomBytes(8).toString('base64url');
 /**
  * The queue operations of the HTTP contract. Each validates its input (so a bad request never
  * fails the operations it would have shared a turn with), runs as an operation in a turn of
- * the queue's actor, and maps the core's result to the answer.
+ * the queue's actor, and maps the outcome to the answer. Only here do outcomes become HTTP
+ * errors: the core and the runtime refuse with coded results, never with an HTTP error.
  */
 @Injectable()
 export class QueueService {
@@ -90,6 +95,13 @@ export class QueueService {
     private readonly stats: QueueStats,
     private readonly wakeUps: QueueWakeUps,
   ) {}
+
+  /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
+  private turn<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+    // Checked and queued in the same tick: nothing can join the line in between.
+    if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
+    return this.runner.run(queueId, op);
+  }
 
   private checkPriority(priority: number | undefined, field = 'priority'): number {
     const p = priority ?? 0;
@@ -114,7 +126,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
-    const outcome = await this.runner.run(queueId, {
+    const outcome = await this.turn(queueId, {
       apply: (core, now) => core.push([entry], now, windowMs),
       ...(entry.dedupId !== undefined ? { dedupIds: [entry.dedupId] } : {}),
     });
@@ -128,7 +140,7 @@ export class QueueService {
     const items = entries.map((entry, i) => this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`));
     const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
-    const outcome = await this.runner.run(queueId, { apply: (core, now) => core.push(items, now, windowMs), weight: items.length, ...(dedupIds.length > 0 ? { dedupIds } : {}) });
+    const outcome = await this.turn(queueId, { apply: (core, now) => core.push(items, now, windowMs), weight: items.length, ...(dedupIds.length > 0 ? { dedupIds } : {}) });
     this.stats.itemsPushed += outcome.enqueued;
     this.stats.duplicatesSkipped += outcome.duplicates;
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
@@ -155,16 +167,13 @@ export class QueueService {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
-        const outcome = looked ?? (await this.runner.run(queueId, {
+        const outcome = looked ?? (await this.turn(queueId, {
           readsFront: true,
-          apply: (core, now) => {
-            const result = core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
-            if ('locked' in result) throw new QueueLockedError(result.locked.expiresAt);
-            if ('busy' in result) throw new TooManyLocksError(queueId, maxLocks);
-            if ('unavailable' in result) throw new SegmentUnavailableError(queueId, result.unavailable.priority, result.unavailable.segment);
-            return result;
-          },
+          apply: (core, now) => core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined),
         }));
+        if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
+        if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
+        if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - Date.now();
@@ -179,7 +188,7 @@ export class QueueService {
   /** Removes the lock's items for good. */
   async acknowledge(queueId: string, lockId: unknown): Promise<AcknowledgeResponseDto> {
     const id = this.requireLockId(lockId);
-    const count = await this.runner.run(queueId, { apply: (core, now) => this.lockResult(core.acknowledge(id, now)) });
+    const count = this.lockResult(await this.turn(queueId, { apply: (core, now) => core.acknowledge(id, now) }));
     this.stats.itemsAcknowledged += count;
     return QueueMapper.acknowledge(count);
   }
@@ -187,32 +196,24 @@ export class QueueService {
   /** Sets the lock's expiry to now + ttl. */
   async extendLock(queueId: string, lockId: unknown, ttlSeconds: number): Promise<ExtendLockResponseDto> {
     const id = this.requireLockId(lockId);
-    const lock = await this.runner.run(queueId, { apply: (core, now) => this.lockResult(core.extendLock(id, now, ttlSeconds * 1000)) });
+    const lock = this.lockResult(await this.turn(queueId, { apply: (core, now) => core.extendLock(id, now, ttlSeconds * 1000) }));
     return QueueMapper.extendLock(id, lock.expiresAt);
   }
 
   /** Gives the lock's items back now (items that reached `max_deliveries` go to the dead-letter queue). */
   async release(queueId: string, lockId: unknown): Promise<ReleaseResponseDto> {
     const id = this.requireLockId(lockId);
-    const outcome = await this.runner.run(queueId, {
-      apply: (core, now) => {
-        const released = core.releaseLock(id, now);
-        this.lockResult(released.returned);
-        return released.outcome!;
-      },
-    });
+    const released = await this.turn(queueId, { apply: (core, now) => core.releaseLock(id, now) });
+    this.lockResult(released.returned);
+    const outcome = released.outcome!;
     this.stats.itemsRedelivered.released += outcome.returned;
     return QueueMapper.release(outcome.returned, outcome.deadLettered);
   }
 
   /** The queue's settings; 404 for a queue that does not exist. */
   async getSettings(queueId: string): Promise<QueueSettingsDto> {
-    const settings = await this.runner.run(queueId, {
-      apply: (core) => {
-        if (!core.isPresent) throw new QueueNotFoundError(queueId);
-        return core.settings;
-      },
-    });
+    const settings = await this.turn(queueId, { apply: (core) => (core.isPresent ? core.settings : undefined) });
+    if (!settings) throw new QueueNotFoundError(queueId);
     return QueueMapper.settings(settings);
   }
 
@@ -226,17 +227,22 @@ export class QueueService {
     if (patch.deadLetterQueue !== undefined && patch.deadLetterQueue !== null && !isQueueId(patch.deadLetterQueue)) {
       throw new ValidationFailedError('dead_letter_queue must be a queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
     }
-    const settings = await this.runner.run(queueId, {
-      apply: (core): QueueSettings => {
+    const result = await this.turn(queueId, {
+      apply: (core): QueueSettings | SettingsRefusal => {
         const next: QueueSettings = { ...core.settings, ...definedOnly(patch) };
-        if (next.maxDeliveries != null && !next.deadLetterQueue) throw new ValidationFailedError('max_deliveries needs dead_letter_queue');
-        const result = core.updateSettings(patch);
-        if (result === 'QUEUE_NOT_EMPTY') throw new QueueNotEmptyError(queueId);
-        if (result === 'QUEUE_LOCKED') throw new LockModeChangeError(queueId, core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry);
-        return result;
+        if (next.maxDeliveries != null && !next.deadLetterQueue) return { refused: 'NEEDS_DEAD_LETTER_QUEUE' };
+        const updated = core.updateSettings(patch);
+        if (updated === 'QUEUE_NOT_EMPTY') return { refused: updated };
+        if (updated === 'QUEUE_LOCKED') return { refused: updated, lockExpiresAt: core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry };
+        return updated;
       },
     });
-    return QueueMapper.settings(settings);
+    if ('refused' in result) {
+      if (result.refused === 'NEEDS_DEAD_LETTER_QUEUE') throw new ValidationFailedError('max_deliveries needs dead_letter_queue');
+      if (result.refused === 'QUEUE_NOT_EMPTY') throw new QueueNotEmptyError(queueId);
+      throw new LockModeChangeError(queueId, result.lockExpiresAt);
+    }
+    return QueueMapper.settings(result);
   }
 
   /** First in the contract's order, and needs no turn. */
@@ -251,26 +257,17 @@ export class QueueService {
   }
 
   async getQueue(queueId: string): Promise<QueueInfoDto> {
-    const view = await this.runner.run(queueId, {
-      apply: (core) => {
-        const found = core.view();
-        if (!found) throw new QueueNotFoundError(queueId);
-        return found;
-      },
-    });
+    const view = await this.turn(queueId, { apply: (core) => core.view() });
+    if (!view) throw new QueueNotFoundError(queueId);
     return QueueMapper.queueInfo(queueId, view);
   }
 
   /** The raw state under seed 003's key names (see the contract's state endpoint). */
   async getState(queueId: string, key: string): Promise<unknown> {
-    return this.runner.run(queueId, {
-      apply: (core) => {
-        const found = core.lookupState(queueId, key);
-        if (found === 'not-found') throw new StateKeyNotFoundError(key);
-        if ('unavailable' in found) throw new SegmentUnavailableError(queueId, found.unavailable.priority, found.unavailable.segment);
-        return found.value;
-      },
-    });
+    const found = await this.turn(queueId, { apply: (core) => core.lookupState(queueId, key) });
+    if (found === 'not-found') throw new StateKeyNotFoundError(key);
+    if ('unavailable' in found) throw new SegmentUnavailableError(queueId, found.unavailable.priority, found.unavailable.segment);
+    return found.value;
   }
 
   async listQueues(prefix: string, limit: number, cursor: string | undefined): Promise<QueueListDto> {
@@ -286,14 +283,8 @@ export class QueueService {
   }
 
   async deleteQueue(queueId: string): Promise<DeleteQueueResponseDto> {
-    const deleted = await this.runner.run(queueId, {
-      endsTurn: true,
-      apply: (core) => {
-        const count = core.deleteQueue();
-        if (count === undefined) throw new QueueNotFoundError(queueId);
-        return count;
-      },
-    });
+    const deleted = await this.turn(queueId, { endsTurn: true, apply: (core) => core.deleteQueue() });
+    if (deleted === undefined) throw new QueueNotFoundError(queueId);
     return QueueMapper.deleteQueue(deleted);
   }
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ItemNotifications } from '../../src/database/item-notifications.js';
 import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
 import { UnitOfWork } from '../../src/database/unit-of-work.js';
-import { QueueEvents } from '../../src/queue/queue-events.js';
+import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { QueueLoads } from '../../src/queue/runtime/queue-loads.js';
 import { decodeQueueState } from '../../src/queue/runtime/queue-state-payload.js';
 import { sleep, until } from '../support/queue-helpers.js';

@@ -4,7 +4,7 @@ import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
-import { QueueEvents } from '../../src/queue/queue-events.js';
+import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { QueueService, type PopOptions } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';

@@ -253,7 +253,7 @@ describe(`turn engine (${databaseKind})`, () => {
   it('a write that fails inside a shared statement fails alone: the others are written again on their own', async () => {
     const write = (json: string, duplicate = false): StoredTurnWrite => {
       const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
-      core.push([{ priority: 0, json }]);
+      core.push([{ priority: 0, json }], 0, 0);
       const w = core.pendingWrite(() => randomInt(2 ** 40, 2 ** 47))!;
       return { ...w, inserts: duplicate ? [...w.inserts, ...w.inserts] : w.inserts, storeSaves: [], storeDeletes: [] };
     };

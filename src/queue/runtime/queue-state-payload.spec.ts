@@ -4,7 +4,7 @@ import { decodeQueueState, encodeQueueState } from './queue-state-payload.js';
 
 function pushedCore(): QueueCore {
   const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
-  core.push([{ priority: 0, json: '{"n":1}' }, { priority: 3, json: '"x"' }]);
+  core.push([{ priority: 0, json: '{"n":1}' }, { priority: 3, json: '"x"' }], 0, 0);
   const write = core.pendingWrite(() => 123_456_789);
   core.committed(write);
   return core;

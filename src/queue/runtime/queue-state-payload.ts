@@ -1,6 +1,6 @@
 import type { QueueSnapshot } from '../core/types.js';
 import type { LoadedQueue } from '../../database/stored-queue.js';
-import { isQueueId } from '../queue-id.pipe.js';
+import { isQueueId } from '../core/queue-id.js';
 
 /** The form of the payload; a receiver ignores any other. */
 const FORMAT = 1;

@@ -3,7 +3,7 @@ import type { DatabaseProvider } from '../../database/database.provider.js';
 import type { ItemNotifications } from '../../database/item-notifications.js';
 import type { QueueListingRepository } from '../../storage/queue-listing.repository.js';
 import type { QueueCore } from '../core/queue-core.js';
-import type { QueueEvents } from '../queue-events.js';
+import type { QueueEvents } from './queue-events.js';
 import type { ActorRegistry } from './actor-registry.js';
 import type { QueueLoads } from './queue-loads.js';
 import { QueueWakeUps } from './queue-wake-ups.js';

@@ -4,7 +4,7 @@ import { GatheringBatcher } from '../../common/gathering-batcher.js';
 import { DatabaseProvider } from '../../database/database.provider.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { QueueListingRepository } from '../../storage/queue-listing.repository.js';
-import { QueueEvents } from '../queue-events.js';
+import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { decodeQueueState } from './queue-state-payload.js';

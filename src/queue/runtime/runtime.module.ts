@@ -1,17 +1,18 @@
 import { Module } from '@nestjs/common';
 import { OffloadModule } from '../../offload/offload.module.js';
 import { StorageModule } from '../../storage/storage.module.js';
-import { QueueEvents } from '../queue-events.js';
+import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { QueueWakeUps } from './queue-wake-ups.js';
+import { TurnReads } from './turn-reads.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [StorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
+  providers: [ActorRegistry, TurnRunner, TurnReads, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
   exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, StorageModule, OffloadModule],
 })
 export class RuntimeModule {}

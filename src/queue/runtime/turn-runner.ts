@@ -2,30 +2,29 @@ import { randomInt } from 'node:crypto';
 import { Injectable, Logger } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
-import { PushpopError, QueueBusyError } from '../../common/errors.js';
 import { isTransientConflict } from '../../common/store-errors.js';
 import { ItemNotifications } from '../../database/item-notifications.js';
 import { UnitOfWork, type DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
 import type { LoadedQueue, StoredTurnWrite } from '../../database/stored-queue.js';
-import { DedupIdRepository } from '../../storage/dedup-id.repository.js';
-import { DelayedItemRepository } from '../../storage/delayed-item.repository.js';
-import { LockRepository } from '../../storage/lock.repository.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
-import { QueueCore } from '../core/queue-core.js';
-import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type LockRowsFetch, type LockRowsNeed, type OffloadMove, type SegmentFetch, type SegmentRef, type TurnWrite } from '../core/types.js';
-import { QueueEvents } from '../queue-events.js';
+import { QueueCore, type SharedExpiryOutcome } from '../core/queue-core.js';
+import { drive } from '../core/core-driver.js';
+import type { OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
+import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
+import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 /**
- * One operation on a queue, run inside the queue's turn against its core. `apply` may throw
- * {@link MissingSegments} (before changing anything: the runner fetches and calls it again) or
- * a {@link PushpopError} (before changing anything: this operation alone fails). Anything else
- * fails the whole turn.
+ * One operation on a queue, run inside the queue's turn against its core. `apply` returns the
+ * operation's outcome, a refusal included (a refused operation changes nothing; the service
+ * turns refusals into answers). It may throw the core's `Missing*` errors (before changing
+ * anything: the runner reads what they ask for and calls it again, see {@link drive}); anything
+ * else it throws fails the whole turn.
  */
 export interface TurnOp<T> {
   apply(core: QueueCore, now: number): T;
@@ -45,12 +44,6 @@ export interface TurnOp<T> {
   readonly readsFront?: boolean;
 }
 
-/**
- * Runs at the start of every turn, before its operations (lock expiry is one). May return a
- * function to run once the turn has committed.
- */
-export type TurnHook = (queueId: string, core: QueueCore, now: number) => (() => void) | undefined;
-
 /** What the metrics module observes of turns. */
 export interface TurnObserver {
   turnFinished(seconds: number, ok: boolean, operations: number): void;
@@ -62,8 +55,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
-
 interface SegmentId {
   priority: number;
   segment: number;
@@ -74,11 +65,14 @@ interface Prepared {
   /** Items waiting on the queue as committed before this turn. */
   countBefore: number;
   write: TurnWrite | undefined;
-  /** Undefined: the operations did not run (a turn of its own for a backlog of due delayed items). */
-  results: Settled[] | undefined;
+  /** The operations' outcomes; undefined: they did not run (a turn of its own for a backlog of due delayed items). */
+  results: unknown[] | undefined;
   /** Delayed items that came due and joined their priorities in this turn. */
   dueMoved: number;
-  afterCommit: (() => void)[];
+  /** Items the exclusive lock gave back on expiry in this turn (undefined: it did not expire). */
+  lockExpired: number | undefined;
+  /** What the expiry of due shared locks did in this turn. */
+  sharedExpired: SharedExpiryOutcome | undefined;
   offloaded: OffloadMove[];
   loaded: SegmentRef[];
   /** Saves to a store outside the database that failed, and may have written a copy. */
@@ -92,10 +86,14 @@ class VersionConflict extends Error {
   }
 }
 
-/** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
-class StoreReadNeeded extends Error {
-  constructor(readonly refs: SegmentRef[]) {
-    super('offload store read needed');
+/**
+ * {@link TurnRunner.run} refused an operation: `MAX_PENDING_PER_QUEUE` operations already wait
+ * on the queue. Nothing ran; the service answers 429 QUEUE_BUSY.
+ */
+export class QueueLineFull extends Error {
+  constructor(readonly queueId: string) {
+    super(`too many operations are waiting on queue ${queueId}`);
+    this.name = 'QueueLineFull';
   }
 }
 
@@ -105,8 +103,6 @@ const MAX_TURN_WEIGHT = 1000;
 /** Optimistic attempts before a turn takes the row lock. */
 const OPTIMISTIC_ATTEMPTS = 2;
 const MAX_ATTEMPTS = 8;
-/** Rounds of segment fetches one core call may ask for (each round brings everything it asked for). */
-const MAX_FETCH_ROUNDS = 50;
 /**
  * Turns of their own a backlog of due delayed items may take before the waiting operations
  * run anyway (each turn moves up to MAX_DUE_PER_TURN items).
@@ -117,20 +113,23 @@ const CLEAN_UP_ATTEMPTS = 3;
 /** Unused copies remembered for later turns at most (beyond it they are logged and left). */
 const MAX_LEFTOVERS = 10_000;
 
-const refKey = (ref: { priority: number; segment: number }): string => `${ref.priority}:${ref.segment}`;
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * The turn runner: every operation on a queue runs here, as part of a turn of the queue's actor.
  *
  * **A turn** takes the queue's mutex (one turn at a time per queue in this process), then every
- * operation waiting in the queue's line, up to a bound (group commit): the hooks and the
- * operations run in arrival order against the queue's core, which decides everything in
- * memory; then the turn's changes are written in **one statement** (`pushpop_write_turn`),
- * applied only if the queue's row still has the version the core was computed from. Only after
- * it committed does any operation get its answer. A failed operation (a domain error) fails
- * alone; a failed write fails the turn's operations together, and the actor is dropped so the
- * next turn reloads it.
+ * operation waiting in the queue's line, up to a bound (group commit): the steps at its start
+ * (due delayed items, expired locks) and then the operations run in arrival order against the
+ * queue's core, which decides everything in memory; then the turn's changes are written in
+ * **one statement** (`pushpop_write_turn`), applied only if the queue's row still has the
+ * version the core was computed from. Only after it committed does any operation get its
+ * outcome (a refusal is an outcome like any other). A failed write fails the turn's operations
+ * together, and the actor is dropped so the next turn reloads it.
+ *
+ * **Expired locks** give their items back at the start of every turn, after due delayed items
+ * and before the operations, in the same write (seed 004): no operation ever sees an expired
+ * lock as active. An expired lock is kept as `expired`, so its id answers 410.
  *
  * **Across processes** a queue stays one actor: if another process changed the queue, the
  * version check fails, nothing is written, and the turn runs again on a reloaded core; after
@@ -145,8 +144,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * transaction is rolled back, the store read, the turn redone) and offloading waits for a
  * later turn.
  *
- * **Delayed items** due at the turn's `now` are moved to their priorities first, before the
- * hooks and the operations: the core asks for them only when the queue row's earliest due time
+ * **Delayed items** due at the turn's `now` are moved to their priorities first, before
+ * expired locks and the operations: the core asks for them only when the queue row's earliest due time
  * has passed (one read), and the move is part of the turn's write. If more are due than one
  * turn moves, the turn writes only that and the operations wait for the next turn, so that
  * nothing pushed later overtakes an item that was due.
@@ -159,8 +158,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 @Injectable()
 export class TurnRunner {
   private readonly logger = new Logger('TurnRunner');
+  private readonly lockLogger = new Logger('Locks');
   private readonly lines = new Map<string, Pending[]>();
-  private readonly hooks: TurnHook[] = [];
   /** Copies in a store outside the database that nothing refers to and could not be deleted yet, per queue. */
   private readonly leftovers = new Map<string, Map<string, SegmentId>>();
   private leftoverCount = 0;
@@ -170,9 +169,6 @@ export class TurnRunner {
     private readonly config: AppConfig,
     private readonly registry: ActorRegistry,
     private readonly queueState: QueueStateRepository,
-    private readonly locks: LockRepository,
-    private readonly delayedItems: DelayedItemRepository,
-    private readonly dedupIds: DedupIdRepository,
     private readonly uow: UnitOfWork,
     private readonly store: OffloadStore,
     private readonly stats: OffloadStats,
@@ -181,26 +177,28 @@ export class TurnRunner {
     private readonly queueStats: QueueStats,
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
+    private readonly reads: TurnReads,
   ) {}
 
-  /** Adds a hook run at the start of every turn. */
-  addHook(hook: TurnHook): void {
-    this.hooks.push(hook);
-  }
-
   /**
-   * Runs an operation in a turn of the queue's actor and answers once the turn committed.
-   * @throws QueueBusyError when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
+   * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
+   * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
   run<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+    if (this.isLineFull(queueId)) return Promise.reject(new QueueLineFull(queueId));
     let line = this.lines.get(queueId);
-    if (line && line.length >= this.config.env.MAX_PENDING_PER_QUEUE) return Promise.reject(new QueueBusyError(queueId));
     return new Promise<T>((resolve, reject) => {
       if (!line) this.lines.set(queueId, (line = []));
       line.push({ op, resolve: resolve, reject });
       // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
       this.registry.turns.run(queueId, () => this.drain(queueId)).catch((error: unknown) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`));
     });
+  }
+
+  /** Whether `MAX_PENDING_PER_QUEUE` operations already wait on the queue: {@link run} would refuse another. */
+  isLineFull(queueId: string): boolean {
+    const line = this.lines.get(queueId);
+    return line !== undefined && line.length >= this.config.env.MAX_PENDING_PER_QUEUE;
   }
 
   /** Operations waiting for a turn over all queues. */
@@ -249,7 +247,7 @@ export class TurnRunner {
           continue;
         }
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
-          for (const ref of error.refs) prefetched.set(refKey(ref), await this.readStore(queueId, ref));
+          for (const ref of error.refs) prefetched.set(refKey(ref), await this.reads.readStore(queueId, ref));
           continue;
         }
         this.observer?.turnFinished((performance.now() - started) / 1000, false, batch.length);
@@ -316,47 +314,21 @@ export class TurnRunner {
     const actor = core;
     const now = this.clock.now();
     const countBefore = actor.count;
-    let fetched = false;
-    const loaded: SegmentRef[] = [];
-    const run = async <T>(fn: () => T): Promise<T> => {
-      for (let round = 0; ; round++) {
-        try {
-          return fn();
-        } catch (error) {
-          if (round >= MAX_FETCH_ROUNDS) throw error;
-          if (error instanceof MissingSegments) await this.fetch(queueId, actor, error.refs, transaction, prefetched, loaded);
-          else if (error instanceof MissingDueItems) actor.provideDueItems(await this.delayedItems.loadDueItems(queueId, error.now, error.limit, session));
-          // Never carried over from an earlier attempt: a loser of a race must see the winner's ids.
-          else if (error instanceof MissingDedupIds) actor.provideDedupIds(error.ids, await this.dedupIds.liveDedupIds(queueId, error.ids, now, session));
-          else if (error instanceof MissingLockRows) actor.provideLockRows(await this.readLockRows(queueId, error.need, session));
-          else throw error;
-          fetched = true;
-        }
-      }
-    };
+    const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
+    const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
-    const afterCommit: (() => void)[] = [];
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
     const dueMoved = (await run(() => actor.moveDueItems(now))) ?? 0;
-    for (const hook of this.hooks) {
-      const after = await run(() => hook(queueId, actor, now));
-      if (after) afterCommit.push(after);
-    }
-    let results: Settled[] | undefined;
+    const lockExpired = await run(() => actor.expireLock(now));
+    const sharedExpired = await run(() => actor.expireSharedLocks(now));
+    let results: unknown[] | undefined;
     if (!actor.hasDueItems(now) || runOpsInBacklog) {
       results = [];
       if (batch.some((p) => p.op.dedupIds)) {
         const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
         await run(() => actor.checkDedupIds(dedupIds));
       }
-      for (const pending of batch) {
-        try {
-          results.push({ ok: true, value: await run(() => pending.op.apply(actor, now)) });
-        } catch (error) {
-          if (!(error instanceof PushpopError)) throw error;
-          results.push({ ok: false, error });
-        }
-      }
+      for (const pending of batch) results.push(await run(() => pending.op.apply(actor, now)));
     }
     await run(() => actor.loadBack());
     const moves = await run(() => actor.planOffload());
@@ -382,24 +354,33 @@ export class TurnRunner {
         ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       if (!(await this.queueState.writeTurn(queueId, stored, session))) throw new VersionConflict();
-    } else if (!locked && (!activated || fetched || offered)) {
+    } else if (!locked && (!activated || reader.read || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
       // there), the turn runs again on the row read here, with the front segment for a pop.
       const current = readsFront ? await this.queueState.recheckQueue(queueId, actor.version) : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
-    return { core: actor, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
-  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, afterCommit, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
     const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
     else this.registry.deactivate(queueId);
-    results?.forEach((settled, i) => (settled.ok ? batch[i].resolve(settled.value) : batch[i].reject(settled.error)));
-    for (const after of afterCommit) after();
+    results?.forEach((outcome, i) => batch[i].resolve(outcome));
+    if (lockExpired !== undefined) {
+      this.queueStats.lockExpirations += 1;
+      this.queueStats.itemsRedelivered.expired += lockExpired;
+      this.lockLogger.log(`Lock on queue ${queueId} expired; ${lockExpired} item(s) returned to the front`);
+    }
+    if (sharedExpired && sharedExpired.locks > 0) {
+      this.queueStats.lockExpirations += sharedExpired.locks;
+      this.queueStats.itemsRedelivered.expired += sharedExpired.returned;
+      this.lockLogger.log(`${sharedExpired.locks} shared lock(s) on queue ${queueId} expired; ${sharedExpired.returned} item(s) given back`);
+    }
     if (dueMoved > 0) {
       this.queueStats.delayedItemsDue += dueMoved;
       this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
@@ -463,58 +444,6 @@ export class TurnRunner {
     this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`);
     this.leftovers.set(queueId, new Map(keys.map((k) => [k, pending.get(k)!])));
     this.leftoverCount += keys.length;
-  }
-
-  /** Reads the shared-lock rows or given-back items a core call asked for. */
-  private async readLockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
-    switch (need.kind) {
-      case 'locks': {
-        const found = await this.locks.loadSharedLocks(queueId, need.ids, session);
-        return { kind: 'locks', locks: new Map(need.ids.map((id) => [id, found.get(id) ?? null])) };
-      }
-      case 'due':
-        return { kind: 'due', ...(await this.locks.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
-      case 'next':
-        return { kind: 'next', nextExpiry: await this.locks.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
-      case 'returned':
-        return { kind: 'returned', priority: need.priority, entries: await this.locks.loadReturned(queueId, need.priority, need.limit, session) };
-    }
-  }
-
-  /** Fetches the segments a core call asked for and hands them over, in the order asked. */
-  private async fetch(queueId: string, core: QueueCore, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: Map<string, SegmentFetch>, loaded: SegmentRef[]): Promise<void> {
-    const fromState = refs.filter((r) => r.from === 'state');
-    const rows = fromState.length > 0 ? await this.queueState.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
-    const fromStore = new Map<string, SegmentFetch>();
-    const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
-    if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
-    for (const ref of refs) {
-      if (ref.from !== 'offload') continue;
-      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
-      fromStore.set(refKey(ref), fetch);
-      if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
-    }
-    for (const ref of refs) core.provide(ref, ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!);
-  }
-
-  /** Reads an offloaded segment; a failure (or nothing stored, for a segment the metadata says is there) is counted when the segment was needed. */
-  private async readStore(queueId: string, ref: SegmentRef): Promise<SegmentFetch> {
-    const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
-    const started = performance.now();
-    try {
-      const items = await this.store.load(queueId, key);
-      if (ref.purpose === 'use') {
-        if (!items) throw new Error(`nothing stored under ${key}`);
-        this.stats.onLoad?.((performance.now() - started) / 1000);
-      }
-      return { entries: items?.map((json, position) => ({ position, json })) };
-    } catch (error) {
-      if (ref.purpose === 'use') {
-        this.stats.loadFailures += 1;
-        this.logger.error(`Failed to load segment ${ref.segment} for priority ${ref.priority} (actor ${queueId}): ${message(error)}`);
-      }
-      return { failed: true };
-    }
   }
 
   /** Saves planned moves to a store outside the database; a priority stops at its first failure (the range stays contiguous). */

@@ -1,5 +1,5 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
-import { AppConfig } from '../config/app-config.js';
+import { AppConfig } from '../../config/app-config.js';
 
 /** What woke a long poll: a turn of this process left items, another process's push (a notification), or the periodic re-check. */
 export type WakeCause = 'local' | 'notification' | 'recheck';

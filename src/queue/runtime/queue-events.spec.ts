@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AppConfig } from '../config/app-config.js';
-import { parseEnvironment } from '../config/environment.js';
+import { AppConfig } from '../../config/app-config.js';
+import { parseEnvironment } from '../../config/environment.js';
 import { QueueEvents, type LongPoll, type WaitEnd } from './queue-events.js';
 
 const events = (maxWaiting = 10_000): QueueEvents => new QueueEvents(new AppConfig(parseEnvironment({ MAX_WAITING_POLLS: String(maxWaiting) })));

@@ -1,0 +1,141 @@
+import type { PrioritySegments } from './priority-segments.js';
+import type { CoreContext } from './turn-state.js';
+import { MissingLockRows, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
+
+/** What a lock's expiry or release did with its items. */
+export interface GiveBackOutcome {
+  /** Items back in the queue. */
+  readonly returned: number;
+  /** Items that reached `maxDeliveries` and went to the dead-letter queue. */
+  readonly deadLettered: number;
+}
+
+/** Orders given-back items by where they were pushed. */
+const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment || a.position - b.position;
+
+/**
+ * Items locks give back, and where they go: the dead-letter queue (past `maxDeliveries`), the
+ * given-back items of their priority (kept apart from the segments, ordered by where they were
+ * pushed, popped first; see {@link PriorityMetadata.returned}), or the front of their priority
+ * (the seeds' exclusive lock). Given-back items stay in their table; a turn reads a prefix of a
+ * priority's when a pop needs them.
+ */
+export class GivenBackItems {
+  constructor(
+    private readonly ctx: CoreContext,
+    private readonly segments: PrioritySegments,
+  ) {}
+
+  /** Makes sure the first `take` given-back items of a priority are in memory (else throws {@link MissingLockRows}). */
+  need(priority: number, take: number): void {
+    const turn = this.ctx.turn;
+    const cache = turn.returnedCache.get(priority);
+    if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return;
+    // Rows this turn removed are still in the table: read past them.
+    const removed = turn.writes.pendingReturned(priority).removed.size;
+    const limit = take + removed;
+    turn.returnedAsked.set(priority, limit);
+    throw new MissingLockRows({ kind: 'returned', priority, limit });
+  }
+
+  /** Hands over the given-back items {@link need} asked for. */
+  provide(priority: number, fetched: readonly ReturnedEntry[]): void {
+    const turn = this.ctx.turn;
+    const { removed, added } = turn.writes.pendingReturned(priority);
+    // What was read, minus what this turn popped again, plus what it gave back; a full read
+    // is only a prefix: what it gave back past the last row read is not part of it.
+    // Fewer rows than asked for: the table holds no more.
+    const complete = fetched.length < (turn.returnedAsked.get(priority) ?? Infinity);
+    const rows = fetched.filter((e) => !removed.has(`${e.segment}:${e.position}`));
+    const last = fetched[fetched.length - 1];
+    const merged = [...rows, ...added.filter((e) => complete || byOrigin(e, last) < 0)].sort(byOrigin);
+    turn.returnedCache.set(priority, { entries: merged, offset: 0, complete });
+  }
+
+  /** Pops the first `take` given-back items of a priority (in memory, see {@link need}). */
+  take(priority: number, take: number): HeldItem[] {
+    const turn = this.ctx.turn;
+    const cache = turn.returnedCache.get(priority)!;
+    const meta = this.segments.get(priority)!;
+    const out: HeldItem[] = [];
+    for (const entry of cache.entries.slice(cache.offset, cache.offset + take)) {
+      turn.writes.removeReturned(priority, entry);
+      out.push({ priority, json: entry.json, origin: { segment: entry.segment, position: entry.position }, deliveries: entry.deliveries });
+    }
+    cache.offset += out.length;
+    meta.returned = (meta.returned ?? 0) - out.length;
+    if (meta.returned === 0) delete meta.returned;
+    return out;
+  }
+
+  /**
+   * Gives a lock's items back. An item that reached `maxDeliveries` (with a dead-letter queue
+   * set) goes to the dead-letter queue's tail instead, written by the same turn. The others go
+   * back to where they were in push order: from a shared lock, or while given-back items of
+   * their priority wait, among the given-back items (by origin); otherwise to the front of
+   * their priority, as the seeds' exclusive lock does.
+   */
+  giveBack(items: readonly HeldItem[], fromShared: boolean): GiveBackOutcome {
+    const { maxDeliveries, deadLetterQueue } = this.ctx.settings;
+    const turn = this.ctx.turn;
+    const back = new Map<number, HeldItem[]>();
+    let deadLettered = 0;
+    if (fromShared) this.unhold(items);
+    for (const item of items) {
+      if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
+        turn.writes.deadLetters.push(item);
+        deadLettered += 1;
+        continue;
+      }
+      const list = back.get(item.priority) ?? [];
+      list.push(item);
+      back.set(item.priority, list);
+    }
+    const toFront: HeldItem[] = [];
+    for (const [priority, list] of back) {
+      const meta = this.segments.get(priority);
+      const keyed = list.every((i) => i.origin !== undefined);
+      if (meta && keyed && (fromShared || (meta.returned ?? 0) > 0)) this.addReturned(priority, meta, list);
+      else toFront.push(...list);
+    }
+    this.segments.returnToFront(toFront);
+    this.settle(items);
+    if (deadLettered > 0) turn.touch();
+    return { returned: items.length - deadLettered, deadLettered };
+  }
+
+  /** Items a shared lock held are no longer held (acknowledged, or about to be given back). */
+  unhold(items: readonly HeldItem[]): void {
+    for (const item of items) {
+      const meta = this.segments.get(item.priority);
+      if (meta) meta.held = Math.max(0, (meta.held ?? 0) - 1);
+    }
+  }
+
+  /** After a lock ended: the items' priorities drop a `held` of 0, and their entries if nothing of them is left. */
+  settle(items: readonly HeldItem[]): void {
+    for (const priority of new Set(items.map((i) => i.priority))) {
+      const meta = this.segments.get(priority);
+      if (meta && meta.held === 0) delete meta.held;
+      this.segments.dropIfEmpty(priority);
+    }
+  }
+
+  /** Items go back among the given-back items of their priority, each by where it was pushed. */
+  private addReturned(priority: number, meta: PriorityMetadata, items: readonly HeldItem[]): void {
+    const turn = this.ctx.turn;
+    const entries = items.map((i) => ({ segment: i.origin!.segment, position: i.origin!.position, json: i.json, deliveries: i.deliveries ?? 0 }));
+    for (const entry of entries) turn.writes.addReturned(priority, entry);
+    meta.returned = (meta.returned ?? 0) + entries.length;
+    const cache = turn.returnedCache.get(priority);
+    if (cache) {
+      const last = cache.entries[cache.entries.length - 1];
+      const kept = cache.entries.slice(cache.offset);
+      for (const entry of entries) if (cache.complete || (last !== undefined && byOrigin(entry, last) < 0)) kept.push(entry);
+      cache.entries = kept.sort(byOrigin);
+      cache.offset = 0;
+    }
+    this.ctx.markPresent();
+    turn.touch();
+  }
+}

@@ -1,0 +1,193 @@
+import type { GiveBackOutcome, GivenBackItems } from './given-back-items.js';
+import type { PrioritySegments } from './priority-segments.js';
+import type { CoreContext } from './turn-state.js';
+import { MissingLockRows, NO_SHARED_LOCKS, type LockProblem, type LockRowsFetch, type LockState, type SharedLockSummary } from './types.js';
+
+/** Expired shared locks one turn gives back at most; the rest are given back by the next turns (or when their id is used). */
+export const MAX_EXPIRED_LOCKS_PER_TURN = 100;
+
+/** What the expiry of a turn's due shared locks did. */
+export interface SharedExpiryOutcome extends GiveBackOutcome {
+  readonly locks: number;
+}
+
+/**
+ * A queue's shared locks (competing consumers): any number live side by side, each holding its
+ * own items. The locks stay in their table; memory holds the queue row's summary of them and
+ * the locks a turn read.
+ *
+ * Invariant: the summary's `nextExpiry` is a lower bound of the live locks' expiries (null
+ * exactly when none lives); {@link TurnState.nextExpiryExact} says a turn has read it exactly.
+ */
+export class SharedLocks {
+  private summary: { live: number; items: number; nextExpiry: number | null };
+
+  constructor(
+    private readonly ctx: CoreContext,
+    private readonly segments: PrioritySegments,
+    private readonly givenBack: GivenBackItems,
+    stored: SharedLockSummary = NO_SHARED_LOCKS,
+  ) {
+    this.summary = { ...stored };
+  }
+
+  /** What the queue row records (a copy). */
+  get state(): SharedLockSummary {
+    return { ...this.summary };
+  }
+
+  get live(): number {
+    return this.summary.live;
+  }
+
+  get items(): number {
+    return this.summary.items;
+  }
+
+  get nextExpiry(): number | null {
+    return this.summary.nextExpiry;
+  }
+
+  /**
+   * The contract's checks for a lock id in shared mode: no INVALID_LOCK_ID, a lock is found by
+   * its id. A lock found expired by time but not yet given back (more were due than a turn
+   * takes) is given back now, and answers 410.
+   */
+  check(lockId: string, now: number): LockState | LockProblem {
+    const lock = this.find(lockId);
+    if (!lock) return 'LOCK_NOT_FOUND';
+    if (lock.state === 'expired') return 'LOCK_EXPIRED';
+    if (lock.expiresAt <= now) {
+      this.end(lock, 'expire');
+      this.ctx.turn.writes.sharedChanged = true;
+      return 'LOCK_EXPIRED';
+    }
+    return lock;
+  }
+
+  /** A new lock holding items popped for it; `heldAfter`: items it holds per priority (they keep their priorities alive). */
+  add(lock: LockState, heldAfter: ReadonlyMap<number, number>): void {
+    const turn = this.ctx.turn;
+    for (const [priority, n] of heldAfter) {
+      const meta = this.segments.get(priority)!;
+      meta.held = (meta.held ?? 0) + n;
+    }
+    turn.writes.sharedLocks.set(lock.lockId, lock);
+    turn.lockRows.set(lock.lockId, lock);
+    this.summary.live += 1;
+    this.summary.items += lock.items.length;
+    this.summary.nextExpiry = this.summary.nextExpiry === null ? lock.expiresAt : Math.min(this.summary.nextExpiry, lock.expiresAt);
+    turn.writes.sharedChanged = true;
+  }
+
+  /** Sets a live lock's expiry (the row's earliest expiry stays a lower bound). */
+  extend(extended: LockState): void {
+    const turn = this.ctx.turn;
+    turn.writes.sharedLocks.set(extended.lockId, extended);
+    turn.lockRows.set(extended.lockId, extended);
+    // A later expiry leaves the bound as it was, an earlier one (a short ttl) lowers it.
+    if (this.summary.nextExpiry === null || extended.expiresAt < this.summary.nextExpiry) {
+      this.summary.nextExpiry = extended.expiresAt;
+      turn.writes.sharedChanged = true;
+    } else {
+      turn.nextExpiryExact = false;
+    }
+    turn.touch();
+  }
+
+  /**
+   * Gives back the items of locks expired at `now`, at most {@link MAX_EXPIRED_LOCKS_PER_TURN};
+   * undefined when none is due (no read: the summary carries a lower bound of the earliest
+   * expiry). Throws {@link MissingLockRows} (before changing anything) to have the due locks read.
+   */
+  expireDue(now: number): SharedExpiryOutcome | undefined {
+    const turn = this.ctx.turn;
+    if (turn.expiredDue || this.summary.live === 0 || this.summary.nextExpiry === null || this.summary.nextExpiry > now) return undefined;
+    const due = turn.dueLocks;
+    if (!due) throw new MissingLockRows({ kind: 'due', now, limit: MAX_EXPIRED_LOCKS_PER_TURN });
+    turn.dueLocks = undefined;
+    turn.expiredDue = true;
+    let returned = 0;
+    let deadLettered = 0;
+    for (const lock of due.locks) {
+      const outcome = this.end(lock, 'expire');
+      returned += outcome.returned;
+      deadLettered += outcome.deadLettered;
+    }
+    // Read exactly, unless more were due than one turn takes: then the last one read bounds the rest.
+    const next = due.locks.length >= MAX_EXPIRED_LOCKS_PER_TURN ? due.locks[due.locks.length - 1].expiresAt : due.nextExpiry;
+    this.summary.nextExpiry = this.summary.live === 0 ? null : (next ?? now);
+    turn.nextExpiryExact = due.locks.length < MAX_EXPIRED_LOCKS_PER_TURN;
+    turn.writes.sharedChanged = true;
+    turn.touch();
+    return { locks: due.locks.length, returned, deadLettered };
+  }
+
+  /** Ends a live lock: acknowledged (items gone), released (row gone, items back) or expired (row kept, items back). */
+  end(lock: LockState, how: 'acknowledge' | 'release' | 'expire'): GiveBackOutcome {
+    const turn = this.ctx.turn;
+    let outcome: GiveBackOutcome = { returned: 0, deadLettered: 0 };
+    if (how === 'acknowledge') {
+      this.givenBack.unhold(lock.items);
+      this.givenBack.settle(lock.items);
+    } else {
+      outcome = this.givenBack.giveBack(lock.items, true);
+    }
+    const ended = how === 'expire' ? { ...lock, state: 'expired' as const, items: [] } : null;
+    turn.writes.sharedLocks.set(lock.lockId, ended);
+    turn.lockRows.set(lock.lockId, ended);
+    this.summary.live = Math.max(0, this.summary.live - 1);
+    this.summary.items = Math.max(0, this.summary.items - lock.items.length);
+    if (this.summary.live === 0) this.summary.nextExpiry = null;
+    // It may have been the earliest: what the row keeps is a lower bound again.
+    turn.nextExpiryExact = false;
+    turn.writes.sharedChanged = true;
+    turn.touch();
+    return outcome;
+  }
+
+  /** Inspection needs the exact earliest expiry: throws {@link MissingLockRows} to have it read, unless read already. */
+  needExactNextExpiry(): void {
+    const turn = this.ctx.turn;
+    if (this.summary.live > 0 && !turn.nextExpiryExact) throw new MissingLockRows({ kind: 'next', exclude: [...turn.writes.sharedLocks.keys()] });
+  }
+
+  /** Hands over the locks {@link MissingLockRows} asked for (given-back items go to {@link GivenBackItems.provide}). */
+  provide(fetch: Exclude<LockRowsFetch, { kind: 'returned' }>): void {
+    const turn = this.ctx.turn;
+    switch (fetch.kind) {
+      case 'locks':
+        for (const [id, lock] of fetch.locks) if (!turn.lockRows.has(id)) turn.lockRows.set(id, lock);
+        return;
+      case 'due':
+        turn.dueLocks = { locks: fetch.locks, nextExpiry: fetch.nextExpiry };
+        return;
+      case 'next': {
+        // The stored locks this turn did not write, and those it wrote that still live.
+        let next = fetch.nextExpiry;
+        for (const lock of turn.writes.sharedLocks.values()) if (lock?.state === 'active' && (next === null || lock.expiresAt < next)) next = lock.expiresAt;
+        if (this.summary.live > 0 && next !== null && next !== this.summary.nextExpiry) {
+          // Tightened: written with the turn, so that the sweep does not find the old bound again.
+          this.summary.nextExpiry = next;
+          turn.writes.sharedChanged = true;
+          turn.touch();
+        }
+        turn.nextExpiryExact = true;
+        return;
+      }
+    }
+  }
+
+  /** Forgets every lock (the queue is deleted). */
+  clear(): void {
+    this.summary = { ...NO_SHARED_LOCKS };
+  }
+
+  /** A lock as known this turn; throws {@link MissingLockRows} to have it read. */
+  private find(lockId: string): LockState | null {
+    const turn = this.ctx.turn;
+    if (turn.writes.sharedLocks.has(lockId)) return turn.writes.sharedLocks.get(lockId) ?? null;
+    if (turn.lockRows.has(lockId)) return turn.lockRows.get(lockId) ?? null;
+    throw new MissingLockRows({ kind: 'locks', ids: [lockId] });
+  }
+}

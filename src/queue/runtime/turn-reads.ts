@@ -1,0 +1,133 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { DbSession } from '../../database/unit-of-work.js';
+import { OffloadStats } from '../../offload/offload-stats.js';
+import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
+import { DedupIdRepository } from '../../storage/dedup-id.repository.js';
+import { DelayedItemRepository } from '../../storage/delayed-item.repository.js';
+import { LockRepository } from '../../storage/lock.repository.js';
+import { QueueStateRepository } from '../../storage/queue-state.repository.js';
+import type { RowReader } from '../core/core-driver.js';
+import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentFetch, SegmentRef } from '../core/types.js';
+
+/** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
+export class StoreReadNeeded extends Error {
+  constructor(readonly refs: SegmentRef[]) {
+    super('offload store read needed');
+  }
+}
+
+export const refKey = (ref: { priority: number; segment: number }): string => `${ref.priority}:${ref.segment}`;
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * What one attempt at a turn reads for its core (see `drive`): from the attempt's own session,
+ * never carried over from an earlier attempt (dedup ids above all: a loser of a race must see
+ * the winner's ids), except offloaded segments read before a transaction (`prefetched`).
+ */
+export class AttemptReader implements RowReader {
+  /** Something was read besides the queue's row. */
+  read = false;
+  /** Segments loaded back from the offload store for use. */
+  readonly loaded: SegmentRef[] = [];
+
+  constructor(
+    private readonly reads: TurnReads,
+    private readonly queueId: string,
+    private readonly session: DbSession,
+    private readonly transaction: DbSession | undefined,
+    private readonly prefetched: ReadonlyMap<string, SegmentFetch>,
+    private readonly now: number,
+  ) {}
+
+  segments(refs: readonly SegmentRef[]): Promise<SegmentFetch[]> {
+    this.read = true;
+    return this.reads.segments(this.queueId, refs, this.transaction, this.prefetched, this.loaded);
+  }
+
+  dueItems(now: number, limit: number): Promise<DueFetch> {
+    this.read = true;
+    return this.reads.delayedItems.loadDueItems(this.queueId, now, limit, this.session);
+  }
+
+  liveDedupIds(ids: readonly string[]): Promise<ReadonlySet<string>> {
+    this.read = true;
+    return this.reads.dedupIds.liveDedupIds(this.queueId, ids, this.now, this.session);
+  }
+
+  lockRows(need: LockRowsNeed): Promise<LockRowsFetch> {
+    this.read = true;
+    return this.reads.lockRows(this.queueId, need, this.session);
+  }
+}
+
+/** The reads turns make for their cores: rows of the queue's tables, and segments of the offload store. */
+@Injectable()
+export class TurnReads {
+  private readonly logger = new Logger('TurnRunner');
+
+  constructor(
+    private readonly queueState: QueueStateRepository,
+    private readonly locks: LockRepository,
+    readonly delayedItems: DelayedItemRepository,
+    readonly dedupIds: DedupIdRepository,
+    private readonly store: OffloadStore,
+    private readonly stats: OffloadStats,
+  ) {}
+
+  /** The reader of one attempt at a turn of `queueId` at `now`. */
+  forAttempt(queueId: string, session: DbSession, transaction: DbSession | undefined, prefetched: ReadonlyMap<string, SegmentFetch>, now: number): AttemptReader {
+    return new AttemptReader(this, queueId, session, transaction, prefetched, now);
+  }
+
+  /** Fetches the segments a core call asked for, in the order asked; under the row lock, throws {@link StoreReadNeeded} for store reads not made yet. */
+  async segments(queueId: string, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: ReadonlyMap<string, SegmentFetch>, loaded: SegmentRef[]): Promise<SegmentFetch[]> {
+    const fromState = refs.filter((r) => r.from === 'state');
+    const rows = fromState.length > 0 ? await this.queueState.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
+    const fromStore = new Map<string, SegmentFetch>();
+    const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
+    if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
+    for (const ref of refs) {
+      if (ref.from !== 'offload') continue;
+      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
+      fromStore.set(refKey(ref), fetch);
+      if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
+    }
+    return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
+  }
+
+  /** Reads the shared-lock rows or given-back items a core call asked for. */
+  async lockRows(queueId: string, need: LockRowsNeed, session: DbSession): Promise<LockRowsFetch> {
+    switch (need.kind) {
+      case 'locks': {
+        const found = await this.locks.loadSharedLocks(queueId, need.ids, session);
+        return { kind: 'locks', locks: new Map(need.ids.map((id) => [id, found.get(id) ?? null])) };
+      }
+      case 'due':
+        return { kind: 'due', ...(await this.locks.loadDueSharedLocks(queueId, need.now, need.limit, session)) };
+      case 'next':
+        return { kind: 'next', nextExpiry: await this.locks.nextSharedLockExpiry(queueId, session, -Infinity, need.exclude) };
+      case 'returned':
+        return { kind: 'returned', priority: need.priority, entries: await this.locks.loadReturned(queueId, need.priority, need.limit, session) };
+    }
+  }
+
+  /** Reads an offloaded segment; a failure (or nothing stored, for a segment the metadata says is there) is counted when the segment was needed. */
+  async readStore(queueId: string, ref: SegmentRef): Promise<SegmentFetch> {
+    const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
+    const started = performance.now();
+    try {
+      const items = await this.store.load(queueId, key);
+      if (ref.purpose === 'use') {
+        if (!items) throw new Error(`nothing stored under ${key}`);
+        this.stats.onLoad?.((performance.now() - started) / 1000);
+      }
+      return { entries: items?.map((json, position) => ({ position, json })) };
+    } catch (error) {
+      if (ref.purpose === 'use') {
+        this.stats.loadFailures += 1;
+        this.logger.error(`Failed to load segment ${ref.segment} for priority ${ref.priority} (actor ${queueId}): ${message(error)}`);
+      }
+      return { failed: true };
+    }
+  }
+}
