@@ -50,12 +50,27 @@ async function measure(label, bufferSegments) {
   const info = await queues.getQueue(queueId);
   await app.close();
   rmSync(dataDir, { recursive: true, force: true });
-  return { label, bufferSegments, maxItemsInMemory: maxInMemory, itemsInMemoryAtEnd: registry.itemsInMemory, heapGrowth: mb(heapAfter - heapBefore), rssGrowth: mb(rssAfter - rssBefore), itemRowsInActorState: rows.inState, offloadedSegments: rows.offloadedSegments, priority0: info.priorities['0'] };
+  return {
+    label,
+    bufferSegments,
+    maxItemsInMemory: maxInMemory,
+    itemsInMemoryAtEnd: registry.itemsInMemory,
+    heapGrowth: mb(heapAfter - heapBefore),
+    rssGrowth: mb(rssAfter - rssBefore),
+    itemRowsInActorState: rows.inState,
+    offloadedSegments: rows.offloadedSegments,
+    priority0: info.priorities['0'],
+  };
 }
 
 const withOffload = await measure('with offloading', 1);
 // Without offloading, every segment stays in the actor's state (and its rows in the table); past
 // a few hundred thousand items that comparison only takes long, so it is skipped.
 const withoutOffload = items <= 200_000 ? [await measure('without offloading', Math.min(1000, Math.ceil(items / 100)))] : [];
-console.table([withOffload, ...withoutOffload].map(({ priority0, ...r }) => ({ ...r, offloadedRange: priority0.head_offloaded_segment === null ? '-' : `${priority0.head_offloaded_segment}..${priority0.tail_offloaded_segment}` })));
+console.table(
+  [withOffload, ...withoutOffload].map(({ priority0, ...r }) => ({
+    ...r,
+    offloadedRange: priority0.head_offloaded_segment === null ? '-' : `${priority0.head_offloaded_segment}..${priority0.tail_offloaded_segment}`,
+  })),
+);
 process.exit(0);

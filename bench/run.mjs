@@ -48,7 +48,14 @@ function envInt(name, fallback, min, max) {
 function envList(name, fallback, allowed) {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
-  const list = [...new Set(raw.split(',').map((s) => s.trim()).filter(Boolean))];
+  const list = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = list.filter((x) => !allowed.includes(x));
   if (unknown.length > 0 || list.length === 0) {
     knobErrors.push(`${name}: unknown ${unknown.map((x) => JSON.stringify(x)).join(', ') || 'empty list'} (choose from ${allowed.join(', ')})`);
@@ -101,7 +108,8 @@ if (!/^postgres(ql)?:\/\/[^/]+$/.test(CONFIG.pgServer)) {
   knobErrors.push('BENCH_PG_URL must be a server URL without a database, e.g. postgres://postgres@127.0.0.1:5432');
 } else {
   const host = new URL(CONFIG.pgServer).hostname;
-  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host)) knobErrors.push(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${host}): CPU is read from /proc of this machine`);
+  if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host))
+    knobErrors.push(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${host}): CPU is read from /proc of this machine`);
 }
 if (!existsSync(CONFIG.pushpopDir) || !statSync(CONFIG.pushpopDir).isDirectory()) knobErrors.push(`BENCH_PUSHPOP_DIR: ${CONFIG.pushpopDir} is not a directory`);
 if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.push('the benchmark reads CPU time from /proc: it runs on Linux only');
@@ -130,7 +138,9 @@ if (CONFIG.scenarios.includes('longpoll')) {
       });
       process.exit(again.status ?? 1);
     }
-    console.error(`the longpoll scenario holds ${CONFIG.longPolls} connections open in this process and in pushpop: the open files limit is ${soft} (hard ${hard}); raise it (ulimit -n ${need}) or lower BENCH_LONGPOLL_POLLS`);
+    console.error(
+      `the longpoll scenario holds ${CONFIG.longPolls} connections open in this process and in pushpop: the open files limit is ${soft} (hard ${hard}); raise it (ulimit -n ${need}) or lower BENCH_LONGPOLL_POLLS`,
+    );
     process.exit(2);
   }
 }
@@ -191,7 +201,14 @@ function summarize(samples) {
   const pick = (p) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
   let sum = 0;
   for (const v of sorted) sum += v;
-  return { count: sorted.length, mean: round(sum / sorted.length, 3), p50: round(pick(50), 3), p90: round(pick(90), 3), p99: round(pick(99), 3), max: round(sorted[sorted.length - 1], 3) };
+  return {
+    count: sorted.length,
+    mean: round(sum / sorted.length, 3),
+    p50: round(pick(50), 3),
+    p90: round(pick(90), 3),
+    p99: round(pick(99), 3),
+    max: round(sorted[sorted.length - 1], 3),
+  };
 }
 
 function median(values) {
@@ -260,7 +277,8 @@ function itemJson() {
   seq += 1;
   return `${ITEM_HEAD}${String(seq).padStart(12, '0')}${ITEM_MIDDLE}${NOTE}${ITEM_TAIL}`;
 }
-if (Buffer.byteLength(itemJson()) !== CONFIG.itemBytes || typeof JSON.parse(itemJson()).seq !== 'string') throw new Error('item template is not the configured size');
+if (Buffer.byteLength(itemJson()) !== CONFIG.itemBytes || typeof JSON.parse(itemJson()).seq !== 'string')
+  throw new Error('item template is not the configured size');
 const randomPriority = () => Math.floor(Math.random() * CONFIG.priorities);
 const pushBody = (priority = randomPriority()) => `{"item":${itemJson()},"priority":${priority}}`;
 
@@ -591,14 +609,16 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     }
     interrupted = true;
     log(`\n${signal}: stopping the servers (again to kill them at once) ...`);
-    const graceful = Promise.all([...children].map(({ child, exited }) => {
-      try {
-        child.kill('SIGTERM');
-      } catch {
-        // gone
-      }
-      return exited;
-    }));
+    const graceful = Promise.all(
+      [...children].map(({ child, exited }) => {
+        try {
+          child.kill('SIGTERM');
+        } catch {
+          // gone
+        }
+        return exited;
+      }),
+    );
     void Promise.race([graceful, sleep(8000)]).then(async () => {
       for (const pm of embeddedPostmasters) await stopOrphanPostmaster(pm);
       killEverything();
@@ -636,7 +656,28 @@ const bossName = (queueId) => (/[\w-]/.test(queueId) ? queueId : `q/${queueId}`)
 function pushpopEnv(port) {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
-    if (['DATABASE_URL', 'DATA_DIR', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'MAX_WAITING_POLLS', 'DB_POOL_SIZE', 'NODE_OPTIONS', 'ACTOR_IDLE_TIMEOUT_MS', 'MAX_ITEM_BYTES', 'MAX_BODY_BYTES', 'LOCK_SWEEP_INTERVAL_MS', 'MAX_PRIORITY', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_PER_SECOND', 'RATE_LIMIT_BURST'].includes(key)) delete env[key];
+    if (
+      [
+        'DATABASE_URL',
+        'DATA_DIR',
+        'SEGMENT_SIZE',
+        'BUFFER_SEGMENTS',
+        'MAX_PENDING_PER_QUEUE',
+        'MAX_WAITING_POLLS',
+        'DB_POOL_SIZE',
+        'NODE_OPTIONS',
+        'ACTOR_IDLE_TIMEOUT_MS',
+        'MAX_ITEM_BYTES',
+        'MAX_BODY_BYTES',
+        'LOCK_SWEEP_INTERVAL_MS',
+        'MAX_PRIORITY',
+        'API_KEYS',
+        'API_KEYS_FILE',
+        'RATE_LIMIT_PER_SECOND',
+        'RATE_LIMIT_BURST',
+      ].includes(key)
+    )
+      delete env[key];
   }
   return Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' });
 }
@@ -729,7 +770,9 @@ async function queueCounts(target, ids) {
   const names = new Map(ids.map((id) => [bossName(id), id]));
   let rows = [];
   try {
-    ({ rows } = await target.pool.query(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE name = ANY($1) AND state < 'active' GROUP BY name`, [[...names.keys()]]));
+    ({ rows } = await target.pool.query(`SELECT name, count(*)::int AS n FROM pgboss.job WHERE name = ANY($1) AND state < 'active' GROUP BY name`, [
+      [...names.keys()],
+    ]));
   } catch (error) {
     if (error?.code !== '42P01') throw error; // no pgboss.job yet: nothing pushed
   }
@@ -776,7 +819,13 @@ async function addItems(target, plan, { priority = null, label = 'pre-fill', onT
         checkDeadline();
         const entries = [];
         for (let i = 0; i < n; i++) entries.push(`{"item":${itemJson()},"priority":${prio()}}`);
-        const { status, body } = await httpRequest(target.url, 'POST', `/queue/${encodeURIComponent(id)}/push/batch`, `{"items":[${entries.join(',')}]}`, 120_000);
+        const { status, body } = await httpRequest(
+          target.url,
+          'POST',
+          `/queue/${encodeURIComponent(id)}/push/batch`,
+          `{"items":[${entries.join(',')}]}`,
+          120_000,
+        );
         if (status !== 200 || body?.count !== n) throw new Error(`batch push of ${n} to ${id}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
         done += n;
         tick();
@@ -806,7 +855,9 @@ async function addItems(target, plan, { priority = null, label = 'pre-fill', onT
   const wrong = ids.filter((id) => after.get(id) !== before.get(id) + plan.get(id));
   if (wrong.length > 0) {
     const id = wrong[0];
-    throw new Error(`${label}: ${wrong.length} queue(s) do not hold what was pushed (e.g. ${id}: ${after.get(id)} items, expected ${before.get(id)} + ${plan.get(id)})`);
+    throw new Error(
+      `${label}: ${wrong.length} queue(s) do not hold what was pushed (e.g. ${id}: ${after.get(id)} items, expected ${before.get(id)} + ${plan.get(id)})`,
+    );
   }
   return { items: total, seconds: round(seconds, 2), items_per_s: Math.round(total / seconds) };
 }
@@ -891,7 +942,9 @@ async function cannon({ url, connections, seconds, amount, requests, sequence })
   // such a run lasts until its last response
   const activeSeconds = amount ? (lastResponse - wallStart) / 1000 : result.duration || (performance.now() - wallStart) / 1000;
   const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, v]) => [code, v.count]));
-  const non2xx = Object.entries(statusCodes).filter(([code]) => !code.startsWith('2')).reduce((n, [, c]) => n + c, 0);
+  const non2xx = Object.entries(statusCodes)
+    .filter(([code]) => !code.startsWith('2'))
+    .reduce((n, [, c]) => n + c, 0);
   const count429 = statusCodes['429'] ?? 0;
   return {
     durationSeconds: activeSeconds,
@@ -920,7 +973,8 @@ function sampleCpu(target) {
 }
 
 function cpuPerRequest(before, after, requests) {
-  const perReq = (ticksBefore, ticksAfter) => (ticksBefore === null || ticksAfter === null || requests === 0 ? null : (((ticksAfter - ticksBefore) / CLK_TCK) * 1e6) / requests);
+  const perReq = (ticksBefore, ticksAfter) =>
+    ticksBefore === null || ticksAfter === null || requests === 0 ? null : (((ticksAfter - ticksBefore) / CLK_TCK) * 1e6) / requests;
   const loadgenUs = after.loadgen.user + after.loadgen.system - (before.loadgen.user + before.loadgen.system);
   return {
     server_cpu_s: before.server === null || after.server === null ? null : round((after.server - before.server) / CLK_TCK, 2),
@@ -1046,7 +1100,9 @@ async function scenarioPush(target, roundNo) {
   const stored = sumCounts(await queueCounts(target, QUEUE_IDS)) - before;
   // a request cut off when the run stopped may have committed without its response being counted
   const ok = stored >= counters.pushed && stored <= counters.pushed + C();
-  const row = record(target, 'push', roundNo, r, cpu, { check: { ok, detail: `${stored} items stored in the ${CONFIG.queues} queues for ${counters.pushed} 200 pushes` } });
+  const row = record(target, 'push', roundNo, r, cpu, {
+    check: { ok, detail: `${stored} items stored in the ${CONFIG.queues} queues for ${counters.pushed} 200 pushes` },
+  });
   target.pushRate = Math.max(target.pushRate ?? 0, row.req_per_s);
 }
 
@@ -1061,10 +1117,13 @@ async function scenarioPop(target, roundNo) {
   const now = await queueCounts(target, QUEUE_IDS);
   const plan = new Map(QUEUE_IDS.map((id) => [id, Math.max(0, level - now.get(id))]));
   const adding = [...plan.values()].reduce((a, b) => a + b, 0);
-  progress(`  ${target.name} · pop: pre-filling to ${level} items per queue (${adding.toLocaleString('en-US')} items; ${target.kind === 'pushpop' ? 'batch pushes' : 'single pushes'}, not measured) ...`);
+  progress(
+    `  ${target.name} · pop: pre-filling to ${level} items per queue (${adding.toLocaleString('en-US')} items; ${target.kind === 'pushpop' ? 'batch pushes' : 'single pushes'}, not measured) ...`,
+  );
   const fill = await addItems(target, plan, { label: 'pop pre-fill' });
   if (fill.items > 0) progress(`    pre-filled in ${fill.seconds} s (${fmtNum(fill.items_per_s)} items/s)`);
-  if (level === cap && mean + 5 * Math.sqrt(mean) + 5 > cap) progress(`    note: the pre-fill is capped by BENCH_MAX_PREFILL=${CONFIG.maxPrefill}; raise it if the queues run dry`);
+  if (level === cap && mean + 5 * Math.sqrt(mean) + 5 > cap)
+    progress(`    note: the pre-fill is capped by BENCH_MAX_PREFILL=${CONFIG.maxPrefill}; raise it if the queues run dry`);
   progress(`  ${target.name} · pop depth 1: ${W()} s warm-up + ${S()} s measured, ${C()} connections, a random queue of ${CONFIG.queues} per request ...`);
   const warm = newCounters();
   if (W() > 0) {
@@ -1130,7 +1189,9 @@ async function scenarioDepth(target, roundNo) {
       [SHALLOW_QUEUE, Math.max(0, CONFIG.shallowItems - counts.get(SHALLOW_QUEUE))],
       [DEEP_QUEUE, Math.max(0, CONFIG.deepItems - counts.get(DEEP_QUEUE))],
     ]);
-    progress(`  ${target.name} · depth: filling ${SHALLOW_QUEUE} with ${fmtNum(CONFIG.shallowItems)} and ${DEEP_QUEUE} with ${fmtNum(CONFIG.deepItems)} items (batch pushes of ${CONFIG.batchSize}, priority 0, not measured; RSS sampled) ...`);
+    progress(
+      `  ${target.name} · depth: filling ${SHALLOW_QUEUE} with ${fmtNum(CONFIG.shallowItems)} and ${DEEP_QUEUE} with ${fmtNum(CONFIG.deepItems)} items (batch pushes of ${CONFIG.batchSize}, priority 0, not measured; RSS sampled) ...`,
+    );
     const rssBefore = rssKb(target.proc.pid);
     let peak = rssBefore ?? 0;
     const sampler = setInterval(() => (peak = Math.max(peak, rssKb(target.proc.pid) ?? 0)), 250);
@@ -1141,7 +1202,14 @@ async function scenarioDepth(target, roundNo) {
       clearInterval(sampler);
     }
     const rssAfter = rssKb(target.proc.pid);
-    target.depthFill = { items: fill.items, seconds: fill.seconds, items_per_s: fill.items_per_s, rss_before_kb: rssBefore, rss_peak_kb: Math.max(peak, rssAfter ?? 0), rss_after_kb: rssAfter };
+    target.depthFill = {
+      items: fill.items,
+      seconds: fill.seconds,
+      items_per_s: fill.items_per_s,
+      rss_before_kb: rssBefore,
+      rss_peak_kb: Math.max(peak, rssAfter ?? 0),
+      rss_after_kb: rssAfter,
+    };
     target.depthFilled = true;
     progress(`    filled in ${fill.seconds} s; RSS ${fmtMb(rssBefore)} before, ${fmtMb(target.depthFill.rss_peak_kb)} peak, ${fmtMb(rssAfter)} after`);
   }
@@ -1151,14 +1219,27 @@ async function scenarioDepth(target, roundNo) {
     [DEEP_QUEUE, CONFIG.deepItems, 'depth-deep'],
   ]) {
     try {
-      progress(`  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`);
+      progress(
+        `  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`,
+      );
       const warm = newCounters();
       await cannon({ url: target.url, connections: 1, amount: 200, requests: [pushRequest(() => queue, warm, 0), popRequest(() => queue, warm)] });
       const counters = newCounters();
-      const { r, cpu } = await measured(target, { connections: 1, amount: ops, requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)], sequence: ['push', 'pop'] });
+      const { r, cpu } = await measured(target, {
+        connections: 1,
+        amount: ops,
+        requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)],
+        sequence: ['push', 'pop'],
+      });
       const left = (await queueCounts(target, [queue])).get(queue);
       const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === depth && counters.popped === ops / 2;
-      record(target, name, roundNo, r, cpu, { connections: 1, queue_depth: depth, popped_items: counters.popped, empty_pops: counters.emptyPops, check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` } });
+      record(target, name, roundNo, r, cpu, {
+        connections: 1,
+        queue_depth: depth,
+        popped_items: counters.popped,
+        empty_pops: counters.emptyPops,
+        check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` },
+      });
     } catch (error) {
       failed(target, name, roundNo, error);
     }
@@ -1266,7 +1347,10 @@ async function scenarioAckPop(target, roundNo) {
         empty_pops: counters.emptyPops,
         ran_dry: counters.emptyPops > 0 || warm.emptyPops > 0,
         ran_dry_detail: `${counters.emptyPops + warm.emptyPops} empty pop(s); raise BENCH_ACK_ITEMS`,
-        check: { ok, detail: `${taken} items left the queue, ${cycles} acknowledged, ${counters.emptyPops} empty pops, ${counters.unparsable} unparsable bodies` },
+        check: {
+          ok,
+          detail: `${taken} items left the queue, ${cycles} acknowledged, ${counters.emptyPops} empty pops, ${counters.unparsable} unparsable bodies`,
+        },
       });
       row.req_per_s = Math.round(cycles / r.durationSeconds);
       progress(`    = ${fmtNum(row.req_per_s)} cycles/s (${fmtNum(row.responses_per_s)} responses/s, ${fmtNum(count423)} × 423)`);
@@ -1315,7 +1399,14 @@ async function secondProcess(target) {
   tempDirs.add(dataDir);
   const env = { ...pushpopEnv(port), DATA_DIR: dataDir, DATABASE_URL: pushpopDatabaseUrl(target) };
   progress(`  ${target.name}: starting a second pushpop process on the same database ...`);
-  const { proc } = await startServer({ label: `${target.name} (second process)`, args: [join(pushpopDir, 'dist/main.js')], env, cwd: pushpopDir, port, readyPath: '/health/ready' });
+  const { proc } = await startServer({
+    label: `${target.name} (second process)`,
+    args: [join(pushpopDir, 'dist/main.js')],
+    env,
+    cwd: pushpopDir,
+    port,
+    readyPath: '/health/ready',
+  });
   target.second = { proc, dataDir };
   // Like every measured window, the pushes through the new process start after a warm-up:
   // BENCH_WARMUP_SECONDS of pushes to new queues through it, each popped through the first.
@@ -1328,7 +1419,10 @@ async function secondProcess(target) {
       Array.from({ length: CONFIG.longPollInFlight }, async () => {
         while (performance.now() < until) {
           const id = `lp-warm-${stamp}-${next++}`;
-          for (const [url, path, body] of [[proc.url, 'push', '{"item":{"warm":true}}'], [target.url, 'pop', null]]) {
+          for (const [url, path, body] of [
+            [proc.url, 'push', '{"item":{"warm":true}}'],
+            [target.url, 'pop', null],
+          ]) {
             const { status } = await httpRequest(url, 'POST', `/queue/${encodeURIComponent(id)}/${path}`, body);
             if (status !== 200) throw new Error(`warm-up ${path} on ${id}: ${status}`);
           }
@@ -1411,7 +1505,9 @@ async function longPollRun(target, roundNo, processes, name) {
   let giveUpAt = Infinity;
   let sampling = true;
   try {
-    progress(`  ${target.name} · long polls, ${processes === 2 ? 'pushes through a second process' : 'one process'}: opening ${fmtNum(n)} long polls on empty queues ...`);
+    progress(
+      `  ${target.name} · long polls, ${processes === 2 ? 'pushes through a second process' : 'one process'}: opening ${fmtNum(n)} long polls on empty queues ...`,
+    );
     // polls of an earlier run that failed end when their connections close; give them time
     for (let i = 0; i < 100 && (await waitingNow()) !== 0; i++) await sleep(250);
     const baseline = await waitingNow();
@@ -1494,8 +1590,13 @@ async function longPollRun(target, roundNo, processes, name) {
     const openedAt = performance.now();
     // The window ends before the first poll's 20 s are up (its answer and the poll after it would be counted).
     const windowMs = Math.min(CONFIG.longPollIdleSeconds * 1000, firstSentAt + 20_000 - 1_500 - 1_500 - performance.now());
-    if (windowMs < 1000) throw new Error(`opening ${fmtNum(n)} long polls took ${openSeconds.toFixed(1)} s: no time is left for an idle window before the first poll's 20 s are up (lower BENCH_LONGPOLL_POLLS)`);
-    progress(`    ${fmtNum(waitingAtStart)}${waitingAtStart < n ? ` (of ${fmtNum(n)} sent; the others in a turn)` : ''} polls waiting after ${openSeconds.toFixed(1)} s; idle for ${(windowMs / 1000).toFixed(1)} s (measured)${windowMs < CONFIG.longPollIdleSeconds * 1000 ? `, shortened: the first poll's 20 s end then` : ''} ...`);
+    if (windowMs < 1000)
+      throw new Error(
+        `opening ${fmtNum(n)} long polls took ${openSeconds.toFixed(1)} s: no time is left for an idle window before the first poll's 20 s are up (lower BENCH_LONGPOLL_POLLS)`,
+      );
+    progress(
+      `    ${fmtNum(waitingAtStart)}${waitingAtStart < n ? ` (of ${fmtNum(n)} sent; the others in a turn)` : ''} polls waiting after ${openSeconds.toFixed(1)} s; idle for ${(windowMs / 1000).toFixed(1)} s (measured)${windowMs < CONFIG.longPollIdleSeconds * 1000 ? `, shortened: the first poll's 20 s end then` : ''} ...`,
+    );
 
     // PostgreSQL reports a backend's transactions up to 10 s late when it went idle less than a
     // second after its last report, so what the polls' first turns ran could land in the window.
@@ -1513,14 +1614,22 @@ async function longPollRun(target, roundNo, processes, name) {
     inWindow = true;
     const t0 = performance.now();
     const xact0 = await transactionsOf(monitor);
-    const cpu0 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const cpu0 = {
+      server: ownTicks(target.proc.pid),
+      pusher: processes === 2 ? ownTicks(pusher.pid) : null,
+      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+    };
     await sleep(windowMs);
     const xact1 = await transactionsOf(monitor);
-    const cpu1 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const cpu1 = {
+      server: ownTicks(target.proc.pid),
+      pusher: processes === 2 ? ownTicks(pusher.pid) : null,
+      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+    };
     const windowSeconds = (performance.now() - t0) / 1000;
     inWindow = false;
     const waitingAfterIdle = await waitingNow();
-    const pct = (a, b) => (a === null || b === null ? null : round((((b - a) / CLK_TCK) / windowSeconds) * 100, 1));
+    const pct = (a, b) => (a === null || b === null ? null : round(((b - a) / CLK_TCK / windowSeconds) * 100, 1));
     const idle = {
       seconds: round(windowSeconds, 2),
       transactions: xact1 - xact0,
@@ -1533,10 +1642,16 @@ async function longPollRun(target, roundNo, processes, name) {
       repolls: repollsInWindow,
       waiting_after: waitingAfterIdle,
     };
-    progress(`    idle: ${idle.transactions_per_s} transactions/s, service CPU ${idle.server_cpu_pct}% of a core, PostgreSQL CPU ${idle.postgres_cpu_pct ?? '-'}%; pushing one item to each queue, ${CONFIG.longPollInFlight} in flight${processes === 2 ? ' through the second process' : ''} ...`);
+    progress(
+      `    idle: ${idle.transactions_per_s} transactions/s, service CPU ${idle.server_cpu_pct}% of a core, PostgreSQL CPU ${idle.postgres_cpu_pct ?? '-'}%; pushing one item to each queue, ${CONFIG.longPollInFlight} in flight${processes === 2 ? ' through the second process' : ''} ...`,
+    );
 
     const pushedAt = new Array(n).fill(null);
-    const cpu2 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
+    const cpu2 = {
+      server: ownTicks(target.proc.pid),
+      pusher: processes === 2 ? ownTicks(pusher.pid) : null,
+      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+    };
     const pushStarted = performance.now();
     await forEachLimit(ids, CONFIG.longPollInFlight, async (id, i) => {
       const { status, body } = await httpRequest(pusher.url, 'POST', `/queue/${encodeURIComponent(id)}/push`, `{"item":{"i":${i}}}`);
@@ -1544,9 +1659,17 @@ async function longPollRun(target, roundNo, processes, name) {
       pushedAt[i] = performance.now();
     });
     const pushSeconds = (performance.now() - pushStarted) / 1000;
-    const cpu3 = { server: ownTicks(target.proc.pid), pusher: processes === 2 ? ownTicks(pusher.pid) : null, postgres: target.postmaster ? postgresTicks(target.postmaster) : null };
-    const busy = (a, b) => (a === null || b === null ? null : round((((b - a) / CLK_TCK) / pushSeconds) * 100, 1));
-    const pushCpu = { server_cpu_pct: busy(cpu2.server, cpu3.server), pusher_cpu_pct: busy(cpu2.pusher, cpu3.pusher), postgres_cpu_pct: busy(cpu2.postgres, cpu3.postgres) };
+    const cpu3 = {
+      server: ownTicks(target.proc.pid),
+      pusher: processes === 2 ? ownTicks(pusher.pid) : null,
+      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+    };
+    const busy = (a, b) => (a === null || b === null ? null : round(((b - a) / CLK_TCK / pushSeconds) * 100, 1));
+    const pushCpu = {
+      server_cpu_pct: busy(cpu2.server, cpu3.server),
+      pusher_cpu_pct: busy(cpu2.pusher, cpu3.pusher),
+      postgres_cpu_pct: busy(cpu2.postgres, cpu3.postgres),
+    };
     giveUpAt = performance.now() + 30_000;
     await Promise.race([Promise.all(consumers), sleep(60_000)]);
     giveUpAt = 0;
@@ -1555,11 +1678,13 @@ async function longPollRun(target, roundNo, processes, name) {
     const latency = summarize(latencies);
     // Split: consumers whose first poll received the item, and those whose 20 s wait had run out
     // first (the push phase outlasted it), who received it through a poll sent again.
-    const latencyOf = (repolled) => summarize(answeredAt.flatMap((a, i) => (a === null || pushedAt[i] === null || repolledBefore[i] !== repolled ? [] : [a - pushedAt[i]])));
+    const latencyOf = (repolled) =>
+      summarize(answeredAt.flatMap((a, i) => (a === null || pushedAt[i] === null || repolledBefore[i] !== repolled ? [] : [a - pushedAt[i]])));
     const firstPoll = latencyOf(false);
     const afterRepoll = latencyOf(true);
     const wakeAfter = await metricsOf(target.url);
-    const wake = (cause) => (wakeAfter.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0) - (wakeBefore.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0);
+    const wake = (cause) =>
+      (wakeAfter.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0) - (wakeBefore.get(`pushpop_long_poll_wake_ups_total{cause="${cause}"}`) ?? 0);
     const row = {
       round: roundNo,
       target: target.name,
@@ -1577,7 +1702,8 @@ async function longPollRun(target, roundNo, processes, name) {
       received,
       repolls,
       wake_ups: { local: wake('local'), notification: wake('notification'), recheck: wake('recheck') },
-      notifications_received: (wakeAfter.get('pushpop_notifications_total{direction="received"}') ?? 0) - (wakeBefore.get('pushpop_notifications_total{direction="received"}') ?? 0),
+      notifications_received:
+        (wakeAfter.get('pushpop_notifications_total{direction="received"}') ?? 0) - (wakeBefore.get('pushpop_notifications_total{direction="received"}') ?? 0),
       latency_ms: latency,
       latency_first_poll_ms: firstPoll,
       latency_after_repoll_ms: afterRepoll,
@@ -1597,7 +1723,8 @@ async function longPollRun(target, roundNo, processes, name) {
     const bad = [];
     if (received !== n) bad.push(`${n - received} of ${fmtNum(n)} consumers did not receive their item`);
     if (errors.length > 0) bad.push(`${errors.length} failed polls (${errors[0]})`);
-    if (idle.polls_answered > 0 || idle.repolls > 0 || (waitingAtStart === n && idle.waiting_after !== n)) bad.push(`the idle window was not idle (${idle.polls_answered} answered, ${idle.repolls} re-polls, ${idle.waiting_after} waiting at its end)`);
+    if (idle.polls_answered > 0 || idle.repolls > 0 || (waitingAtStart === n && idle.waiting_after !== n))
+      bad.push(`the idle window was not idle (${idle.polls_answered} answered, ${idle.repolls} re-polls, ${idle.waiting_after} waiting at its end)`);
     for (const b of bad) problems.push(`${target.name} ${name} round ${roundNo}: ${b}`);
     const misses = [];
     if (idle.transactions_per_s > 20) misses.push(`${idle.transactions_per_s} transactions/s > 20`);
@@ -1635,7 +1762,9 @@ async function scenarioDelayed(target, roundNo) {
     ]);
     await addItems(target, plan, { priority: 0, label: 'delayed scenario fill' });
     const started = performance.now();
-    progress(`  ${target.name} · delayed: pushing ${fmtNum(CONFIG.delayedItems)} items with delay_seconds ${BENCH_DELAY_SECONDS} to ${DELAYED_QUEUE} (batch pushes of ${CONFIG.batchSize}, not measured) ...`);
+    progress(
+      `  ${target.name} · delayed: pushing ${fmtNum(CONFIG.delayedItems)} items with delay_seconds ${BENCH_DELAY_SECONDS} to ${DELAYED_QUEUE} (batch pushes of ${CONFIG.batchSize}, not measured) ...`,
+    );
     const batches = [];
     for (let off = 0; off < CONFIG.delayedItems; off += CONFIG.batchSize) batches.push(Math.min(CONFIG.batchSize, CONFIG.delayedItems - off));
     await forEachLimit(batches, 4, async (n) => {
@@ -1645,7 +1774,8 @@ async function scenarioDelayed(target, roundNo) {
       if (status !== 200 || body?.count !== n) throw new Error(`delayed batch push of ${n}: ${status} ${JSON.stringify(body).slice(0, 200)}`);
     });
     const { status, body } = await httpRequest(target.url, 'GET', `/queue/${DELAYED_QUEUE}`);
-    if (status !== 200 || body?.delayed < CONFIG.delayedItems) throw new Error(`${DELAYED_QUEUE} shows ${JSON.stringify(body?.delayed)} delayed items, expected ${CONFIG.delayedItems}`);
+    if (status !== 200 || body?.delayed < CONFIG.delayedItems)
+      throw new Error(`${DELAYED_QUEUE} shows ${JSON.stringify(body?.delayed)} delayed items, expected ${CONFIG.delayedItems}`);
     progress(`    pushed in ${round((performance.now() - started) / 1000, 1)} s; ${DELAYED_QUEUE} shows ${fmtNum(body.delayed)} delayed`);
     target.delayedFilled = true;
   }
@@ -1655,21 +1785,42 @@ async function scenarioDelayed(target, roundNo) {
     [DELAYED_QUEUE, 'delayed-many'],
   ]) {
     try {
-      progress(`  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`);
+      progress(
+        `  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`,
+      );
       const warm = newCounters();
       await cannon({ url: target.url, connections: 1, amount: 200, requests: [pushRequest(() => queue, warm, 0), popRequest(() => queue, warm)] });
       const counters = newCounters();
-      const { r, cpu } = await measured(target, { connections: 1, amount: ops, requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)], sequence: ['push', 'pop'] });
+      const { r, cpu } = await measured(target, {
+        connections: 1,
+        amount: ops,
+        requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)],
+        sequence: ['push', 'pop'],
+      });
       const left = (await queueCounts(target, [queue])).get(queue);
       const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === CONFIG.shallowItems && counters.popped === ops / 2;
-      record(target, name, roundNo, r, cpu, { connections: 1, queue_depth: CONFIG.shallowItems, popped_items: counters.popped, empty_pops: counters.emptyPops, check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${CONFIG.shallowItems})` } });
+      record(target, name, roundNo, r, cpu, {
+        connections: 1,
+        queue_depth: CONFIG.shallowItems,
+        popped_items: counters.popped,
+        empty_pops: counters.emptyPops,
+        check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${CONFIG.shallowItems})` },
+      });
     } catch (error) {
       failed(target, name, roundNo, error);
     }
   }
 }
 
-const SCENARIO_FNS = { push: scenarioPush, pop: scenarioPop, hot: scenarioHot, depth: scenarioDepth, delayed: scenarioDelayed, longpoll: scenarioLongPoll, ackpop: scenarioAckPop };
+const SCENARIO_FNS = {
+  push: scenarioPush,
+  pop: scenarioPop,
+  hot: scenarioHot,
+  depth: scenarioDepth,
+  delayed: scenarioDelayed,
+  longpoll: scenarioLongPoll,
+  ackpop: scenarioAckPop,
+};
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
 async function setUpQueues(target) {
@@ -1717,13 +1868,23 @@ function table(headers, body, alignRight) {
 
 function markdownTable(headers, body, alignRight) {
   const esc = (c) => String(c).replace(/\|/g, '\\|');
-  return [`| ${headers.map(esc).join(' | ')} |`, `| ${alignRight.map((r) => (r ? '---:' : '---')).join(' | ')} |`, ...body.map((r) => `| ${r.map(esc).join(' | ')} |`)].join('\n');
+  return [
+    `| ${headers.map(esc).join(' | ')} |`,
+    `| ${alignRight.map((r) => (r ? '---:' : '---')).join(' | ')} |`,
+    ...body.map((r) => `| ${r.map(esc).join(' | ')} |`),
+  ].join('\n');
 }
 
 /** Per target x scenario: medians over rounds, sums of the problems. */
 function summarizeRows(targets) {
   const scenarioNames = CONFIG.scenarios.flatMap((s) =>
-    s === 'depth' ? ['depth-shallow', 'depth-deep'] : s === 'delayed' ? ['delayed-none', 'delayed-many'] : s === 'ackpop' ? ['ackpop-shared', 'ackpop-exclusive'] : [s],
+    s === 'depth'
+      ? ['depth-shallow', 'depth-deep']
+      : s === 'delayed'
+        ? ['delayed-none', 'delayed-many']
+        : s === 'ackpop'
+          ? ['ackpop-shared', 'ackpop-exclusive']
+          : [s],
   );
   const out = [];
   for (const scenario of scenarioNames) {
@@ -1782,7 +1943,17 @@ const HEADERS = ['target', 'scenario', 'req/s', 'vs floor', 'vs pg-boss', 'p50 m
 const RIGHT = [false, false, true, true, true, true, true, true, true];
 
 function tableCells(s) {
-  return [s.target, s.title, fmtNum(s.req_per_s), fmtRatio(s.ratio_to_floor, 1), fmtRatio(s.ratio_to_pgboss, 1), fmtMs(s.p50_ms), fmtMs(s.p99_ms), fmtNum(s.server_us_per_req), pgCell(s)];
+  return [
+    s.target,
+    s.title,
+    fmtNum(s.req_per_s),
+    fmtRatio(s.ratio_to_floor, 1),
+    fmtRatio(s.ratio_to_pgboss, 1),
+    fmtMs(s.p50_ms),
+    fmtMs(s.p99_ms),
+    fmtNum(s.server_us_per_req),
+    pgCell(s),
+  ];
 }
 
 function footnotes(meta, targets, summary) {
@@ -1794,7 +1965,9 @@ function footnotes(meta, targets, summary) {
     );
   }
   if (summary.some((s) => s.scenario.startsWith('depth-'))) {
-    lines.push(`Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`);
+    lines.push(
+      `Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`,
+    );
   }
   if (summary.some((s) => s.scenario.startsWith('ackpop-'))) {
     lines.push(
@@ -1806,7 +1979,9 @@ function footnotes(meta, targets, summary) {
       `Delayed rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured, on a queue of ${fmtNum(CONFIG.shallowItems)} items with and without ${fmtNum(CONFIG.delayedItems)} more pushed with delay_seconds ${BENCH_DELAY_SECONDS} (not due during the run).`,
     );
   }
-  lines.push('CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole PostgreSQL postmaster tree (backends, background processes, children that exited).');
+  lines.push(
+    'CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole PostgreSQL postmaster tree (backends, background processes, children that exited).',
+  );
   const shared = targets.filter((t) => t.pgLocation === 'machine PostgreSQL (shared)').map((t) => t.name);
   lines.push(
     'The load generator (autocannon) runs on the same machine and competes for its CPUs.' +
@@ -1815,9 +1990,12 @@ function footnotes(meta, targets, summary) {
         : ''),
   );
   const child = targets.find((t) => t.pgLocation === 'embedded server (child process)');
-  if (child) lines.push(`${child.name}'s PostgreSQL column is its own embedded server (a child process of the service, ${child.pgVersion ?? 'version unknown'}).`);
+  if (child)
+    lines.push(`${child.name}'s PostgreSQL column is its own embedded server (a child process of the service, ${child.pgVersion ?? 'version unknown'}).`);
   if (inProcess) lines.push('¹ the embedded database runs inside the service process (PGlite): its CPU is in the server column.');
-  lines.push(`${meta.date}, ${meta.cpus} CPU(s), load average ${meta.loadavg_start.join(' / ')} at the start and ${(meta.loadavg_end ?? []).join(' / ')} at the end; pushpop ${meta.pushpop.git_commit ?? '(no git)'}${meta.pushpop.git_dirty ? ' (uncommitted changes)' : ''}${meta.pushpop.build_stale ? ' (build older than its sources)' : ''}; Node ${meta.node}; PostgreSQL ${meta.postgres.machine ?? '-'}${meta.postgres.embedded ? `, embedded: ${meta.postgres.embedded}` : ''}.`);
+  lines.push(
+    `${meta.date}, ${meta.cpus} CPU(s), load average ${meta.loadavg_start.join(' / ')} at the start and ${(meta.loadavg_end ?? []).join(' / ')} at the end; pushpop ${meta.pushpop.git_commit ?? '(no git)'}${meta.pushpop.git_dirty ? ' (uncommitted changes)' : ''}${meta.pushpop.build_stale ? ' (build older than its sources)' : ''}; Node ${meta.node}; PostgreSQL ${meta.postgres.machine ?? '-'}${meta.postgres.embedded ? `, embedded: ${meta.postgres.embedded}` : ''}.`,
+  );
   const rss = targets.filter((t) => t.rss.length > 0).map((t) => `${t.name} ${fmtMb(t.rss[t.rss.length - 1].kb)}`);
   if (rss.length) lines.push(`Server process RSS after its last scenario: ${rss.join(', ')}.`);
   return lines;
@@ -1866,12 +2044,29 @@ function longPollCells(targets) {
   }
   return out;
 }
-const LONGPOLL_HEADERS = ['target', 'pushes through', 'long polls', 'idle: transactions/s', 'idle: service CPU', 'idle: PostgreSQL CPU', 'RSS per waiting poll', 'received', 'poll − push p50 / p99 / max ms', 'woken: local / notification / re-check'];
+const LONGPOLL_HEADERS = [
+  'target',
+  'pushes through',
+  'long polls',
+  'idle: transactions/s',
+  'idle: service CPU',
+  'idle: PostgreSQL CPU',
+  'RSS per waiting poll',
+  'received',
+  'poll − push p50 / p99 / max ms',
+  'woken: local / notification / re-check',
+];
 const LONGPOLL_RIGHT = [false, false, true, true, true, true, true, true, true, true];
 const longPollTitle = () =>
   `Long polls (pushpop only): ${fmtNum(CONFIG.longPolls)} polls (wait_seconds=20) on as many empty queues, idle for ${CONFIG.longPollIdleSeconds} s (database transactions from pg_stat_database, CPU as % of one core), then one push to each queue, ${CONFIG.longPollInFlight} in flight; latency = poll answered − that queue's push answered; medians over ${CONFIG.rounds} round(s)`;
 
-const DEPTH_HEADERS = () => ['target', `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`, `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`, 'deep / shallow', 'RSS while filling the deep queue'];
+const DEPTH_HEADERS = () => [
+  'target',
+  `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`,
+  `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`,
+  'deep / shallow',
+  'RSS while filling the deep queue',
+];
 
 function printAndWrite(meta, targets, summary) {
   const mainRows = summary.filter((s) => !s.scenario.startsWith('depth-'));
@@ -1880,10 +2075,19 @@ function printAndWrite(meta, targets, summary) {
   const console_ = [];
   console_.push('');
   console_.push(`pushpop benchmark — median of ${CONFIG.rounds} round(s)`);
-  if (summary.length) console_.push(table([...HEADERS, 'non-2xx', 'errors', 'notes'], summary.map((s) => [...tableCells(s), s.non_2xx, s.errors, notesOf(s)]), [...RIGHT, true, true, false]));
+  if (summary.length)
+    console_.push(
+      table(
+        [...HEADERS, 'non-2xx', 'errors', 'notes'],
+        summary.map((s) => [...tableCells(s), s.non_2xx, s.errors, notesOf(s)]),
+        [...RIGHT, true, true, false],
+      ),
+    );
   if (depthRows.length) {
     console_.push('');
-    console_.push(`Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`);
+    console_.push(
+      `Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`,
+    );
     console_.push(table(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
   }
   if (longPollRows.length) {
@@ -1899,7 +2103,9 @@ function printAndWrite(meta, targets, summary) {
   if (mainRows.length) md.push(markdownTable(HEADERS, mainRows.map(tableCells), RIGHT));
   if (depthRows.length) {
     md.push('');
-    md.push(`Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`);
+    md.push(
+      `Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`,
+    );
     md.push('');
     md.push(markdownTable(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
   }
@@ -1912,7 +2118,11 @@ function printAndWrite(meta, targets, summary) {
   md.push('');
   for (const line of footnotes(meta, targets, summary)) md.push(`${line}\n`);
   const bad = summary.filter((s) => s.non_2xx - s.http_429 > 0 || s.errors > 0 || s.ran_dry || !s.checks_ok || s.failed_rounds);
-  md.push(bad.length ? `Problems in this run: ${bad.map((s) => `${s.target} ${s.scenario}`).join(', ')} (see latest.json).\n` : 'Every response was 2xx, every count checked out, no queue ran dry.\n');
+  md.push(
+    bad.length
+      ? `Problems in this run: ${bad.map((s) => `${s.target} ${s.scenario}`).join(', ')} (see latest.json).\n`
+      : 'Every response was 2xx, every count checked out, no queue ran dry.\n',
+  );
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, 'latest.md'), `${md.join('\n').trimEnd()}\n`);
 }
@@ -1924,7 +2134,10 @@ function gitInfo(dir) {
   const git = (...args) => execFileSync('git', ['-C', dir, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 }).trim();
   try {
     // uncommitted changes to what is measured (bench/ itself does not count)
-    return { git_commit: git('rev-parse', '--short', 'HEAD'), git_dirty: git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench').length > 0 };
+    return {
+      git_commit: git('rev-parse', '--short', 'HEAD'),
+      git_dirty: git('status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench').length > 0,
+    };
   } catch {
     return { git_commit: null, git_dirty: null };
   }
@@ -1980,11 +2193,18 @@ async function main() {
 
   const perRun = CONFIG.scenarios.filter((s) => !PUSHPOP_ONLY_SCENARIOS.includes(s)).length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
   const estimate = CONFIG.rounds * CONFIG.targets.length * perRun;
-  log(`pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`);
+  log(
+    `pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`,
+  );
   log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
-  log(`about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}`);
+  log(
+    `about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}`,
+  );
   log(`load average now ${meta.loadavg_start.join(' / ')} on ${meta.cpus} CPU(s): numbers from a busy machine are noisy`);
-  if (buildIsStale) log(`WARNING: ${join(pushpopDir, 'dist')} is older than its src/ — the benchmark runs the last build; run \`npm run build\` there to measure the current sources`);
+  if (buildIsStale)
+    log(
+      `WARNING: ${join(pushpopDir, 'dist')} is older than its src/ — the benchmark runs the last build; run \`npm run build\` there to measure the current sources`,
+    );
 
   let machine = { version: null, postmaster: null };
   if (needsMachinePostgres) {
@@ -1992,7 +2212,9 @@ async function main() {
       machine = await findMachinePostmaster();
       meta.postgres.machine = machine.version;
     } catch (error) {
-      console.error(`cannot reach PostgreSQL at ${CONFIG.pgServer} (${errorText(error)}); set BENCH_PG_URL, or BENCH_TARGETS=pushpop-embedded to run without it`);
+      console.error(
+        `cannot reach PostgreSQL at ${CONFIG.pgServer} (${errorText(error)}); set BENCH_PG_URL, or BENCH_TARGETS=pushpop-embedded to run without it`,
+      );
       return 1;
     }
     if (!machine.postmaster) {
@@ -2014,7 +2236,9 @@ async function main() {
       try {
         const t = await startTarget(name, machine);
         targets.push(t);
-        progress(`  ${name} ready in ${t.readySeconds} s on ${t.url} (pid ${t.proc.pid}; PostgreSQL: ${t.pgLocation}${t.postmaster ? `, postmaster pid ${t.postmaster.pid}` : ''})`);
+        progress(
+          `  ${name} ready in ${t.readySeconds} s on ${t.url} (pid ${t.proc.pid}; PostgreSQL: ${t.pgLocation}${t.postmaster ? `, postmaster pid ${t.postmaster.pid}` : ''})`,
+        );
         if (name === 'pushpop-embedded') meta.postgres.embedded = t.pgVersion;
       } catch (error) {
         problems.push(`${name}: FAILED to start: ${errorText(error)}`);
@@ -2077,7 +2301,8 @@ async function main() {
       if (t.pool) await t.pool.end().catch(() => undefined);
       if (t.postmaster && t.name === 'pushpop-embedded' && isAlive(t.postmaster)) {
         await sleep(2000);
-        if (await stopOrphanPostmaster(t.postmaster)) problems.push(`${t.name}: its embedded PostgreSQL (pid ${t.postmaster.pid}) was still running after the service stopped; stopped it`);
+        if (await stopOrphanPostmaster(t.postmaster))
+          problems.push(`${t.name}: its embedded PostgreSQL (pid ${t.postmaster.pid}) was still running after the service stopped; stopped it`);
       }
       if (t.dataDir) {
         rmSync(t.dataDir, { recursive: true, force: true });

@@ -103,7 +103,10 @@ export function partInputs(root, part, nodeMajor) {
   const paths = [...new Set(part.inputs.flatMap((input) => filesOf(root, input)))].sort();
   /** @type {Record<string, string>} */
   const files = {};
-  for (const path of paths) files[path] = createHash('sha256').update(readFileSync(join(root, path))).digest('hex');
+  for (const path of paths)
+    files[path] = createHash('sha256')
+      .update(readFileSync(join(root, path)))
+      .digest('hex');
   const command = part.command.join(' ');
   const digest = createHash('sha256').update(JSON.stringify({ nodeMajor, command, files })).digest('hex');
   return { digest, nodeMajor, command, files };
@@ -167,7 +170,14 @@ function runCommand(command, root) {
  * @param {(line: string) => void} [options.log]
  * @returns {number} 0, or the exit status of the build that failed
  */
-export function buildParts({ root, parts = PARTS, all = false, nodeMajor = Number(process.versions.node.split('.')[0]), run = runCommand, log = (line) => process.stdout.write(`${line}\n`) }) {
+export function buildParts({
+  root,
+  parts = PARTS,
+  all = false,
+  nodeMajor = Number(process.versions.node.split('.')[0]),
+  run = runCommand,
+  log = (line) => process.stdout.write(`${line}\n`),
+}) {
   for (const part of parts) {
     const inputs = partInputs(root, part, nodeMajor);
     const reason = all ? 'full build' : staleReason(root, part, inputs);

@@ -18,7 +18,19 @@ export class AppModule {
   static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
     return {
       module: AppModule,
-      imports: [ConfigModule.forRoot(overrides), CommonModule, AuthModule, DatabaseModule, QueueModule, LockModule, DelayModule, DedupModule, HealthModule, MetricsModule, AdminModule.forRoot()],
+      imports: [
+        ConfigModule.forRoot(overrides),
+        CommonModule,
+        AuthModule,
+        DatabaseModule,
+        QueueModule,
+        LockModule,
+        DelayModule,
+        DedupModule,
+        HealthModule,
+        MetricsModule,
+        AdminModule.forRoot(),
+      ],
     };
   }
 }

@@ -21,13 +21,19 @@ function sourceFiles(dir: string): string[] {
 function importsOf(file: string): { specifier: string; target?: string }[] {
   const text = readFileSync(file, 'utf8');
   const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gms), ...text.matchAll(/import\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]);
-  return specifiers.map((specifier) => ({ specifier, target: specifier.startsWith('.') ? resolve(dirname(file), specifier).replace(/\.js$/, '.ts') : undefined }));
+  return specifiers.map((specifier) => ({
+    specifier,
+    target: specifier.startsWith('.') ? resolve(dirname(file), specifier).replace(/\.js$/, '.ts') : undefined,
+  }));
 }
 
 /** The names a file imports from one specifier (the text between `import` and `from`). */
 function importedNames(file: string, specifier: string): string {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\s([^;]*?)from\s+'([^']+)'/gms)].filter((m) => m[2] === specifier).map((m) => m[1]).join(' ');
+  return [...text.matchAll(/^\s*(?:import|export)\s([^;]*?)from\s+'([^']+)'/gms)]
+    .filter((m) => m[2] === specifier)
+    .map((m) => m[1])
+    .join(' ');
 }
 
 /** The folder under src/ a file belongs to (`app` for files directly in src/). */
@@ -66,7 +72,11 @@ describe('architecture', () => {
     const core = join(SRC, 'queue', 'core');
     const offending = files
       .filter((f) => f.startsWith(core))
-      .flatMap((f) => importsOf(f).filter((i) => !i.target?.startsWith(core)).map((i) => `${rel(f)} imports ${i.specifier}`));
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => !i.target?.startsWith(core))
+          .map((i) => `${rel(f)} imports ${i.specifier}`),
+      );
     expect(offending).toEqual([]);
   });
 
@@ -76,11 +86,15 @@ describe('architecture', () => {
     const http = (target: string): boolean => dirname(target) === queue || target.startsWith(join(queue, 'dto') + sep);
     const offending = files
       .filter((f) => f.startsWith(runtime + sep))
-      .flatMap((f) => importsOf(f).filter((i) => i.target && http(i.target)).map((i) => `${rel(f)} imports ${i.specifier}`));
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => i.target && http(i.target))
+          .map((i) => `${rel(f)} imports ${i.specifier}`),
+      );
     expect(offending).toEqual([]);
   });
 
-  it('the queue core and runtime answer with outcomes: they import no HTTP error (ours or NestJS\'s)', () => {
+  it("the queue core and runtime answer with outcomes: they import no HTTP error (ours or NestJS's)", () => {
     const engine = [join(SRC, 'queue', 'core'), join(SRC, 'queue', 'runtime')];
     const errors = join(SRC, 'common', 'errors.ts');
     const offending = files
@@ -97,7 +111,12 @@ describe('architecture', () => {
     const metrics = join(SRC, 'metrics');
     const offending = files.flatMap((f) =>
       importsOf(f)
-        .filter((i) => i.target && ((!f.startsWith(metrics) && folderOf(i.target) === 'metrics' && folderOf(f) !== 'app') || (f.startsWith(metrics) && i.target.endsWith('.controller.ts') && !i.target.startsWith(metrics))))
+        .filter(
+          (i) =>
+            i.target &&
+            ((!f.startsWith(metrics) && folderOf(i.target) === 'metrics' && folderOf(f) !== 'app') ||
+              (f.startsWith(metrics) && i.target.endsWith('.controller.ts') && !i.target.startsWith(metrics))),
+        )
         .map((i) => `${rel(f)} imports ${i.specifier}`),
     );
     expect(offending).toEqual([]);
@@ -105,7 +124,9 @@ describe('architecture', () => {
 
   it('only the database layer, repositories, entities and migrations touch TypeORM; domain code sees no EntityManager', () => {
     const allowed = (f: string): boolean => folderOf(f) === 'database' || /\.(repository|entity)\.ts$/.test(f);
-    const offending = files.filter((f) => !allowed(f) && (importsOf(f).some((i) => i.specifier === 'typeorm') || /\bEntityManager\b/.test(readFileSync(f, 'utf8')))).map(rel);
+    const offending = files
+      .filter((f) => !allowed(f) && (importsOf(f).some((i) => i.specifier === 'typeorm') || /\bEntityManager\b/.test(readFileSync(f, 'utf8'))))
+      .map(rel);
     expect(offending).toEqual([]);
   });
 });

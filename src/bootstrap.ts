@@ -88,7 +88,15 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .setTitle('pushpop')
     .setDescription('Priority queues where every queue id is a virtual actor, stored in fixed-size segments on PostgreSQL.')
     .setVersion('0.1.0')
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key (README "Security"), as `Authorization: Bearer <key>`. Needed when the service has keys configured; each operation lists the scopes that let a key in under `x-pushpop-scopes`.' }, BEARER_SCHEME)
+    .addBearerAuth(
+      {
+        type: 'http',
+        scheme: 'bearer',
+        description:
+          'An API key (README "Security"), as `Authorization: Bearer <key>`. Needed when the service has keys configured; each operation lists the scopes that let a key in under `x-pushpop-scopes`.',
+      },
+      BEARER_SCHEME,
+    )
     .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same API key, as `X-API-Key: <key>`.' }, API_KEY_SCHEME)
     .build();
   const document = SwaggerModule.createDocument(app, config, {
@@ -105,17 +113,21 @@ function logLevels(level: LogLevelName): LogLevelName[] {
 export async function createApp(overrides: Partial<Record<keyof Environment, string>> = {}, withDocs = true): Promise<NestFastifyApplication> {
   const module = AppModule.forRoot(overrides);
   const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
-  const app = await NestFactory.create<NestFastifyApplication>(module, new FastifyAdapter({
+  const app = await NestFactory.create<NestFastifyApplication>(
+    module,
+    new FastifyAdapter({
       routerOptions: ROUTER_OPTIONS,
       frameworkErrors: routerErrors,
       // While shutting down, requests already on an open connection are served (with
       // `Connection: close`) rather than answered with Fastify's own 503 body: the pool stays open
       // until the server has drained, and every answer keeps the contract's shape.
       return503OnClosing: false,
-    }), {
-    bodyParser: false,
-    logger: LOG_LEVELS.includes(level) ? logLevels(level) : undefined,
-  });
+    }),
+    {
+      bodyParser: false,
+      logger: LOG_LEVELS.includes(level) ? logLevels(level) : undefined,
+    },
+  );
   configureApp(app);
   if (withDocs) {
     const document = buildOpenApiDocument(app);

@@ -40,7 +40,9 @@ function anchorsOf(markdown: string): Set<string> {
 
 /** The targets of a Markdown file's inline links and images that point inside the repository. */
 function relativeLinksOf(markdown: string): string[] {
-  return [...prose(markdown).matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]).filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
+  return [...prose(markdown).matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)]
+    .map((m) => m[1])
+    .filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
 }
 
 /** What is wrong with each relative link of the file at `path` (relative to the repository). */
@@ -63,9 +65,12 @@ function readRepoFile(path: string): string | undefined {
   return existsSync(full) && statSync(full).isFile() ? readFileSync(full, 'utf8') : undefined;
 }
 
-const DOCS = ['README.md', ...readdirSync(join(ROOT, 'docs'))
-  .filter((f) => f.endsWith('.md'))
-  .map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 describe('documentation links', () => {
   it('finds the README and the docs', () => {

@@ -105,7 +105,22 @@ export function parseDepth(searchParams) {
 }
 
 /** Error codes of the pg driver and PostgreSQL that mean "the database is not reachable right now". */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P02', '57P03', '53300', '08000', '08003', '08006', '08001', '08004']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+]);
 
 let loggedErrors = 0;
 
@@ -117,7 +132,10 @@ export function toHttpError(error) {
   if (code === '22P05') return validationFailed('item contains a character that jsonb cannot store (\\u0000)');
   loggedErrors += 1;
   if (loggedErrors <= 20 || loggedErrors % 1000 === 0) console.error(`[${loggedErrors}] ${code || error?.name || 'error'}: ${error?.message ?? error}`);
-  if (UNAVAILABLE_CODES.has(code) || /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(String(error?.message))) {
+  if (
+    UNAVAILABLE_CODES.has(code) ||
+    /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(String(error?.message))
+  ) {
     return new HttpError(503, 'STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', { 'Retry-After': '2' });
   }
   return new HttpError(500, 'INTERNAL_ERROR', 'Internal server error');
@@ -190,7 +208,8 @@ async function handle(req, res, storage) {
   if (req.method !== 'POST') throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed on ${path}`, { Allow: 'POST' });
   if (match[2] === 'push') {
     const text = await readBody(req);
-    if (text.length > 0 && !isJsonContentType(req.headers['content-type'])) throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json');
+    if (text.length > 0 && !isJsonContentType(req.headers['content-type']))
+      throw new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json');
     // the order of pushpop's checks: body size and JSON syntax, then the queue id, then the fields
     const body = parseJsonBody(text);
     const queueId = parseQueueId(match[1]);

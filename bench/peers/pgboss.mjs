@@ -108,7 +108,10 @@ await servePeer({
       if (failure.error) throw failure.error;
       if (jobs.length === 0) return [];
       if (jobs.length > 1) jobs.sort(fetchOrder);
-      const result = await boss.complete(name, jobs.map((job) => job.id));
+      const result = await boss.complete(
+        name,
+        jobs.map((job) => job.id),
+      );
       if (result.affected !== jobs.length) throw new Error(`complete() on ${name} completed ${result.affected} of ${jobs.length} fetched jobs`);
       return jobs.map((job) => job.data);
     },

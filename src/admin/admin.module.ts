@@ -52,7 +52,9 @@ function setCacheHeaders(root: string): (reply: FastifyReply, path: string) => v
  */
 async function adminConsole(admin: FastifyInstance, { assets }: { assets: AdminAssets }): Promise<void> {
   // This plugin's own hook: the API's answers do not carry the console's policy.
-  admin.addHook('onRequest', (request, reply, done) => consoleHeaders(request.raw, reply.raw, (error?: unknown) => done(error instanceof Error ? error : undefined)));
+  admin.addHook('onRequest', (request, reply, done) =>
+    consoleHeaders(request.raw, reply.raw, (error?: unknown) => done(error instanceof Error ? error : undefined)),
+  );
   if (!assets.built) {
     admin.setNotFoundHandler(() => {
       throw new AdminNotBuiltError();

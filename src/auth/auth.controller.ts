@@ -12,7 +12,13 @@ export class WhoAmIDto {
   authentication: boolean;
   @ApiProperty({ type: String, nullable: true, description: 'The name of the key the request carried (null when keys are off)', example: 'ops' })
   name: string | null;
-  @ApiProperty({ enum: SCOPES, enumName: 'Scope', isArray: true, description: 'What the caller may do (every scope when keys are off)', example: ['read', 'admin'] })
+  @ApiProperty({
+    enum: SCOPES,
+    enumName: 'Scope',
+    isArray: true,
+    description: 'What the caller may do (every scope when keys are off)',
+    example: ['read', 'admin'],
+  })
   scopes: Scope[];
 }
 

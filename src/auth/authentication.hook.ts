@@ -52,7 +52,8 @@ export interface AuthenticationHooks {
 export function authenticationHooks(config: AppConfig): AuthenticationHooks | undefined {
   const logger = new Logger('Auth');
   if (config.apiKeys.length === 0) {
-    if (!isLoopback(config.env.HOST)) logger.warn(`No API keys and HOST=${config.env.HOST}: every queue is open to anyone who can reach the port (ALLOW_UNAUTHENTICATED=true)`);
+    if (!isLoopback(config.env.HOST))
+      logger.warn(`No API keys and HOST=${config.env.HOST}: every queue is open to anyone who can reach the port (ALLOW_UNAUTHENTICATED=true)`);
     return undefined;
   }
   logger.log(`API keys: ${config.apiKeys.map((k) => `${k.name} (${k.scopes.join('+')})`).join(', ')}`);
@@ -81,9 +82,13 @@ export function authenticationHooks(config: AppConfig): AuthenticationHooks | un
       const auth = request.routeOptions.config?.[ROUTE_AUTH];
       if (auth === undefined || auth === 'public' || (auth.openWhen && open[auth.openWhen])) return done();
       const principal = request.principal;
-      if (!principal) return done(new UnauthorizedError(unknownKey.has(request) ? 'Unknown API key' : 'An API key is required: send Authorization: Bearer <key> or X-API-Key: <key>'));
+      if (!principal)
+        return done(
+          new UnauthorizedError(unknownKey.has(request) ? 'Unknown API key' : 'An API key is required: send Authorization: Bearer <key> or X-API-Key: <key>'),
+        );
       const { scopes } = principal;
-      if (auth.scopes.length > 0 && !scopes.has('admin') && !auth.scopes.some((s) => scopes.has(s))) return done(new ForbiddenError(principal.name, auth.scopes));
+      if (auth.scopes.length > 0 && !scopes.has('admin') && !auth.scopes.some((s) => scopes.has(s)))
+        return done(new ForbiddenError(principal.name, auth.scopes));
       done();
     },
   };

@@ -56,7 +56,11 @@ describe('registerRateLimit', () => {
     expect(rateHeaders(second.headers)).toEqual({ 'ratelimit-limit': '2', 'ratelimit-remaining': '0', 'ratelimit-reset': '4' });
     const refused = await app.inject('/queue/q1');
     expect(refused.statusCode).toBe(429);
-    expect(refused.json()).toEqual({ statusCode: 429, error_code: 'RATE_LIMITED', message: 'Rate limit exceeded (0.5 requests per second, bursts of 2); retry in 2 s' });
+    expect(refused.json()).toEqual({
+      statusCode: 429,
+      error_code: 'RATE_LIMITED',
+      message: 'Rate limit exceeded (0.5 requests per second, bursts of 2); retry in 2 s',
+    });
     expect(rateHeaders(refused.headers)).toEqual({ 'ratelimit-limit': '2', 'ratelimit-remaining': '0', 'ratelimit-reset': '4', 'retry-after': '2' });
     advance(1_000);
     expect(rateHeaders((await app.inject('/queues')).headers)).toMatchObject({ 'ratelimit-reset': '3', 'retry-after': '1' });

@@ -75,7 +75,10 @@ export function clientNetwork(ip: string): string {
   const v4 = /\d{1,3}(?:\.\d{1,3}){3}$/.exec(address)?.[0];
   const groups = ipv6Groups(v4 ? `${address.slice(0, -v4.length)}0:0` : address);
   if (v4 && groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) return v4;
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address, `::` expanded. */

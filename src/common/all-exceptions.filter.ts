@@ -50,8 +50,9 @@ export class AllExceptionsFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const body = exception.getResponse();
-      const message = typeof body === 'object' && body !== null && 'message' in body ? String((body).message) : exception.message;
-      if (status === 503) return new PushpopError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', typeof body === 'object' && body !== null ? { details: body } : {});
+      const message = typeof body === 'object' && body !== null && 'message' in body ? String(body.message) : exception.message;
+      if (status === 503)
+        return new PushpopError(503, 'SERVICE_UNAVAILABLE', 'Service unavailable', typeof body === 'object' && body !== null ? { details: body } : {});
       return new PushpopError(status, genericErrorCode(status), message);
     }
     if (isConnectionFailure(exception)) return new StoreUnavailableError();
@@ -64,5 +65,9 @@ function fromFastify(exception: unknown): PushpopError | undefined {
   const e = exception as { code?: unknown; statusCode?: unknown; message?: unknown } | undefined;
   if (!e || typeof e.statusCode !== 'number' || e.statusCode < 400 || e.statusCode >= 500) return undefined;
   if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new PayloadTooLargeError();
-  return new PushpopError(e.statusCode, genericErrorCode(e.statusCode), typeof e.message === 'string' && e.message ? e.message : STATUS_CODES[e.statusCode] ?? 'Bad request');
+  return new PushpopError(
+    e.statusCode,
+    genericErrorCode(e.statusCode),
+    typeof e.message === 'string' && e.message ? e.message : (STATUS_CODES[e.statusCode] ?? 'Bad request'),
+  );
 }

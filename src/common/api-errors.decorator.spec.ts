@@ -6,7 +6,12 @@ import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCod
 interface Documented {
   description: string;
   headers?: Record<string, unknown>;
-  content: { 'application/json': { schema: { allOf?: { $ref?: string; properties?: { error_code: { enum: string[] } } }[]; oneOf?: unknown[] }; examples: Record<string, { value: Record<string, unknown> }> } };
+  content: {
+    'application/json': {
+      schema: { allOf?: { $ref?: string; properties?: { error_code: { enum: string[] } } }[]; oneOf?: unknown[] };
+      examples: Record<string, { value: Record<string, unknown> }>;
+    };
+  };
 }
 
 /** The responses ApiErrors documents for an operation with these codes, as Nest's Swagger module reads them. */
@@ -63,8 +68,18 @@ describe('ApiErrors', () => {
     const responses = documented(COMMON_QUEUE_ERRORS, { 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'], 404: ['LOCK_NOT_FOUND'] }, BODY_ERRORS);
     const badRequest = responses['400'].content['application/json'];
     expect(badRequest.schema.oneOf).toEqual([
-      { allOf: [{ $ref: '#/components/schemas/ErrorResponseDto' }, { type: 'object', properties: { error_code: { type: 'string', enum: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED', 'MALFORMED_JSON'] } } }] },
-      { allOf: [{ $ref: '#/components/schemas/LockErrorResponseDto' }, { type: 'object', properties: { error_code: { type: 'string', enum: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'] } } }] },
+      {
+        allOf: [
+          { $ref: '#/components/schemas/ErrorResponseDto' },
+          { type: 'object', properties: { error_code: { type: 'string', enum: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED', 'MALFORMED_JSON'] } } },
+        ],
+      },
+      {
+        allOf: [
+          { $ref: '#/components/schemas/LockErrorResponseDto' },
+          { type: 'object', properties: { error_code: { type: 'string', enum: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'] } } },
+        ],
+      },
     ]);
     expect(badRequest.examples.INVALID_LOCK_ID.value).toEqual({ statusCode: 400, error_code: 'INVALID_LOCK_ID', message: 'Invalid lock_id', success: false });
     expect(badRequest.examples.VALIDATION_FAILED.value).not.toHaveProperty('success');

@@ -22,7 +22,10 @@ export function mergeErrors(...sets: ErrorCodes[]): ErrorCodes {
 }
 
 /** What every operation on one queue (`{queue_id}` in the path, run as a turn of the queue's actor) can answer besides its own errors. */
-export const COMMON_QUEUE_ERRORS: ErrorCodes = mergeErrors({ 400: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'], 429: ['QUEUE_BUSY'], 503: ['STORE_UNAVAILABLE'] }, AUTH_ERRORS);
+export const COMMON_QUEUE_ERRORS: ErrorCodes = mergeErrors(
+  { 400: ['INVALID_QUEUE_ID', 'VALIDATION_FAILED'], 429: ['QUEUE_BUSY'], 503: ['STORE_UNAVAILABLE'] },
+  AUTH_ERRORS,
+);
 
 /** What the operations that take a JSON body can answer about it. */
 export const BODY_ERRORS: ErrorCodes = { 400: ['MALFORMED_JSON'], 413: ['PAYLOAD_TOO_LARGE'], 415: ['UNSUPPORTED_MEDIA_TYPE'] };
@@ -30,12 +33,27 @@ export const BODY_ERRORS: ErrorCodes = { 400: ['MALFORMED_JSON'], 413: ['PAYLOAD
 /** Response headers of error answers, as the OpenAPI document describes them. */
 const HEADERS: Record<ErrorHeader, HeaderObject> = {
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } },
-  'WWW-Authenticate': { description: 'How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`)', schema: { type: 'string', example: 'Bearer' } },
-  'RateLimit-Limit': { description: 'With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client\'s quota (`RATE_LIMIT_BURST`)', schema: { type: 'integer' } },
-  'RateLimit-Remaining': { description: 'With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now', schema: { type: 'integer' } },
-  'RateLimit-Reset': { description: 'With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again', schema: { type: 'integer' } },
+  'WWW-Authenticate': {
+    description: 'How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`)',
+    schema: { type: 'string', example: 'Bearer' },
+  },
+  'RateLimit-Limit': {
+    description: "With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`)",
+    schema: { type: 'integer' },
+  },
+  'RateLimit-Remaining': {
+    description: 'With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now',
+    schema: { type: 'integer' },
+  },
+  'RateLimit-Reset': {
+    description: 'With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again',
+    schema: { type: 'integer' },
+  },
   Allow: { description: 'The methods the path takes', schema: { type: 'string', example: 'POST' } },
-  'Accept-Encoding': { description: 'With a content coding the service does not read: the ones it does', schema: { type: 'string', example: 'gzip, deflate, br' } },
+  'Accept-Encoding': {
+    description: 'With a content coding the service does not read: the ones it does',
+    schema: { type: 'string', example: 'gzip, deflate, br' },
+  },
 };
 
 /** The codes whose body carries more than `statusCode`, `error_code` and `message`; the others have {@link ErrorResponseDto}. */

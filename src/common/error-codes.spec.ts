@@ -28,7 +28,12 @@ const sources = sourceFiles(SRC).map((file) => ({ file, text: readFileSync(file,
 /** Every class in src/ that extends PushpopError, directly or not, with the file that declares it. */
 function errorClasses(): { name: string; file: string; abstract: boolean }[] {
   const declared = sources.flatMap(({ file, text }) =>
-    [...text.matchAll(/^export\s+(abstract\s+)?class\s+(\w+)\s+extends\s+(\w+)/gm)].map((m) => ({ name: m[2], parent: m[3], file, abstract: m[1] !== undefined })),
+    [...text.matchAll(/^export\s+(abstract\s+)?class\s+(\w+)\s+extends\s+(\w+)/gm)].map((m) => ({
+      name: m[2],
+      parent: m[3],
+      file,
+      abstract: m[1] !== undefined,
+    })),
   );
   const isError = (name: string, seen = new Set<string>()): boolean => {
     if (name === 'PushpopError') return true;
@@ -78,9 +83,14 @@ describe('ERROR_CODES', () => {
   it('lists the code, status, extra fields and headers of every PushpopError subclass in src/', async () => {
     const classes = errorClasses();
     // The scan sees the errors it must (a broken scan would pass vacuously).
-    expect(classes.map((c) => c.name)).toEqual(expect.arrayContaining(['ValidationFailedError', 'LockNotFoundError', 'MethodNotAllowedError', 'AdminNotBuiltError']));
+    expect(classes.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['ValidationFailedError', 'LockNotFoundError', 'MethodNotAllowedError', 'AdminNotBuiltError']),
+    );
     const concrete = classes.filter((c) => !c.abstract);
-    expect(Object.keys(ARGS).filter((name) => !concrete.some((c) => c.name === name)), 'ARGS names a class that is gone').toEqual([]);
+    expect(
+      Object.keys(ARGS).filter((name) => !concrete.some((c) => c.name === name)),
+      'ARGS names a class that is gone',
+    ).toEqual([]);
     for (const { name, file } of concrete) {
       const where = `${name} (${relative(SRC, file)})`;
       const module = (await import(pathToFileURL(file).href)) as Record<string, new (...args: unknown[]) => unknown>;
@@ -121,7 +131,9 @@ describe('ERROR_CODES', () => {
   it("the README's error table lists every code with its statuses, and nothing else", () => {
     const text = readFileSync(README, 'utf8');
     const section = text.slice(text.indexOf('### Errors'), text.indexOf('\n## ', text.indexOf('### Errors')));
-    const rows = [...section.matchAll(/^\| ([\d/]+) \| (.+?) \|/gm)].flatMap((m) => [...m[2].matchAll(/`([A-Z_]+)`/g)].map((c) => ({ statuses: m[1], code: c[1] })));
+    const rows = [...section.matchAll(/^\| ([\d/]+) \| (.+?) \|/gm)].flatMap((m) =>
+      [...m[2].matchAll(/`([A-Z_]+)`/g)].map((c) => ({ statuses: m[1], code: c[1] })),
+    );
     expect(rows.map((r) => r.code).sort()).toEqual([...ERROR_CODE_NAMES].sort());
     for (const { statuses, code } of rows) {
       for (const status of errorCodeInfo(code as ErrorCode).statuses) expect(statuses.split('/'), `README: ${code} under ${status}`).toContain(String(status));

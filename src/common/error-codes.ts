@@ -59,7 +59,8 @@ export const ERROR_CODES = {
   },
   BAD_REQUEST: {
     statuses: [400],
-    meaning: 'A request refused before it reaches an operation, such as a URL that cannot be decoded; also any other 4xx status the service has no code of its own for',
+    meaning:
+      'A request refused before it reaches an operation, such as a URL that cannot be decoded; also any other 4xx status the service has no code of its own for',
     message: "'/queue/%E0%A4%A/push' is not a valid url component",
   },
   UNAUTHORIZED: {
@@ -70,7 +71,7 @@ export const ERROR_CODES = {
   },
   FORBIDDEN: {
     statuses: [403],
-    meaning: 'API keys are configured and the request\'s key lacks the scope the operation needs',
+    meaning: "API keys are configured and the request's key lacks the scope the operation needs",
     message: 'API key billing may not do this: it needs the scope consume or admin',
   },
   QUEUE_NOT_FOUND: {
@@ -129,13 +130,15 @@ export const ERROR_CODES = {
   },
   QUEUE_LOCKED: {
     statuses: [409, 423],
-    meaning: 'A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)',
+    meaning:
+      'A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)',
     message: 'Queue is locked pending acknowledgement',
     extra: { lock_expires_at: EXAMPLE_EXPIRY },
   },
   QUEUE_BUSY: {
     statuses: [429],
-    meaning: 'More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`',
+    meaning:
+      'More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`',
     message: 'Too many operations are waiting on queue orders; retry shortly',
     headers: ['Retry-After'],
   },

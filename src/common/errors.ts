@@ -63,7 +63,13 @@ export class QueueBusyError extends PushpopError {
 /** A pop with ack on a shared queue that already has `MAX_LOCKS_PER_QUEUE` live locks. */
 export class TooManyLocksError extends PushpopError {
   constructor(queueId: string, max: number) {
-    super(429, 'QUEUE_BUSY', `Queue ${queueId} has ${max} live locks, the most it may have; acknowledge or release some, or retry shortly`, {}, { 'Retry-After': '1' });
+    super(
+      429,
+      'QUEUE_BUSY',
+      `Queue ${queueId} has ${max} live locks, the most it may have; acknowledge or release some, or retry shortly`,
+      {},
+      { 'Retry-After': '1' },
+    );
   }
 }
 
@@ -77,14 +83,22 @@ export class QueueNotEmptyError extends PushpopError {
 /** A change of lock mode while a lock lives; `lock_expires_at`: when the (earliest) live lock expires at the latest. */
 export class LockModeChangeError extends PushpopError {
   constructor(queueId: string, expiresAt: number | null) {
-    super(409, 'QUEUE_LOCKED', `The lock mode of queue ${queueId} changes only while no lock lives`, { lock_expires_at: expiresAt === null ? null : expiresAt / 1000 });
+    super(409, 'QUEUE_LOCKED', `The lock mode of queue ${queueId} changes only while no lock lives`, {
+      lock_expires_at: expiresAt === null ? null : expiresAt / 1000,
+    });
   }
 }
 
 /** The client sent more than its rate limit allows (RATE_LIMIT_PER_SECOND, RATE_LIMIT_BURST); `Retry-After` says when the next request gets through. */
 export class RateLimitedError extends PushpopError {
   constructor(retryAfterSeconds: number, ratePerSecond: number, burst: number) {
-    super(429, 'RATE_LIMITED', `Rate limit exceeded (${ratePerSecond} requests per second, bursts of ${burst}); retry in ${retryAfterSeconds} s`, {}, { 'Retry-After': String(retryAfterSeconds) });
+    super(
+      429,
+      'RATE_LIMITED',
+      `Rate limit exceeded (${ratePerSecond} requests per second, bursts of ${burst}); retry in ${retryAfterSeconds} s`,
+      {},
+      { 'Retry-After': String(retryAfterSeconds) },
+    );
   }
 }
 
@@ -99,7 +113,13 @@ export class StoreUnavailableError extends PushpopError {
 /** A segment needed now could not be loaded back from the offload store; nothing was changed. */
 export class SegmentUnavailableError extends PushpopError {
   constructor(queueId: string, priority: number, segment: number) {
-    super(503, 'STORE_UNAVAILABLE', `Segment ${segment} of priority ${priority} of queue ${queueId} is in the offload store, which is unavailable; retry shortly`, {}, { 'Retry-After': '2' });
+    super(
+      503,
+      'STORE_UNAVAILABLE',
+      `Segment ${segment} of priority ${priority} of queue ${queueId} is in the offload store, which is unavailable; retry shortly`,
+      {},
+      { 'Retry-After': '2' },
+    );
   }
 }
 
@@ -176,6 +196,10 @@ export class UnauthorizedError extends PushpopError {
 /** A known API key without the scope the route needs. */
 export class ForbiddenError extends PushpopError {
   constructor(keyName: string, needs: readonly string[]) {
-    super(403, 'FORBIDDEN', `API key ${keyName} may not do this: it needs the scope ${[...needs, 'admin'].filter((s, i, all) => all.indexOf(s) === i).join(' or ')}`);
+    super(
+      403,
+      'FORBIDDEN',
+      `API key ${keyName} may not do this: it needs the scope ${[...needs, 'admin'].filter((s, i, all) => all.indexOf(s) === i).join(' or ')}`,
+    );
   }
 }

@@ -67,11 +67,7 @@ describe('GatheringBatcher', () => {
       expect(sent).toHaveLength(round + 1);
       sent[round].answer(String);
     }
-    expect(sent.slice(1).map((s) => [...s.batch.keys()])).toEqual([
-      ['k0', 'k1', 'k2'],
-      ['k3', 'k4', 'k5'],
-      ['k6'],
-    ]);
+    expect(sent.slice(1).map((s) => [...s.batch.keys()])).toEqual([['k0', 'k1', 'k2'], ['k3', 'k4', 'k5'], ['k6']]);
     await expect(Promise.all(rest)).resolves.toEqual(Array.from({ length: 7 }, (_, i) => `k${i}`));
   });
 

@@ -53,7 +53,8 @@ export function registerBodyParsers(fastify: FastifyInstance, bodyLimit: number)
     const coding = request.headers['content-encoding']?.trim().toLowerCase();
     if (!coding || coding === 'identity' || !isJson(request.headers['content-type'])) return done(null, payload);
     const decoder = Object.hasOwn(DECODERS, coding) ? DECODERS[coding]() : undefined;
-    if (!decoder) return done(new UnsupportedMediaTypeError(`content encoding ${coding} is not supported`, { 'Accept-Encoding': Object.keys(DECODERS).join(', ') }));
+    if (!decoder)
+      return done(new UnsupportedMediaTypeError(`content encoding ${coding} is not supported`, { 'Accept-Encoding': Object.keys(DECODERS).join(', ') }));
     // Fastify checks Content-Length against the bytes that came over the wire.
     Object.defineProperty(decoder, 'receivedEncodedLength', { get: () => (decoder as Transform & { bytesWritten: number }).bytesWritten });
     payload.on('error', (error) => decoder.destroy(error));

@@ -53,7 +53,8 @@ describe('RequestValidationPipe on query strings and body shapes', () => {
     for (let n = 1; n <= 300; n++) await pipe.transform(ttl(n), popQuery);
     for (let n = 1; n <= 100; n++) await pipe.transform(query({ depth: String(n) }), popQuery);
     for (let n = 0; n <= 20; n++) await pipe.transform(query({ wait_seconds: String(n) }), popQuery);
-    for (let n = 0; n < 600; n++) await pipe.transform(query({ depth: '1', ttl_seconds: String(1 + (n % 300)), require_ack: n < 300 ? 'true' : 'false' }), popQuery);
+    for (let n = 0; n < 600; n++)
+      await pipe.transform(query({ depth: '1', ttl_seconds: String(1 + (n % 300)), require_ack: n < 300 ? 'true' : 'false' }), popQuery);
     expect(validations).toHaveBeenCalledTimes(1021);
     await pipe.transform(ttl(300), popQuery);
     expect(validations, 'a recent one is still known').toHaveBeenCalledTimes(1021);

@@ -96,7 +96,8 @@ export class RequestValidationPipe extends ValidationPipe {
     });
     try {
       const result = await this.validateOnce(value, metadata, () => {
-        if (nestsDeeperThan(value, MAX_BODY_DEPTH)) throw new ValidationFailedError(`request body nests deeper than ${MAX_BODY_DEPTH} levels outside its items`);
+        if (nestsDeeperThan(value, MAX_BODY_DEPTH))
+          throw new ValidationFailedError(`request body nests deeper than ${MAX_BODY_DEPTH} levels outside its items`);
         return super.transform(value, metadata);
       });
       // Put the items back into the validated DTO, in the same places.

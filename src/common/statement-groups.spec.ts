@@ -9,7 +9,10 @@ function manual(): { sent: number[][]; answer(i: number): void; fail(i: number):
     (items) =>
       new Promise((resolve, reject) => {
         sent.push(items);
-        pending.push({ resolve: () => resolve(items.map((n) => (n < 0 ? { status: 'rejected', reason: new Error(`bad ${n}`) } : { status: 'fulfilled', value: n * 10 }))), reject });
+        pending.push({
+          resolve: () => resolve(items.map((n) => (n < 0 ? { status: 'rejected', reason: new Error(`bad ${n}`) } : { status: 'fulfilled', value: n * 10 }))),
+          reject,
+        });
       }),
     2,
     3,

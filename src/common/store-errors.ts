@@ -13,7 +13,9 @@ export function isConnectionFailure(error: unknown): boolean {
   // A system error of the socket (it carries the failed call); checked first: `EPIPE` also looks like an SQLSTATE.
   if (typeof syscall === 'string' || (typeof code === 'string' && /^E[A-Z]+$/.test(code) && !/^[0-9A-Z]{5}$/.test(code))) return true;
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return /^(08|57P|53|58)/.test(code);
-  return /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed|is not queryable/i.test(error.message);
+  return /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client has encountered a connection error|Client was closed|is not queryable/i.test(
+    error.message,
+  );
 }
 
 /**

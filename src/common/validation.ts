@@ -13,4 +13,5 @@ export const IsOmittable = (): PropertyDecorator => ValidateIf((_object: object,
  * `1e1`, ` 5`, an empty value) stays a string and fails `@IsInt()`; `Number()` alone would read
  * `0x10` as 16 and an empty value as 0.
  */
-export const QueryInt = (): PropertyDecorator => Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));
+export const QueryInt = (): PropertyDecorator =>
+  Transform(({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d{1,15}$/.test(value) ? Number(value) : value));

@@ -83,13 +83,16 @@ describe('loadApiKeys', () => {
 
 describe('isLoopback and checkExposure', () => {
   it('knows loopback addresses', () => {
-    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) expect(isLoopback(host), host).toBe(true);
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1'])
+      expect(isLoopback(host), host).toBe(true);
     for (const host of ['0.0.0.0', '::', '10.0.0.1', '192.168.1.5', '::ffff:10.0.0.1', 'example.com', '128.0.0.1']) expect(isLoopback(host), host).toBe(false);
   });
 
   it('refuses a non-loopback HOST without keys unless ALLOW_UNAUTHENTICATED', () => {
     const key = [{ name: 'a', key: K1, scopes: ['read' as const] }];
-    expect(problems(() => checkExposure({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: false }, []))[0]).toMatch(/^HOST="0.0.0.0" serves other machines, and no API keys are configured/);
+    expect(problems(() => checkExposure({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: false }, []))[0]).toMatch(
+      /^HOST="0.0.0.0" serves other machines, and no API keys are configured/,
+    );
     expect(() => checkExposure({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: true }, [])).not.toThrow();
     expect(() => checkExposure({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: false }, key)).not.toThrow();
     expect(() => checkExposure({ HOST: '127.0.0.1', ALLOW_UNAUTHENTICATED: false }, [])).not.toThrow();

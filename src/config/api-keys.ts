@@ -58,7 +58,10 @@ export function parseApiKeys(entries: readonly { text: string; position: number 
  * The keys of `API_KEYS` (comma-separated entries) or `API_KEYS_FILE` (one entry per line, blank
  * lines and `#` comments ignored). Neither set: no keys, everything is open.
  */
-export function loadApiKeys(env: { API_KEYS?: string; API_KEYS_FILE?: string }, read: (path: string) => string = (path) => readFileSync(path, 'utf8')): ApiKey[] {
+export function loadApiKeys(
+  env: { API_KEYS?: string; API_KEYS_FILE?: string },
+  read: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): ApiKey[] {
   if (env.API_KEYS !== undefined && env.API_KEYS_FILE !== undefined) throw new EnvironmentError(['API_KEYS and API_KEYS_FILE are both set: set one of them']);
   if (env.API_KEYS !== undefined) {
     const entries = env.API_KEYS.split(',').map((text, i) => ({ text, position: i + 1 }));
@@ -81,7 +84,10 @@ export function loadApiKeys(env: { API_KEYS?: string; API_KEYS_FILE?: string }, 
 
 /** `localhost`, 127.0.0.0/8, ::1 (also as an IPv4-mapped address). */
 export function isLoopback(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
   if (h === 'localhost') return true;
   if (isIP(h) === 4) return h.startsWith('127.');
   if (isIP(h) !== 6) return false;

@@ -131,7 +131,8 @@ describe('parseEnvironment', () => {
 
   it('CORS_ORIGINS: origins separated by commas, or unset', () => {
     expect(parseEnvironment({}).CORS_ORIGINS).toBeUndefined();
-    for (const good of ['https://console.example.com', 'http://localhost:5173, https://a.example:8443']) expect(parseEnvironment({ CORS_ORIGINS: good }).CORS_ORIGINS).toBe(good);
+    for (const good of ['https://console.example.com', 'http://localhost:5173, https://a.example:8443'])
+      expect(parseEnvironment({ CORS_ORIGINS: good }).CORS_ORIGINS).toBe(good);
     for (const bad of ['*', 'console.example.com', 'https://a.example/', 'https://a.example,', 'ftp://a.example', 'https://a.example https://b.example']) {
       const error = thrown(() => parseEnvironment({ CORS_ORIGINS: bad }));
       expect((error as EnvironmentError).problems, bad).toHaveLength(1);
@@ -194,7 +195,10 @@ describe('parseEnvironment', () => {
     expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '0.5' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 0.5, RATE_LIMIT_BURST: 1 });
     expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '1.25' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 1.25, RATE_LIMIT_BURST: 3 });
     expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '0.001', RATE_LIMIT_BURST: '1' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 0.001, RATE_LIMIT_BURST: 1 });
-    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '10000000' })).toMatchObject({ RATE_LIMIT_PER_SECOND: 1_000_000, RATE_LIMIT_BURST: 10_000_000 });
+    expect(parseEnvironment({ RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '10000000' })).toMatchObject({
+      RATE_LIMIT_PER_SECOND: 1_000_000,
+      RATE_LIMIT_BURST: 10_000_000,
+    });
   });
 
   it('accepts the bounds', () => {

@@ -35,7 +35,10 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
  */
 export class Environment {
   /** HTTP port. */
-  @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT = 8000;
 
   /** Address the HTTP server binds to. */
@@ -43,14 +46,16 @@ export class Environment {
   HOST = '127.0.0.1';
 
   /** PostgreSQL connection string; unset means the embedded PostgreSQL server under DATA_DIR. */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   DATABASE_URL?: string;
 
   /**
    * PostgreSQL schema for pushpop's tables (created if missing), so that several services or
    * test runs can share one database; unset uses the server's default (`public`).
    */
-  @IsOptional() @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'DATABASE_SCHEMA must be a lower-case PostgreSQL identifier (a-z, 0-9, _)' })
+  @IsOptional()
+  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'DATABASE_SCHEMA must be a lower-case PostgreSQL identifier (a-z, 0-9, _)' })
   DATABASE_SCHEMA?: string;
 
   /** Where the embedded database keeps its files. */
@@ -61,30 +66,46 @@ export class Environment {
    * Run as root with a DATA_DIR the user postgres cannot reach (a clone under /root): where the
    * embedded cluster, and if needed a copy of its binaries, live instead (see README).
    */
-  @IsString() @Matches(/^\//, { message: 'EMBEDDED_POSTGRES_ROOT must be an absolute path' })
+  @IsString()
+  @Matches(/^\//, { message: 'EMBEDDED_POSTGRES_ROOT must be an absolute path' })
   EMBEDDED_POSTGRES_ROOT = DEFAULT_EMBEDDED_POSTGRES_ROOT;
 
   /** Items per segment, stored with each queue when it is created. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(100_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
   SEGMENT_SIZE = 100;
 
   /** Full segments kept next to the head before the offloaded range starts (minimum 1). */
-  @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   BUFFER_SEGMENTS = 1;
 
   /** Highest priority number accepted (0 is popped first). */
-  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
   MAX_PRIORITY = 255;
 
   /** Largest serialized item in bytes. */
-  @Transform(toInt) @IsInt() @Min(2) @Max(64 * 1024 * 1024)
+  @Transform(toInt)
+  @IsInt()
+  @Min(2)
+  @Max(64 * 1024 * 1024)
   MAX_ITEM_BYTES = 262_144;
 
   /**
    * Origins (`scheme://host[:port]`, comma-separated) whose browser pages may call the API
    * across origins; unset, no cross-origin call is allowed (no CORS headers at all).
    */
-  @IsOptional() @Matches(/^https?:\/\/[^\s,/]+(\s*,\s*https?:\/\/[^\s,/]+)*$/, { message: 'CORS_ORIGINS must be origins such as https://console.example.com, separated by commas' })
+  @IsOptional()
+  @Matches(/^https?:\/\/[^\s,/]+(\s*,\s*https?:\/\/[^\s,/]+)*$/, {
+    message: 'CORS_ORIGINS must be origins such as https://console.example.com, separated by commas',
+  })
   CORS_ORIGINS?: string;
 
   /**
@@ -92,68 +113,101 @@ export class Environment {
    * unset (and no API_KEYS_FILE), every route is open. Parsed by `loadApiKeys`, whose messages
    * never contain a key.
    */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   API_KEYS?: string;
 
   /** A file of API keys, one entry per line (`#` comments and blank lines ignored); instead of API_KEYS. */
-  @IsOptional() @IsString()
+  @IsOptional()
+  @IsString()
   API_KEYS_FILE?: string;
 
   /** Serve a non-loopback HOST without API keys (refused otherwise). */
-  @Transform(toBool) @IsBoolean({ message: 'ALLOW_UNAUTHENTICATED must be true or false' })
+  @Transform(toBool)
+  @IsBoolean({ message: 'ALLOW_UNAUTHENTICATED must be true or false' })
   ALLOW_UNAUTHENTICATED = false;
 
   /** `/metrics` without a key even when keys are configured (for a scraper inside a private network). */
-  @Transform(toBool) @IsBoolean({ message: 'METRICS_PUBLIC must be true or false' })
+  @Transform(toBool)
+  @IsBoolean({ message: 'METRICS_PUBLIC must be true or false' })
   METRICS_PUBLIC = false;
 
   /** Largest request body in bytes. */
-  @Transform(toInt) @IsInt() @Min(1024) @Max(256 * 1024 * 1024)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024)
+  @Max(256 * 1024 * 1024)
   MAX_BODY_BYTES = 1_048_576;
 
   /** An actor idle this long is dropped from memory; its state stays in the database. */
-  @Transform(toInt) @IsInt() @Min(100)
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
   ACTOR_IDLE_TIMEOUT_MS = 60_000;
 
   /** Live locks one queue in shared lock mode may have; past it a pop with ack gets 429 QUEUE_BUSY. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(1_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
   MAX_LOCKS_PER_QUEUE = 10_000;
 
   /** Operations allowed to wait for one queue's turn; past it callers get 429 QUEUE_BUSY. */
-  @Transform(toInt) @IsInt() @Min(1)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
   MAX_PENDING_PER_QUEUE = 1000;
 
   /**
    * Long polls (pops with `wait_seconds`) one process keeps waiting at most; past it a pop with
    * `wait_seconds` answers at once, as if it had none. 0 turns long polling off.
    */
-  @Transform(toInt) @IsInt() @Min(0) @Max(1_000_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(1_000_000)
   MAX_WAITING_POLLS = 10_000;
 
   /** How often expired acknowledgement locks are swept, and due delayed items made visible on queues nobody calls. */
-  @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
   LOCK_SWEEP_INTERVAL_MS = 1000;
 
   /**
    * How long a push's `dedup_id` is remembered per queue, in seconds (1 to 86400): another push
    * with it within this time is answered `duplicate: true` and enqueues nothing.
    */
-  @Transform(toInt) @IsInt() @Min(1) @Max(86_400)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(86_400)
   DEDUP_WINDOW_SECONDS = 300;
 
   /** Database connection pool size. */
-  @Transform(toInt) @IsInt() @Min(1) @Max(200)
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(200)
   DB_POOL_SIZE = 10;
 
   /**
    * Requests per second each client may make on average (a token bucket per API key name, or
    * per client address without keys); 0 turns rate limiting off. Fractions such as 0.5 allowed.
    */
-  @Transform(toDecimal) @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 3 }) @Min(0) @Max(1_000_000)
+  @Transform(toDecimal)
+  @IsNumber({ allowNaN: false, allowInfinity: false, maxDecimalPlaces: 3 })
+  @Min(0)
+  @Max(1_000_000)
   RATE_LIMIT_PER_SECOND = 0;
 
   /** Requests a client may make at once (the bucket's size); unset, twice `RATE_LIMIT_PER_SECOND` (see {@link defaultRateLimitBurst}). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
   RATE_LIMIT_BURST?: number;
 
   @IsIn(LOG_LEVELS)

@@ -7,7 +7,13 @@ import { UnitOfWork } from './unit-of-work.js';
 
 @Global()
 @Module({
-  providers: [DatabaseProvider, DatabaseReadyGuard, UnitOfWork, ItemNotifications, { provide: DataSource, inject: [DatabaseProvider], useFactory: (db: DatabaseProvider) => db.dataSource }],
+  providers: [
+    DatabaseProvider,
+    DatabaseReadyGuard,
+    UnitOfWork,
+    ItemNotifications,
+    { provide: DataSource, inject: [DatabaseProvider], useFactory: (db: DatabaseProvider) => db.dataSource },
+  ],
   exports: [DataSource, DatabaseProvider, DatabaseReadyGuard, UnitOfWork, ItemNotifications],
 })
 export class DatabaseModule {}

@@ -17,9 +17,27 @@ import { ReturnedItemEntity } from './entities/returned-item.entity.js';
 import { SharedLockEntity } from './entities/shared-lock.entity.js';
 
 /** Every entity of the service, for the one options builder below. */
-export const ENTITIES = [QueueEntity, SegmentItemEntity, QueueLockEntity, OffloadedSegmentEntity, DelayedItemEntity, DedupIdEntity, SharedLockEntity, ReturnedItemEntity];
+export const ENTITIES = [
+  QueueEntity,
+  SegmentItemEntity,
+  QueueLockEntity,
+  OffloadedSegmentEntity,
+  DelayedItemEntity,
+  DedupIdEntity,
+  SharedLockEntity,
+  ReturnedItemEntity,
+];
 /** Committed migrations, in order. `synchronize` is never used. */
-export const MIGRATIONS = [InitialSchema1764100000000, AckLocks1764100000001, OffloadedSegments1764100000002, TurnStatement1764100000003, DelayedItemsAndDedup1764100000004, SharedLocksAndDeadLetters1764100000005, LockModeUnchecked1764100000006, CanonicalFunctions1764100000007];
+export const MIGRATIONS = [
+  InitialSchema1764100000000,
+  AckLocks1764100000001,
+  OffloadedSegments1764100000002,
+  TurnStatement1764100000003,
+  DelayedItemsAndDedup1764100000004,
+  SharedLocksAndDeadLetters1764100000005,
+  LockModeUnchecked1764100000006,
+  CanonicalFunctions1764100000007,
+];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */
 export function connectionSettings(schema?: string): { application_name: string; options?: string } {

@@ -40,7 +40,13 @@ export class DatabaseProvider implements OnModuleInit, OnApplicationShutdown {
 
   /** Settings of a connection of its own, outside the pool (the notification listener's), like the pool's. */
   clientConfig(applicationName: string): ClientConfig {
-    return { connectionString: this.url, ...connectionSettings(this.schema), application_name: applicationName, keepAlive: true, connectionTimeoutMillis: 10_000 };
+    return {
+      connectionString: this.url,
+      ...connectionSettings(this.schema),
+      application_name: applicationName,
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+    };
   }
 
   /** Whether the database answered and the schema is current. */

@@ -135,7 +135,10 @@ export async function serverOwner(logger: Logger): Promise<Account | undefined> 
     );
   }
   const created = lookupAccount('postgres');
-  if (!created) throw new Error('useradd reported success, but the user postgres does not exist. Fix: create it, or set DATABASE_URL=postgres://… to use a PostgreSQL server.');
+  if (!created)
+    throw new Error(
+      'useradd reported success, but the user postgres does not exist. Fix: create it, or set DATABASE_URL=postgres://… to use a PostgreSQL server.',
+    );
   return created;
 }
 

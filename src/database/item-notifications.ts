@@ -217,7 +217,8 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
       }
       if (lost || this.stopped) return;
       this.listening = true;
-      if (this.lostAt !== undefined) this.logger.log(`Listening for items from other processes again, ${((Date.now() - this.lostAt) / 1000).toFixed(1)} s after the connection was lost`);
+      if (this.lostAt !== undefined)
+        this.logger.log(`Listening for items from other processes again, ${((Date.now() - this.lostAt) / 1000).toFixed(1)} s after the connection was lost`);
       this.lostAt = undefined;
       this.failures = 0;
       for (const handler of this.listeningHandlers) handler();
@@ -228,7 +229,9 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
   private retry(error: unknown): void {
     if (this.lostAt === undefined) {
       this.lostAt = Date.now();
-      this.logger.warn(`Not listening for items from other processes (${message(error)}); long polls fall back to re-checking the database until the connection is back; reconnecting`);
+      this.logger.warn(
+        `Not listening for items from other processes (${message(error)}); long polls fall back to re-checking the database until the connection is back; reconnecting`,
+      );
     } else {
       this.logger.debug(`Reconnecting the notification connection failed: ${message(error)}`);
     }

@@ -114,7 +114,13 @@ export interface StoredTurnWrite {
   readonly itemCount: number;
   readonly priorities: Record<string, StoredPriority>;
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
-  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string; readonly deliveries?: number }[];
+  readonly inserts: readonly {
+    readonly priority: number;
+    readonly segment: number;
+    readonly position: number;
+    readonly json: string;
+    readonly deliveries?: number;
+  }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: StoredLock } | { readonly op: 'delete' } | undefined;
   /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];

@@ -77,7 +77,9 @@ export class UnitOfWork {
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
+      await client
+        .query('ROLLBACK')
+        .catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
       throw error;
     } finally {
       client.removeListener('error', onError);

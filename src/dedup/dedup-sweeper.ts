@@ -23,7 +23,12 @@ export class DedupSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly dedup: DedupIdRepository,
     private readonly clock: Clock,
   ) {
-    this.loop = new SweepLoop(new Logger('DedupSweeper'), 'Dedup sweep', () => this.sweep(), () => SWEEP_INTERVAL_MS);
+    this.loop = new SweepLoop(
+      new Logger('DedupSweeper'),
+      'Dedup sweep',
+      () => this.sweep(),
+      () => SWEEP_INTERVAL_MS,
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -28,7 +28,12 @@ export class DelaySweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
   ) {
-    this.loop = new SweepLoop(new Logger('DelaySweeper'), 'Delay sweep', () => this.sweep(), () => this.config.env.LOCK_SWEEP_INTERVAL_MS);
+    this.loop = new SweepLoop(
+      new Logger('DelaySweeper'),
+      'Delay sweep',
+      () => this.sweep(),
+      () => this.config.env.LOCK_SWEEP_INTERVAL_MS,
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -34,7 +34,12 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
   ) {
-    this.loop = new SweepLoop(new Logger('LockSweeper'), 'Lock sweep', async () => (await this.sweep()) >= SWEEP_BATCH, () => this.config.env.LOCK_SWEEP_INTERVAL_MS);
+    this.loop = new SweepLoop(
+      new Logger('LockSweeper'),
+      'Lock sweep',
+      async () => (await this.sweep()) >= SWEEP_BATCH,
+      () => this.config.env.LOCK_SWEEP_INTERVAL_MS,
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -10,9 +10,16 @@ export const METRICS = {
   acknowledgements: { name: 'pushpop_acknowledgements_total', help: 'Acknowledge calls by result (ok or the error_code)', labels: ['result'] },
   itemsAcknowledged: { name: 'pushpop_items_acknowledged_total', help: 'Items removed for good by acknowledgement' },
   lockExpirations: { name: 'pushpop_lock_expirations_total', help: 'Acknowledgement locks that expired' },
-  itemsRedelivered: { name: 'pushpop_items_redelivered_total', help: 'Items returned to the front of their queue by lock expiry or release', labels: ['reason'] },
+  itemsRedelivered: {
+    name: 'pushpop_items_redelivered_total',
+    help: 'Items returned to the front of their queue by lock expiry or release',
+    labels: ['reason'],
+  },
   delayedItemsDue: { name: 'pushpop_delayed_items_due_total', help: 'Delayed items that came due and joined their priority' },
-  duplicatesSkipped: { name: 'pushpop_duplicates_skipped_total', help: 'Pushed items skipped because their dedup_id was accepted within the deduplication window' },
+  duplicatesSkipped: {
+    name: 'pushpop_duplicates_skipped_total',
+    help: 'Pushed items skipped because their dedup_id was accepted within the deduplication window',
+  },
   segmentsOffloaded: { name: 'pushpop_segments_offloaded_total', help: 'Segments moved to the offload store' },
   segmentOffloadFailures: { name: 'pushpop_segment_offload_failures_total', help: 'Failed attempts to offload a segment (the segment stayed in state)' },
   segmentsLoaded: { name: 'pushpop_segments_loaded_total', help: 'Segments loaded back from the offload store' },
@@ -21,18 +28,45 @@ export const METRICS = {
   storeDuration: { name: 'pushpop_store_transaction_duration_seconds', help: 'Database time of one actor turn (transaction), by outcome', labels: ['outcome'] },
   activeActors: { name: 'pushpop_active_actors', help: 'Queue actors held in memory' },
   itemsInMemory: { name: 'pushpop_items_in_memory', help: 'Items held in memory over all actors' },
-  itemsDeadLettered: { name: 'pushpop_items_dead_lettered_total', help: 'Items that reached their queue\'s max_deliveries when their lock expired or was released, moved to its dead-letter queue' },
-  liveLocks: { name: 'pushpop_live_locks', help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)' },
+  itemsDeadLettered: {
+    name: 'pushpop_items_dead_lettered_total',
+    help: "Items that reached their queue's max_deliveries when their lock expired or was released, moved to its dead-letter queue",
+  },
+  liveLocks: {
+    name: 'pushpop_live_locks',
+    help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)',
+  },
   delayedItems: { name: 'pushpop_delayed_items', help: 'Delayed items not visible yet (all processes; refreshed at most every 10 s)' },
   offloadedSegments: { name: 'pushpop_offloaded_segments', help: 'Segments currently in the offload store (all processes)' },
   waitingOperations: { name: 'pushpop_waiting_operations', help: 'Operations waiting for a queue turn' },
   longPolls: { name: 'pushpop_long_polls_waiting', help: 'Pops long-polling an empty queue (waiting between their turns)' },
-  longPollWakeUps: { name: 'pushpop_long_poll_wake_ups_total', help: 'Long polls woken, by cause: a turn of this process left items (local), another process made the queue non-empty (notification), the periodic re-check found items (recheck)', labels: ['cause'] },
-  longPollsRefused: { name: 'pushpop_long_polls_refused_total', help: 'Pops with wait_seconds answered at once because MAX_WAITING_POLLS long polls were waiting' },
-  longPollRechecks: { name: 'pushpop_long_poll_rechecks_total', help: 'Re-check statements sent for the queues long polls wait on (one per interval for all of them)' },
-  notifications: { name: 'pushpop_notifications_total', help: 'Notifications that a queue went from no items to some, sent to or received from other processes on the database, by direction', labels: ['direction'] },
-  notificationStates: { name: 'pushpop_notification_states_total', help: 'Queue states carried by notifications: sent with a notification (sent), received for a long poll waiting here (kept), a turn started from one instead of reading the queue (used)', labels: ['use'] },
-  notificationsListening: { name: 'pushpop_notifications_listening', help: '1 while this process listens for items pushed by other processes (LISTEN/NOTIFY), else 0' },
+  longPollWakeUps: {
+    name: 'pushpop_long_poll_wake_ups_total',
+    help: 'Long polls woken, by cause: a turn of this process left items (local), another process made the queue non-empty (notification), the periodic re-check found items (recheck)',
+    labels: ['cause'],
+  },
+  longPollsRefused: {
+    name: 'pushpop_long_polls_refused_total',
+    help: 'Pops with wait_seconds answered at once because MAX_WAITING_POLLS long polls were waiting',
+  },
+  longPollRechecks: {
+    name: 'pushpop_long_poll_rechecks_total',
+    help: 'Re-check statements sent for the queues long polls wait on (one per interval for all of them)',
+  },
+  notifications: {
+    name: 'pushpop_notifications_total',
+    help: 'Notifications that a queue went from no items to some, sent to or received from other processes on the database, by direction',
+    labels: ['direction'],
+  },
+  notificationStates: {
+    name: 'pushpop_notification_states_total',
+    help: 'Queue states carried by notifications: sent with a notification (sent), received for a long poll waiting here (kept), a turn started from one instead of reading the queue (used)',
+    labels: ['use'],
+  },
+  notificationsListening: {
+    name: 'pushpop_notifications_listening',
+    help: '1 while this process listens for items pushed by other processes (LISTEN/NOTIFY), else 0',
+  },
 } as const;
 
 /** Prefix of the default Node.js process metrics. */

@@ -37,9 +37,7 @@ function itemOfBytes(bytes: number, unit: string): { s: string } {
 describe('encodeItem', () => {
   describe('accepts JSON objects and returns their JSON text', () => {
     it('returns the JSON text with the key order kept', () => {
-      expect(encodeItem({ z: 1, a: [1, 'two', null, { b: false }], m: { y: 1, b: 2 } }, 1000)).toBe(
-        '{"z":1,"a":[1,"two",null,{"b":false}],"m":{"y":1,"b":2}}',
-      );
+      expect(encodeItem({ z: 1, a: [1, 'two', null, { b: false }], m: { y: 1, b: 2 } }, 1000)).toBe('{"z":1,"a":[1,"two",null,{"b":false}],"m":{"y":1,"b":2}}');
     });
 
     it('accepts the empty object', () => {
@@ -79,7 +77,10 @@ describe('encodeItem', () => {
     });
 
     it('names the field it was given', () => {
-      expect(thrown(() => encodeItem([1], 100, 'items.3.item'))).toMatchObject({ errorCode: 'VALIDATION_FAILED', message: 'items.3.item must be a JSON object' });
+      expect(thrown(() => encodeItem([1], 100, 'items.3.item'))).toMatchObject({
+        errorCode: 'VALIDATION_FAILED',
+        message: 'items.3.item must be a JSON object',
+      });
     });
   });
 

@@ -82,8 +82,17 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, { 423: ['QUEUE_LOCKED'] })
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async pop(@Param('queue_id', QueueIdPipe) queueId: string, @Query() query: PopQueryDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<PopResponseDto> {
-    const options = { depth: query.depth ?? 1, requireAck: query.require_ack ?? false, ttlSeconds: query.ttl_seconds ?? 30, waitSeconds: query.wait_seconds ?? 0 };
+  async pop(
+    @Param('queue_id', QueueIdPipe) queueId: string,
+    @Query() query: PopQueryDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<PopResponseDto> {
+    const options = {
+      depth: query.depth ?? 1,
+      requireAck: query.require_ack ?? false,
+      ttlSeconds: query.ttl_seconds ?? 30,
+      waitSeconds: query.wait_seconds ?? 0,
+    };
     if (options.waitSeconds === 0) return this.queues.pop(queueId, options);
     // A long poll whose client went away stops waiting (and takes no item nobody would receive).
     const clientGone = new AbortController();
@@ -181,7 +190,12 @@ export class QueueController {
   @ApiParam({ name: 'key', example: 'metadata' })
   @ApiOkResponse({
     description: 'The metadata document, or a segment as a JSON array of items',
-    schema: { oneOf: [{ type: 'object', additionalProperties: true }, { type: 'array', items: { type: 'object', additionalProperties: true } }] },
+    schema: {
+      oneOf: [
+        { type: 'object', additionalProperties: true },
+        { type: 'array', items: { type: 'object', additionalProperties: true } },
+      ],
+    },
   })
   async getState(@Param('queue_id', QueueIdPipe) queueId: string, @Param('key') key: string): Promise<unknown> {
     return this.queues.getState(queueId, key);

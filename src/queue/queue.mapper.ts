@@ -22,7 +22,8 @@ const seconds = (ms: number): number => ms / 1000;
 export const QueueMapper = {
   /** `duplicate` is in the answer only when the push carried a dedup id. */
   push(queueId: string, priority: number, how: { delaySeconds?: number; dedup?: boolean; duplicate?: boolean } = {}): PushResponseDto {
-    if (how.duplicate) return { success: true, message: `Duplicate of an item accepted on queue ${queueId} within the deduplication window; nothing pushed`, duplicate: true };
+    if (how.duplicate)
+      return { success: true, message: `Duplicate of an item accepted on queue ${queueId} within the deduplication window; nothing pushed`, duplicate: true };
     const delay = how.delaySeconds ? `, visible in ${how.delaySeconds} s` : '';
     const message = `Item pushed to queue ${queueId} at priority ${priority}${delay}`;
     return how.dedup ? { success: true, message, duplicate: false } : { success: true, message };

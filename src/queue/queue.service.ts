@@ -62,7 +62,10 @@ export interface PushEntry {
 }
 
 /** Why putting settings was refused, found inside the turn. */
-type SettingsRefusal = { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' } | { readonly refused: 'QUEUE_NOT_EMPTY' } | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null };
+type SettingsRefusal =
+  | { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' }
+  | { readonly refused: 'QUEUE_NOT_EMPTY' }
+  | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null };
 
 const LOCK_ERRORS: Record<LockProblem, () => Error> = {
   LOCK_NOT_FOUND: () => new LockNotFoundError(),
@@ -132,15 +135,25 @@ export class QueueService {
     });
     this.stats.itemsPushed += outcome.enqueued;
     this.stats.duplicatesSkipped += outcome.duplicates;
-    return QueueMapper.push(queueId, entry.priority, { delaySeconds: options.delaySeconds, dedup: entry.dedupId !== undefined, duplicate: outcome.duplicates > 0 });
+    return QueueMapper.push(queueId, entry.priority, {
+      delaySeconds: options.delaySeconds,
+      dedup: entry.dedupId !== undefined,
+      duplicate: outcome.duplicates > 0,
+    });
   }
 
   /** Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped. */
   async pushBatch(queueId: string, entries: PushEntry[]): Promise<PushBatchResponseDto> {
-    const items = entries.map((entry, i) => this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`));
+    const items = entries.map((entry, i) =>
+      this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`),
+    );
     const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
-    const outcome = await this.turn(queueId, { apply: (core, now) => core.push(items, now, windowMs), weight: items.length, ...(dedupIds.length > 0 ? { dedupIds } : {}) });
+    const outcome = await this.turn(queueId, {
+      apply: (core, now) => core.push(items, now, windowMs),
+      weight: items.length,
+      ...(dedupIds.length > 0 ? { dedupIds } : {}),
+    });
     this.stats.itemsPushed += outcome.enqueued;
     this.stats.duplicatesSkipped += outcome.duplicates;
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
@@ -167,10 +180,12 @@ export class QueueService {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
-        const outcome = looked ?? (await this.turn(queueId, {
-          readsFront: true,
-          apply: (core, now) => core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined),
-        }));
+        const outcome =
+          looked ??
+          (await this.turn(queueId, {
+            readsFront: true,
+            apply: (core, now) => core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined),
+          }));
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
         if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
@@ -233,7 +248,8 @@ export class QueueService {
         if (next.maxDeliveries != null && !next.deadLetterQueue) return { refused: 'NEEDS_DEAD_LETTER_QUEUE' };
         const updated = core.updateSettings(patch);
         if (updated === 'QUEUE_NOT_EMPTY') return { refused: updated };
-        if (updated === 'QUEUE_LOCKED') return { refused: updated, lockExpiresAt: core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry };
+        if (updated === 'QUEUE_LOCKED')
+          return { refused: updated, lockExpiresAt: core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry };
         return updated;
       },
     });

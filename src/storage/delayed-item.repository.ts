@@ -26,8 +26,17 @@ export class DelayedItemRepository {
    * A queue's delayed items due at `now`, in `(due_at, seq)` order, at most `limit`, and the due
    * time of the first delayed item after them (due or not; null when there is none).
    */
-  async loadDueItems(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
-    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
+  async loadDueItems(
+    queueId: string,
+    now: number,
+    limit: number,
+    session: DbSession = this.uow.autocommit,
+  ): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
+    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null }>(
+      LOAD_DUE,
+      [queueId, now, limit + 1],
+      'pushpop_load_due',
+    );
     const due: StoredDelayedItem[] = [];
     let later: number | null = null;
     for (const row of rows) {

@@ -29,7 +29,12 @@ export class LockRepository {
    * expiry of the first live lock after them (null: none). Both are ranges of the partial
    * index on `(queue_id, expires_at)`.
    */
-  async loadDueSharedLocks(queueId: string, now: number, limit: number, session: DbSession = this.uow.autocommit): Promise<{ locks: StoredLock[]; nextExpiry: number | null }> {
+  async loadDueSharedLocks(
+    queueId: string,
+    now: number,
+    limit: number,
+    session: DbSession = this.uow.autocommit,
+  ): Promise<{ locks: StoredLock[]; nextExpiry: number | null }> {
     const rows = await session.query<RawLockRow>(
       `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks
         WHERE queue_id = $1 AND state = 'active' AND expires_at <= to_timestamp($2 / 1000.0) ORDER BY expires_at LIMIT $3`,
@@ -41,7 +46,12 @@ export class LockRepository {
   }
 
   /** Expiry of a queue's earliest live shared lock (after `after`, if given; not one of `exclude`); null when there is none. */
-  async nextSharedLockExpiry(queueId: string, session: DbSession = this.uow.autocommit, after = -Infinity, exclude: readonly string[] = []): Promise<number | null> {
+  async nextSharedLockExpiry(
+    queueId: string,
+    session: DbSession = this.uow.autocommit,
+    after = -Infinity,
+    exclude: readonly string[] = [],
+  ): Promise<number | null> {
     // -Infinity: every live lock (`'-infinity'` is a timestamptz PostgreSQL knows).
     const rows = await session.query<{ expires_at: Date }>(
       `SELECT expires_at FROM shared_locks

@@ -30,7 +30,12 @@ export class QueueListingRepository {
         ORDER BY q.queue_id`,
       params,
     );
-    return rows.map((r) => ({ queueId: r.queue_id, count: Number(r.item_count), lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null, liveLocks: r.live_locks }));
+    return rows.map((r) => ({
+      queueId: r.queue_id,
+      count: Number(r.item_count),
+      lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null,
+      liveLocks: r.live_locks,
+    }));
   }
 
   /**

@@ -240,7 +240,11 @@ export class QueueStateRepository {
     const order = group.map((_, i) => i).sort((a, b) => (group[a].queueId < group[b].queueId ? -1 : group[a].queueId > group[b].queueId ? 1 : 0));
     let row: Record<string, boolean>;
     try {
-      const rows = await this.uow.autocommit.query<Record<string, boolean>>(WRITE_TURNS_BASIC[group.length], order.flatMap((i) => group[i].values), `pushpop_write_turns_basic_${group.length}`);
+      const rows = await this.uow.autocommit.query<Record<string, boolean>>(
+        WRITE_TURNS_BASIC[group.length],
+        order.flatMap((i) => group[i].values),
+        `pushpop_write_turns_basic_${group.length}`,
+      );
       row = rows[0];
     } catch (error) {
       // A lost connection (the session made it StoreUnavailableError) fails them all alike.
@@ -259,7 +263,11 @@ export class QueueStateRepository {
   }
 
   /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
-  async loadSegments(queueId: string, segments: readonly { priority: number; segment: number }[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredEntry[]>> {
+  async loadSegments(
+    queueId: string,
+    segments: readonly { priority: number; segment: number }[],
+    session: DbSession = this.uow.autocommit,
+  ): Promise<Map<string, StoredEntry[]>> {
     const rows = await session.query<{ priority: number; segment: string; position: number; item: string; deliveries: number }>(
       `SELECT s.priority, s.segment, s.position, s.item, s.deliveries
          FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment

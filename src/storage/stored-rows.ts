@@ -14,7 +14,13 @@ export interface RawLockRow {
 }
 
 /** A lock's items from its parallel arrays (origins and deliveries absent in rows written before they were kept). */
-export function heldItems(priorities: number[], items: string[], segments: string[] | null, positions: number[] | null, deliveries: number[] | null): StoredHeldItem[] {
+export function heldItems(
+  priorities: number[],
+  items: string[],
+  segments: string[] | null,
+  positions: number[] | null,
+  deliveries: number[] | null,
+): StoredHeldItem[] {
   return items.map((json, i) => {
     const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number } = { priority: priorities[i], json };
     if (segments && positions) item.origin = { segment: Number(segments[i]), position: positions[i] };

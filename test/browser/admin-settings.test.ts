@@ -35,7 +35,9 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
   }
 
   async function popWithAck(id: string, depth: number, ttl: number): Promise<string> {
-    const { data, error } = await fx.client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: id }, query: { depth, require_ack: true, ttl_seconds: ttl } } });
+    const { data, error } = await fx.client.POST('/queue/{queue_id}/pop', {
+      params: { path: { queue_id: id }, query: { depth, require_ack: true, ttl_seconds: ttl } },
+    });
     expect(error).toBeUndefined();
     expect(data?.lock_id).toBeTruthy();
     return data?.lock_id ?? '';
@@ -56,13 +58,15 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
     await push(id, 3);
     const before = await settingsOf(id);
     const { page, requests } = await open(`/admin/#/queue/${id}`);
-    await expect.poll(() => shown(page)).toEqual({
-      segment_size: `${before.segment_size} · items per segment`,
-      buffer_segments: `${before.buffer_segments} · kept out of the offload store`,
-      lock_mode: 'exclusive · one lock at a time',
-      max_deliveries: 'no limit',
-      dead_letter_queue: 'none',
-    });
+    await expect
+      .poll(() => shown(page))
+      .toEqual({
+        segment_size: `${before.segment_size} · items per segment`,
+        buffer_segments: `${before.buffer_segments} · kept out of the offload store`,
+        lock_mode: 'exclusive · one lock at a time',
+        max_deliveries: 'no limit',
+        dead_letter_queue: 'none',
+      });
 
     await page.getByTestId('settings-edit').click();
     expect(await form(page).locator('input[name=segment_size]').inputValue()).toBe(String(before.segment_size));
@@ -72,9 +76,11 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
     await form(page).locator('input[name=dead_letter_queue]').fill(dead);
     await form(page).getByRole('button', { name: 'Save settings' }).click();
 
-    await expect.poll(() => page.getByTestId('result-message').textContent()).toBe(
-      `Settings of ${id} saved: segment_size ${before.segment_size}, buffer_segments ${before.buffer_segments}, lock_mode shared, max_deliveries 4, dead_letter_queue ${dead}.`,
-    );
+    await expect
+      .poll(() => page.getByTestId('result-message').textContent())
+      .toBe(
+        `Settings of ${id} saved: segment_size ${before.segment_size}, buffer_segments ${before.buffer_segments}, lock_mode shared, max_deliveries 4, dead_letter_queue ${dead}.`,
+      );
     expect(await form(page).count()).toBe(0);
     await expect.poll(() => shown(page)).toMatchObject({ lock_mode: 'shared · a lock per pop with ack', max_deliveries: '4', dead_letter_queue: dead });
     expect(await settingsOf(id)).toEqual({ ...before, lock_mode: 'shared', max_deliveries: 4, dead_letter_queue: dead });
@@ -191,9 +197,9 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
     await page.getByRole('button', { name: 'Pop with ack', exact: true }).click();
     await expect.poll(() => page.getByTestId('result-deliveries').textContent()).toBe('1');
     await page.getByTestId('lock-card').getByRole('button', { name: 'Release', exact: true }).click();
-    await expect.poll(() => page.getByTestId('result-message').textContent()).toBe(
-      'Released: 1 item reached max_deliveries and went to the dead-letter queue.',
-    );
+    await expect
+      .poll(() => page.getByTestId('result-message').textContent())
+      .toBe('Released: 1 item reached max_deliveries and went to the dead-letter queue.');
     await expect.poll(() => page.getByTestId('queue-count').textContent()).toBe('1');
 
     const link = page.getByTestId('dlq-link');

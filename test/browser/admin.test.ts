@@ -115,7 +115,15 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
     const p0 = page.locator('[data-testid=priority][data-priority="0"] [data-testid=segment]');
     await expect.poll(() => p0.count()).toBe(6);
     const blocks = await p0.evaluateAll((nodes) =>
-      nodes.map((n) => [n.getAttribute('data-kind'), n.getAttribute('data-state'), n.getAttribute('data-first'), n.getAttribute('data-last'), n.getAttribute('data-items')].join(' ')),
+      nodes.map((n) =>
+        [
+          n.getAttribute('data-kind'),
+          n.getAttribute('data-state'),
+          n.getAttribute('data-first'),
+          n.getAttribute('data-last'),
+          n.getAttribute('data-items'),
+        ].join(' '),
+      ),
     );
     expect(blocks).toEqual([
       'head state 0 0 100',
@@ -225,14 +233,18 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
 
   it('overview: several queues, one offloaded, locks, service numbers', async () => {
     const queues: Record<string, [number, number][]> = {
-      'orders': [[0, 2350], [1, 420], [5, 35]],
+      orders: [
+        [0, 2350],
+        [1, 420],
+        [5, 35],
+      ],
       'emails.outbound': [[0, 48]],
       'webhooks.retry': [[2, 7]],
       'reports.nightly': [[0, 3]],
-      'invoices': [[0, 250]],
+      invoices: [[0, 250]],
       'payments.refunds': [[0, 12]],
       'search.reindex': [[9, 860]],
-      'thumbnails': [[0, 131]],
+      thumbnails: [[0, 131]],
     };
     for (const id of Object.keys(queues)) await fx.client.DELETE('/queue/{queue_id}', { params: { path: { queue_id: id } } });
     fx.track(...Object.keys(queues));
@@ -249,7 +261,9 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
       }
     }
     // A lock held by some other consumer.
-    const other = await fx.client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: 'emails.outbound' }, query: { depth: 10, require_ack: true, ttl_seconds: 300 } } });
+    const other = await fx.client.POST('/queue/{queue_id}/pop', {
+      params: { path: { queue_id: 'emails.outbound' }, query: { depth: 10, require_ack: true, ttl_seconds: 300 } },
+    });
     expect(other.data?.locked).toBe(true);
 
     const { page } = await open('/admin/#/queue/orders');

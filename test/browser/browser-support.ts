@@ -33,7 +33,9 @@ export const browserTestsEnabled = existsSync(CHROMIUM) || Boolean(process.env.C
 
 export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: the admin console tests need Debian's chromium (apt-get install -y chromium). CI is set, so they fail instead of skipping.`);
+    throw new Error(
+      `${CHROMIUM} is missing: the admin console tests need Debian's chromium (apt-get install -y chromium). CI is set, so they fail instead of skipping.`,
+    );
   }
 }
 
@@ -109,7 +111,13 @@ export async function openConsole(browser: Browser, origin: string, path = '/adm
 
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  const path = join(SCREENSHOT_DIR, `${name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase()}.png`);
+  const path = join(
+    SCREENSHOT_DIR,
+    `${name
+      .replace(/[^a-z0-9]+/gi, '-')
+      .replace(/^-|-$/g, '')
+      .toLowerCase()}.png`,
+  );
   await page.screenshot({ path });
   return path;
 }

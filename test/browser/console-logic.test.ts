@@ -52,7 +52,14 @@ describe('segment chain', () => {
   });
 
   it('a long offloaded range is one block, whatever its length', () => {
-    const p = priority({ head_segment: 40, tail_segment: 1_000_040, head_offloaded_segment: 42, tail_offloaded_segment: 1_000_039, head_segment_count: 3, tail_segment_count: 9 });
+    const p = priority({
+      head_segment: 40,
+      tail_segment: 1_000_040,
+      head_offloaded_segment: 42,
+      tail_offloaded_segment: 1_000_039,
+      head_segment_count: 3,
+      tail_segment_count: 9,
+    });
     expect(describeBlocks(p)).toEqual(['head 40-40 3', 'buffer 41-41 100', 'offloaded 42-1000039 99999800 collapsed', 'tail 1000040-1000040 9']);
   });
 
@@ -60,7 +67,15 @@ describe('segment chain', () => {
     const p = priority({ tail_segment: 10, head_segment_count: 100, tail_segment_count: 1 });
     expect(describeBlocks(p)).toEqual(['head 0-0 100', 'buffer 1-1 100', 'state 2-9 800 collapsed', 'tail 10-10 1']);
     const partly = priority({ tail_segment: 12, head_offloaded_segment: 2, tail_offloaded_segment: 8, head_segment_count: 100, tail_segment_count: 1 });
-    expect(describeBlocks(partly)).toEqual(['head 0-0 100', 'buffer 1-1 100', 'offloaded 2-8 700 collapsed', 'state 9-9 100', 'state 10-10 100', 'state 11-11 100', 'tail 12-12 1']);
+    expect(describeBlocks(partly)).toEqual([
+      'head 0-0 100',
+      'buffer 1-1 100',
+      'offloaded 2-8 700 collapsed',
+      'state 9-9 100',
+      'state 10-10 100',
+      'state 11-11 100',
+      'tail 12-12 1',
+    ]);
   });
 
   it('more buffer segments: each drawn up to three, then collapsed', () => {
@@ -133,7 +148,9 @@ describe('what a key may do', () => {
     expect(p.push).toEqual({ allowed: false, reason: 'Pushing needs the produce (or admin) scope; the key “viewer” has read.' });
     expect(p.delete).toEqual({ allowed: false, reason: 'Deleting a queue needs the admin scope; the key “viewer” has read.' });
     expect(p.settings).toEqual({ allowed: false, reason: 'Changing a queue’s settings needs the admin scope; the key “viewer” has read.' });
-    expect(permissions({ name: 'none', scopes: [] }).read).toMatchObject({ reason: 'Listing and reading queues needs the read (or admin) scope; the key “none” has no scope.' });
+    expect(permissions({ name: 'none', scopes: [] }).read).toMatchObject({
+      reason: 'Listing and reading queues needs the read (or admin) scope; the key “none” has no scope.',
+    });
   });
 
   it('the header names the key and its scopes, or says the service is open', () => {
@@ -231,21 +248,32 @@ describe('queue settings form', () => {
     const form = settingsForm(current);
     expect(form).toEqual({ segment_size: '100', buffer_segments: '1', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '' });
     expect(settingsPatch(form, current)).toEqual({ patch: {} });
-    expect(settingsForm({ ...current, max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toMatchObject({ max_deliveries: '3', dead_letter_queue: 'orders.dead' });
+    expect(settingsForm({ ...current, max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toMatchObject({
+      max_deliveries: '3',
+      dead_letter_queue: 'orders.dead',
+    });
   });
 
   it('sends only what changed, blanks as none', () => {
     const form = { ...settingsForm(current), segment_size: ' 50 ', lock_mode: 'shared' as const, max_deliveries: '5', dead_letter_queue: ' orders.dead ' };
     expect(settingsPatch(form, current)).toEqual({ patch: { segment_size: 50, lock_mode: 'shared', max_deliveries: 5, dead_letter_queue: 'orders.dead' } });
     const withDlq = { ...current, max_deliveries: 5, dead_letter_queue: 'orders.dead' };
-    expect(settingsPatch({ ...settingsForm(withDlq), max_deliveries: '', dead_letter_queue: '' }, withDlq)).toEqual({ patch: { max_deliveries: null, dead_letter_queue: null } });
+    expect(settingsPatch({ ...settingsForm(withDlq), max_deliveries: '', dead_letter_queue: '' }, withDlq)).toEqual({
+      patch: { max_deliveries: null, dead_letter_queue: null },
+    });
   });
 
   it('refuses numbers out of range before sending; the rules that need the queue are left to the service', () => {
     const form = settingsForm(current);
-    expect(settingsPatch({ ...form, segment_size: '0' }, current)).toEqual({ field: 'segment_size', problem: 'segment_size must be a whole number from 1 to 10,000.' });
+    expect(settingsPatch({ ...form, segment_size: '0' }, current)).toEqual({
+      field: 'segment_size',
+      problem: 'segment_size must be a whole number from 1 to 10,000.',
+    });
     expect(settingsPatch({ ...form, segment_size: '' }, current)).toMatchObject({ field: 'segment_size' });
-    expect(settingsPatch({ ...form, buffer_segments: '1001' }, current)).toEqual({ field: 'buffer_segments', problem: 'buffer_segments must be a whole number from 1 to 1,000.' });
+    expect(settingsPatch({ ...form, buffer_segments: '1001' }, current)).toEqual({
+      field: 'buffer_segments',
+      problem: 'buffer_segments must be a whole number from 1 to 1,000.',
+    });
     expect(settingsPatch({ ...form, max_deliveries: '2.5' }, current)).toMatchObject({ field: 'max_deliveries' });
     // max_deliveries without a dead-letter queue, or the queue as its own: the service answers 400.
     expect(settingsPatch({ ...form, max_deliveries: '3' }, current)).toEqual({ patch: { max_deliveries: 3 } });
@@ -282,7 +310,9 @@ describe('locks and releases', () => {
     expect(releaseMessage({ success: true, items_returned: 1, items_dead_lettered: 2 }, 'shared')).toBe(
       'Released: 1 item back in the queue, in push order; 2 items reached max_deliveries and went to the dead-letter queue.',
     );
-    expect(releaseMessage({ success: true, items_returned: 0, items_dead_lettered: 1 }, 'shared')).toBe('Released: 1 item reached max_deliveries and went to the dead-letter queue.');
+    expect(releaseMessage({ success: true, items_returned: 0, items_dead_lettered: 1 }, 'shared')).toBe(
+      'Released: 1 item reached max_deliveries and went to the dead-letter queue.',
+    );
     expect(releaseMessage({ success: true, items_returned: 0 }, 'shared')).toBe('Released: 0 items back in the queue, in push order.');
   });
 });

@@ -89,7 +89,12 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       const lock = await lockItems<Item>(svc.http, q, { depth: 5, ttl: 1 });
       expect(ids(lock.items)).toEqual(['a0', 'a1', 'a2', 'c0', 'c1']);
       // Pushed while locked, to every priority (priority 0 was emptied by the lock).
-      for (const [p, id] of [[0, 'a3'], [1, 'b0'], [2, 'c3'], [1, 'b1']] as const) {
+      for (const [p, id] of [
+        [0, 'a3'],
+        [1, 'b0'],
+        [2, 'c3'],
+        [1, 'b1'],
+      ] as const) {
         expect((await svc.http.post(`/queue/${q}/push`).send({ item: { id }, priority: p })).status).toBe(200);
       }
       expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true });
@@ -181,7 +186,11 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
 
     it('a new lock_id for every lock (25 locks), always >= 11 characters of [A-Za-z0-9_-]; lock_expires_at carries fractions of a second', async () => {
       const q = uniqueQueueId('lock-ids');
-      await pushAll(svc.http, q, Array.from({ length: 25 }, (_, i) => ({ item: { id: `a${i}` }, priority: 0 })));
+      await pushAll(
+        svc.http,
+        q,
+        Array.from({ length: 25 }, (_, i) => ({ item: { id: `a${i}` }, priority: 0 })),
+      );
       const lockIds: string[] = [];
       const expiries: number[] = [];
       for (let i = 0; i < 25; i++) {
@@ -194,7 +203,10 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       for (const id of lockIds) expect(id).toMatch(LOCK_ID_PATTERN);
       expect(new Set(lockIds).size).toBe(25);
       // Millisecond precision: 25 whole-second values in a row would mean seconds were truncated.
-      expect(expiries.some((e) => !Number.isInteger(e)), `lock_expires_at values ${expiries.join(', ')}`).toBe(true);
+      expect(
+        expiries.some((e) => !Number.isInteger(e)),
+        `lock_expires_at values ${expiries.join(', ')}`,
+      ).toBe(true);
     });
 
     it('ttl_seconds 0 and 301 answer 400 VALIDATION_FAILED and pop nothing; 1 and 300 are accepted', async () => {
@@ -415,10 +427,20 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       await pushAll(svc.http, q, [...entries(0, 'a0', 'a1'), ...entries(1, 'b0')]);
       const lock = await lockItems<Item>(svc.http, q, { depth: 2, ttl: 60 });
       const before = (await svc.http.get(`/queue/${q}`)).body;
-      const wrongIds = [OTHER_ID, lock.lockId.toUpperCase() === lock.lockId ? lock.lockId.toLowerCase() : lock.lockId.toUpperCase(), `${lock.lockId}x`, lock.lockId.slice(1), ' '];
+      const wrongIds = [
+        OTHER_ID,
+        lock.lockId.toUpperCase() === lock.lockId ? lock.lockId.toLowerCase() : lock.lockId.toUpperCase(),
+        `${lock.lockId}x`,
+        lock.lockId.slice(1),
+        ' ',
+      ];
       for (const wrong of wrongIds) {
         if (wrong === lock.lockId) continue;
-        expectLockError(await call(q, { lock_id: wrong, ...(endpoint === 'extend-lock' ? { ttl_seconds: 300 } : {}) }), 'INVALID_LOCK_ID', `lock_id ${JSON.stringify(wrong)}`);
+        expectLockError(
+          await call(q, { lock_id: wrong, ...(endpoint === 'extend-lock' ? { ttl_seconds: 300 } : {}) }),
+          'INVALID_LOCK_ID',
+          `lock_id ${JSON.stringify(wrong)}`,
+        );
       }
       expectQueueLocked(await svc.http.post(`/queue/${q}/pop`));
       expectQueueLocked(await popAck(svc.http, q));
@@ -578,7 +600,12 @@ describe(`lock expiry by the background sweep; returned batches larger than a se
     const ackedLock = await lockItems<Item>(svc.http, acked, { ttl: 1 });
     expect((await acknowledge(svc.http, acked, ackedLock.lockId)).status).toBe(200);
     expect(ids(lock.items)).toEqual(['a0', 'a1', 'a2', 'c0', 'c1']);
-    for (const [p, id] of [[0, 'a3'], [1, 'b0'], [2, 'c3'], [1, 'b1']] as const) {
+    for (const [p, id] of [
+      [0, 'a3'],
+      [1, 'b0'],
+      [2, 'c3'],
+      [1, 'b1'],
+    ] as const) {
       expect((await svc.http.post(`/queue/${q}/push`).send({ item: { id }, priority: p })).status).toBe(200);
     }
     expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true });
@@ -655,7 +682,7 @@ describe(`a crash (SIGKILL of the built service, node main.js) keeps locks and t
     build?.remove();
   });
 
-  it('after a restart on the same database the lock is still there with its id, and an expired lock\'s items come back by the sweep, in order', async () => {
+  it("after a restart on the same database the lock is still there with its id, and an expired lock's items come back by the sweep, in order", async () => {
     const env = { LOCK_SWEEP_INTERVAL_MS: '200' };
     child = await startChildService({ build, dataDir, env });
     const held = uniqueQueueId('crash-held');

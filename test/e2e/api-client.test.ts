@@ -88,9 +88,16 @@ describe(`generated API client (${databaseKind})`, () => {
 
   it('pop with require_ack holds the items under a lock: 423 while locked, extend-lock, release, acknowledge', async () => {
     const q = uniqueQueueId('client-ack');
-    ok(await client.POST('/queue/{queue_id}/push/batch', { ...path(q), body: { items: [{ item: { id: 'a' } }, { item: { id: 'b' } }, { item: { id: 'c' }, priority: 3 }] } }));
+    ok(
+      await client.POST('/queue/{queue_id}/push/batch', {
+        ...path(q),
+        body: { items: [{ item: { id: 'a' } }, { item: { id: 'b' } }, { item: { id: 'c' }, priority: 3 }] },
+      }),
+    );
 
-    const locked = ok(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 2, require_ack: true, ttl_seconds: 30 } } }));
+    const locked = ok(
+      await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 2, require_ack: true, ttl_seconds: 30 } } }),
+    );
     expect(locked).toMatchObject({ items: [{ id: 'a' }, { id: 'b' }], count: 2, locked: true });
     expect(locked.lock_id).toMatch(/^[A-Za-z0-9_-]{11,}$/);
     const lockId = locked.lock_id!;
@@ -169,8 +176,16 @@ describe(`generated API client (${databaseKind})`, () => {
     const badPriority = failed(await client.POST('/queue/{queue_id}/push', { ...path(q), body: { item: {}, priority: -1 } }), 400);
     expect(badPriority).toMatchObject({ statusCode: 400, error_code: 'VALIDATION_FAILED', message: expect.any(String) });
     expectTypeOf(badPriority.error_code).toEqualTypeOf<
-      | 'INVALID_QUEUE_ID' | 'VALIDATION_FAILED' | 'ITEM_TOO_DEEP' | 'MALFORMED_JSON' | 'ITEM_TOO_LARGE' | 'PAYLOAD_TOO_LARGE' | 'UNSUPPORTED_MEDIA_TYPE'
-      | 'QUEUE_BUSY' | 'STORE_UNAVAILABLE' | Auth
+      | 'INVALID_QUEUE_ID'
+      | 'VALIDATION_FAILED'
+      | 'ITEM_TOO_DEEP'
+      | 'MALFORMED_JSON'
+      | 'ITEM_TOO_LARGE'
+      | 'PAYLOAD_TOO_LARGE'
+      | 'UNSUPPORTED_MEDIA_TYPE'
+      | 'QUEUE_BUSY'
+      | 'STORE_UNAVAILABLE'
+      | Auth
     >();
     expectTypeOf(badPriority.error_code).toExtend<ErrorCode>();
 

@@ -77,43 +77,63 @@ describe(`API keys and scopes (${databaseKind})`, () => {
   /** A queue holding one item, and a way to see it unchanged. */
   const queueWithItem = async (): Promise<{ q: string; snapshot: () => Promise<unknown> }> => {
     const q = uniqueQueueId('auth');
-    expect((await svc.http.post(`/queue/${q}/push`).set('x-api-key', KEYS.ops.key).send({ item: { n: 1 } })).status).toBe(200);
+    expect(
+      (
+        await svc.http
+          .post(`/queue/${q}/push`)
+          .set('x-api-key', KEYS.ops.key)
+          .send({ item: { n: 1 } })
+      ).status,
+    ).toBe(200);
     return { q, snapshot: async () => (await svc.http.get(`/queue/${q}/state/metadata`).set('x-api-key', KEYS.ops.key)).body };
   };
 
-  it.each(ROUTES.map((r) => [r.operation, r] as const))('%s: allowed for its scope and admin; 401 without a key or with an unknown one; 403 for the other scopes', async (_op, route) => {
-    const { q, snapshot } = await queueWithItem();
-    const before = await snapshot();
-    for (const [label, headers] of [
-      ['no key', {}],
-      ['unknown key', { authorization: 'Bearer not-a-known-key-0123456789' }],
-      ['a known key in the wrong scheme', { authorization: `Basic ${KEYS.ops.key}` }],
-      ['an empty X-API-Key', { 'x-api-key': '' }],
-      ['a prefix of a known key', { 'x-api-key': KEYS.ops.key.slice(0, -1) }],
-    ] as [string, Record<string, string>][]) {
-      expectRefused(await send(route, q, headers), 401, `${route.operation}, ${label}`);
-    }
-    for (const [name, { key, scopes }] of Object.entries(KEYS)) {
-      const allowed = route.scope === null || scopes.includes('admin') || scopes.includes(route.scope);
-      for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }] as Record<string, string>[]) {
-        const res = await send(route, q, headers);
-        const label = `${route.operation} with ${name} (${scopes.join('+')}) as ${Object.keys(headers)[0]}`;
-        if (allowed) expect([401, 403], `${label}: ${res.status} ${JSON.stringify(res.body)}`).not.toContain(res.status);
-        else expectRefused(res, 403, label);
-        if (allowed && route.operation !== 'deleteQueue') expect(res.status, label).toBeLessThan(500);
+  it.each(ROUTES.map((r) => [r.operation, r] as const))(
+    '%s: allowed for its scope and admin; 401 without a key or with an unknown one; 403 for the other scopes',
+    async (_op, route) => {
+      const { q, snapshot } = await queueWithItem();
+      const before = await snapshot();
+      for (const [label, headers] of [
+        ['no key', {}],
+        ['unknown key', { authorization: 'Bearer not-a-known-key-0123456789' }],
+        ['a known key in the wrong scheme', { authorization: `Basic ${KEYS.ops.key}` }],
+        ['an empty X-API-Key', { 'x-api-key': '' }],
+        ['a prefix of a known key', { 'x-api-key': KEYS.ops.key.slice(0, -1) }],
+      ] as [string, Record<string, string>][]) {
+        expectRefused(await send(route, q, headers), 401, `${route.operation}, ${label}`);
       }
-    }
-    if (route.method !== 'get' && route.operation !== 'deleteQueue' && route.operation !== 'push' && route.operation !== 'pushBatch' && route.operation !== 'pop') {
-      expect(await snapshot(), `${route.operation}: refusals left the queue as it was`).toEqual(before);
-    }
-  });
+      for (const [name, { key, scopes }] of Object.entries(KEYS)) {
+        const allowed = route.scope === null || scopes.includes('admin') || scopes.includes(route.scope);
+        for (const headers of [{ authorization: `Bearer ${key}` }, { 'x-api-key': key }] as Record<string, string>[]) {
+          const res = await send(route, q, headers);
+          const label = `${route.operation} with ${name} (${scopes.join('+')}) as ${Object.keys(headers)[0]}`;
+          if (allowed) expect([401, 403], `${label}: ${res.status} ${JSON.stringify(res.body)}`).not.toContain(res.status);
+          else expectRefused(res, 403, label);
+          if (allowed && route.operation !== 'deleteQueue') expect(res.status, label).toBeLessThan(500);
+        }
+      }
+      if (
+        route.method !== 'get' &&
+        route.operation !== 'deleteQueue' &&
+        route.operation !== 'push' &&
+        route.operation !== 'pushBatch' &&
+        route.operation !== 'pop'
+      ) {
+        expect(await snapshot(), `${route.operation}: refusals left the queue as it was`).toEqual(before);
+      }
+    },
+  );
 
   it('answers 401/403 before reading the body: no 413 for a huge body, no 415 for a wrong type, nothing queued', async () => {
     const { q, snapshot } = await queueWithItem();
     const before = await snapshot();
     const huge = JSON.stringify({ item: { s: 'x'.repeat(2 * 1024 * 1024) } });
     expectRefused(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send(huge), 401, 'huge body, no key');
-    expectRefused(await svc.http.post(`/queue/${q}/push`).set('x-api-key', KEYS.reader.key).set('content-type', 'application/json').send(huge), 403, 'huge body, read key');
+    expectRefused(
+      await svc.http.post(`/queue/${q}/push`).set('x-api-key', KEYS.reader.key).set('content-type', 'application/json').send(huge),
+      403,
+      'huge body, read key',
+    );
     expectRefused(await svc.http.post(`/queue/${q}/push`).set('content-type', 'text/plain').send('hello'), 401, 'text body, no key');
     expectRefused(await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('{not json'), 401, 'malformed JSON, no key');
     expect(await snapshot()).toEqual(before);
@@ -148,7 +168,8 @@ describe(`API keys and scopes (${databaseKind})`, () => {
 
   it('counts refusals in pushpop_operations_total by their error code', async () => {
     const metrics = async (): Promise<string> => (await svc.http.get('/metrics').set('x-api-key', KEYS.reader.key)).text;
-    const count = (text: string, outcome: string): number => Number(new RegExp(`pushpop_operations_total\\{operation="deleteQueue",outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    const count = (text: string, outcome: string): number =>
+      Number(new RegExp(`pushpop_operations_total\\{operation="deleteQueue",outcome="${outcome}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
     const before = await metrics();
     const q = uniqueQueueId('count');
     await svc.http.delete(`/queue/${q}`);
@@ -164,7 +185,10 @@ describe(`API keys and scopes (${databaseKind})`, () => {
       components: { securitySchemes: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
       paths: Record<string, Record<string, { operationId: string; security?: Record<string, string[]>[]; 'x-pushpop-scopes'?: string[] }>>;
     };
-    expect(doc.components.securitySchemes).toMatchObject({ bearer: { type: 'http', scheme: 'bearer' }, 'api-key': { type: 'apiKey', in: 'header', name: 'X-API-Key' } });
+    expect(doc.components.securitySchemes).toMatchObject({
+      bearer: { type: 'http', scheme: 'bearer' },
+      'api-key': { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+    });
     const byOperation = new Map(Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => [op.operationId, op] as const)));
     for (const route of ROUTES) {
       const op = byOperation.get(route.operation)!;
@@ -218,7 +242,9 @@ describe('boot refusals', () => {
   };
 
   it('refuses a non-loopback HOST without keys, unless ALLOW_UNAUTHENTICATED=true', async () => {
-    expect(await refusal({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'false' })).toMatch(/HOST="0\.0\.0\.0" serves other machines, and no API keys are configured/);
+    expect(await refusal({ HOST: '0.0.0.0', ALLOW_UNAUTHENTICATED: 'false' })).toMatch(
+      /HOST="0\.0\.0\.0" serves other machines, and no API keys are configured/,
+    );
     expect(await refusal({ HOST: '::', ALLOW_UNAUTHENTICATED: 'false' })).toMatch(/no API keys are configured/);
   });
 

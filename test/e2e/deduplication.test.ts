@@ -52,18 +52,27 @@ describe(`deduplication (${databaseKind})`, () => {
       const res = await push(q, { item: { id: 'x' }, dedup_id: bad });
       expect({ status: res.status, code: res.body.error_code }, `dedup_id ${JSON.stringify(bad)}`).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
       const inBatch = await batch(q, [{ item: { id: 'x' }, dedup_id: bad }]);
-      expect({ status: inBatch.status, code: inBatch.body.error_code }, `batch dedup_id ${JSON.stringify(bad)}`).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
+      expect({ status: inBatch.status, code: inBatch.body.error_code }, `batch dedup_id ${JSON.stringify(bad)}`).toEqual({
+        status: 400,
+        code: 'VALIDATION_FAILED',
+      });
     }
     expect(await push(q, { item: { id: 'long' }, dedup_id: 'a'.repeat(128) })).toMatchObject(accepted);
     expect(await push(q, { item: { id: 'chars' }, dedup_id: 'Az09._:@-' })).toMatchObject(accepted);
-    expect(await push(q, { item: { id: 'plain' } }), 'without a dedup_id the answer is as before').toMatchObject({ status: 200, body: { success: true, message: `Item pushed to queue ${q} at priority 0` } });
+    expect(await push(q, { item: { id: 'plain' } }), 'without a dedup_id the answer is as before').toMatchObject({
+      status: 200,
+      body: { success: true, message: `Item pushed to queue ${q} at priority 0` },
+    });
     expect((await push(q, { item: { id: 'plain' } })).body).not.toHaveProperty('duplicate');
   });
 
-  it('a repeat within the window enqueues nothing and answers duplicate: true, whatever its item or priority; from the window\'s end it is accepted again', async () => {
+  it("a repeat within the window enqueues nothing and answers duplicate: true, whatever its item or priority; from the window's end it is accepted again", async () => {
     const clock = timeTravel(svc);
     const q = uniqueQueueId('dedup-window');
-    expect(await push(q, { item: { id: 'first' }, dedup_id: 'order-1' })).toMatchObject({ ...accepted, body: { ...accepted.body, message: `Item pushed to queue ${q} at priority 0` } });
+    expect(await push(q, { item: { id: 'first' }, dedup_id: 'order-1' })).toMatchObject({
+      ...accepted,
+      body: { ...accepted.body, message: `Item pushed to queue ${q} at priority 0` },
+    });
     expect(await push(q, { item: { id: 'again' }, dedup_id: 'order-1' })).toMatchObject(duplicate(q));
     expect(await push(q, { item: { id: 'other' }, dedup_id: 'order-1', priority: 7, delay_seconds: 5 })).toMatchObject(duplicate(q));
     svc.app.get(ActorRegistry).deactivateIdle(Date.now() + 1);
@@ -96,8 +105,14 @@ describe(`deduplication (${databaseKind})`, () => {
       { item: { id: 'c' }, dedup_id: 'c', delay_seconds: 1 },
       { item: { id: 'b2' }, dedup_id: 'b' },
     ]);
-    expect(first).toMatchObject({ status: 200, body: { success: true, count: 4, duplicates: 2, message: `4 item(s) pushed to queue ${q}; 2 duplicate(s) skipped` } });
-    const second = await batch(q, [{ item: { id: 'c2' }, dedup_id: 'c' }, { item: { id: 'd' }, dedup_id: 'd' }]);
+    expect(first).toMatchObject({
+      status: 200,
+      body: { success: true, count: 4, duplicates: 2, message: `4 item(s) pushed to queue ${q}; 2 duplicate(s) skipped` },
+    });
+    const second = await batch(q, [
+      { item: { id: 'c2' }, dedup_id: 'c' },
+      { item: { id: 'd' }, dedup_id: 'd' },
+    ]);
     expect(second.body).toEqual({ success: true, count: 1, duplicates: 1, message: `1 item(s) pushed to queue ${q}; 1 duplicate(s) skipped` });
     const none = await batch(q, [{ item: { id: 'a3' }, dedup_id: 'a' }]);
     expect(none.body).toEqual({ success: true, count: 0, duplicates: 1, message: `0 item(s) pushed to queue ${q}; 1 duplicate(s) skipped` });
@@ -115,7 +130,9 @@ describe(`deduplication (${databaseKind})`, () => {
 
   it('concurrent pushes of one id to one queue (sharing turns): exactly one is enqueued', async () => {
     const q = uniqueQueueId('dedup-concurrent');
-    const answers = await Promise.all(range(30).map((n) => (n % 3 === 0 ? batch(q, [{ item: { id: `b${n}` }, dedup_id: 'once' }]) : push(q, { item: { id: `p${n}` }, dedup_id: 'once' }))));
+    const answers = await Promise.all(
+      range(30).map((n) => (n % 3 === 0 ? batch(q, [{ item: { id: `b${n}` }, dedup_id: 'once' }]) : push(q, { item: { id: `p${n}` }, dedup_id: 'once' }))),
+    );
     expect(answers.every((a) => a.status === 200)).toBe(true);
     const enqueued = answers.filter((a) => a.body.duplicate === false || a.body.count === 1).length;
     expect(enqueued).toBe(1);
@@ -133,11 +150,27 @@ describe(`deduplication (${databaseKind})`, () => {
     const clock = timeTravel(svc);
     const q = uniqueQueueId('dedup-sweep');
     const stored = async (queueId: string | null = q): Promise<number> => {
-      const rows = await svc.app.get(UnitOfWork).autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM dedup_ids WHERE $1::varchar IS NULL OR queue_id = $1`, [queueId]);
+      const rows = await svc.app
+        .get(UnitOfWork)
+        .autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM dedup_ids WHERE $1::varchar IS NULL OR queue_id = $1`, [queueId]);
       return Number(rows[0].n);
     };
-    expect((await batch(q, range(1000).map((n) => ({ item: { n }, dedup_id: `id-${n}` })))).body).toMatchObject({ count: 1000, duplicates: 0 });
-    expect((await batch(q, range(500).map((n) => ({ item: { n }, dedup_id: `id-${1000 + n}` })))).body).toMatchObject({ count: 500, duplicates: 0 });
+    expect(
+      (
+        await batch(
+          q,
+          range(1000).map((n) => ({ item: { n }, dedup_id: `id-${n}` })),
+        )
+      ).body,
+    ).toMatchObject({ count: 1000, duplicates: 0 });
+    expect(
+      (
+        await batch(
+          q,
+          range(500).map((n) => ({ item: { n }, dedup_id: `id-${1000 + n}` })),
+        )
+      ).body,
+    ).toMatchObject({ count: 500, duplicates: 0 });
     expect(await stored()).toBe(1500);
     // Swept by hand from here on: the background schedule would race the counts below.
     const sweeper = svc.app.get(DedupSweeper);

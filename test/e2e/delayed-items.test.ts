@@ -55,11 +55,20 @@ describe(`delayed items (${databaseKind})`, () => {
       const res = await push(q, { item: { id: 'x' }, delay_seconds: bad });
       expect({ status: res.status, code: res.body.error_code }, `delay_seconds ${JSON.stringify(bad)}`).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
       const inBatch = await batch(q, [{ item: { id: 'y' } }, { item: { id: 'x' }, delay_seconds: bad }]);
-      expect({ status: inBatch.status, code: inBatch.body.error_code }, `batch delay_seconds ${JSON.stringify(bad)}`).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
+      expect({ status: inBatch.status, code: inBatch.body.error_code }, `batch delay_seconds ${JSON.stringify(bad)}`).toEqual({
+        status: 400,
+        code: 'VALIDATION_FAILED',
+      });
       expect(inBatch.body.message).toContain('items.1.delay_seconds');
     }
-    expect(await push(q, { item: { id: 'now' }, delay_seconds: 0 })).toMatchObject({ status: 200, body: { success: true, message: `Item pushed to queue ${q} at priority 0` } });
-    expect(await push(q, { item: { id: 'late' }, delay_seconds: 900 })).toMatchObject({ status: 200, body: { success: true, message: `Item pushed to queue ${q} at priority 0, visible in 900 s` } });
+    expect(await push(q, { item: { id: 'now' }, delay_seconds: 0 })).toMatchObject({
+      status: 200,
+      body: { success: true, message: `Item pushed to queue ${q} at priority 0` },
+    });
+    expect(await push(q, { item: { id: 'late' }, delay_seconds: 900 })).toMatchObject({
+      status: 200,
+      body: { success: true, message: `Item pushed to queue ${q} at priority 0, visible in 900 s` },
+    });
     expect(await info(q)).toMatchObject({ count: 1, delayed: 1 });
   });
 
@@ -82,13 +91,17 @@ describe(`delayed items (${databaseKind})`, () => {
   it('due items join the tail of their priority in due-time order, ties in push order, after what was visible and before later pushes', async () => {
     const clock = timeTravel(svc);
     const q = uniqueQueueId('delay-order');
-    expect((await batch(q, [
-      { item: { id: 'a' }, delay_seconds: 20 },
-      { item: { id: 'b' }, delay_seconds: 10 },
-      { item: { id: 'p1' }, delay_seconds: 10, priority: 1 },
-      { item: { id: 'e' } },
-      { item: { id: 'c' }, delay_seconds: 10 },
-    ])).body).toMatchObject({ success: true, count: 5, duplicates: 0 });
+    expect(
+      (
+        await batch(q, [
+          { item: { id: 'a' }, delay_seconds: 20 },
+          { item: { id: 'b' }, delay_seconds: 10 },
+          { item: { id: 'p1' }, delay_seconds: 10, priority: 1 },
+          { item: { id: 'e' } },
+          { item: { id: 'c' }, delay_seconds: 10 },
+        ])
+      ).body,
+    ).toMatchObject({ success: true, count: 5, duplicates: 0 });
     clock.advance(5000);
     // Due at 10 s as well (5 + 5), pushed after b and c.
     expect((await push(q, { item: { id: 'f' }, delay_seconds: 5 })).status).toBe(200);
@@ -102,7 +115,14 @@ describe(`delayed items (${databaseKind})`, () => {
   it('with no request on the queue, the sweep makes due items visible within LOCK_SWEEP_INTERVAL_MS', async () => {
     const clock = timeTravel(svc);
     const q = uniqueQueueId('delay-sweep');
-    expect((await batch(q, [{ item: { id: 'x' }, delay_seconds: 60 }, { item: { id: 'y' }, delay_seconds: 60 }])).status).toBe(200);
+    expect(
+      (
+        await batch(q, [
+          { item: { id: 'x' }, delay_seconds: 60 },
+          { item: { id: 'y' }, delay_seconds: 60 },
+        ])
+      ).status,
+    ).toBe(200);
     await sleep(500);
     expect(await listed(svc.http, q), 'not due: the sweep leaves it').toEqual({ queue_id: q, count: 0, locked: false });
     clock.advance(60_000);
@@ -131,7 +151,9 @@ describe(`delayed items (${databaseKind})`, () => {
   it('delayed items survive the actor leaving memory, and a deleted queue takes them along (counted in items_deleted)', async () => {
     const clock = timeTravel(svc);
     const q = uniqueQueueId('delay-delete');
-    expect((await batch(q, [{ item: { id: 'now' } }, { item: { id: 'later' }, delay_seconds: 10 }, { item: { id: 'later2' }, delay_seconds: 100 }])).status).toBe(200);
+    expect(
+      (await batch(q, [{ item: { id: 'now' } }, { item: { id: 'later' }, delay_seconds: 10 }, { item: { id: 'later2' }, delay_seconds: 100 }])).status,
+    ).toBe(200);
     svc.app.get(ActorRegistry).deactivateIdle(Date.now() + 1);
     expect(await info(q)).toMatchObject({ count: 1, delayed: 2 });
     svc.app.get(ActorRegistry).deactivateIdle(Date.now() + 1);
@@ -150,7 +172,10 @@ describe(`delayed items (${databaseKind})`, () => {
     const q = uniqueQueueId('delay-backlog');
     const n = 2500;
     for (let start = 0; start < n; start += 1000) {
-      const items = Array.from({ length: Math.min(1000, n - start) }, (_, i) => ({ item: { id: `d${start + i}` }, delay_seconds: 1 + Math.floor((start + i) / 500) }));
+      const items = Array.from({ length: Math.min(1000, n - start) }, (_, i) => ({
+        item: { id: `d${start + i}` },
+        delay_seconds: 1 + Math.floor((start + i) / 500),
+      }));
       expect((await batch(q, items)).status).toBe(200);
     }
     clock.advance(10_000);

@@ -136,14 +136,24 @@ describe('request hygiene', () => {
           // supertest always sends a content type with a body; fetch sends none with bytes.
           const res = await fetch(`${svc.url}/queue/${q}/${route}`, { method: 'POST', body: new TextEncoder().encode(text) });
           const json = (await res.json()) as { statusCode: number; error_code: string };
-          expect({ status: res.status, statusCode: json.statusCode, error_code: json.error_code }, label).toEqual({ status: 415, statusCode: 415, error_code: 'UNSUPPORTED_MEDIA_TYPE' });
+          expect({ status: res.status, statusCode: json.statusCode, error_code: json.error_code }, label).toEqual({
+            status: 415,
+            statusCode: 415,
+            error_code: 'UNSUPPORTED_MEDIA_TYPE',
+          });
         }
       }
       expect(await state()).toEqual(before);
     });
 
     it.each(BODY_ROUTES)('reads JSON under application/json with a UTF-8 charset, in any case, and any +json type on %s', async (_label, route, body) => {
-      for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON; Charset="UTF-8"', 'application/vnd.pushpop+json', 'application/merge-patch+json; charset=utf-8']) {
+      for (const type of [
+        'application/json',
+        'application/json; charset=utf-8',
+        'Application/JSON; Charset="UTF-8"',
+        'application/vnd.pushpop+json',
+        'application/merge-patch+json; charset=utf-8',
+      ]) {
         const q = uniqueQueueId('hyg');
         const res = await svc.http.post(`/queue/${q}/${route}`).set('content-type', type).send(JSON.stringify(body));
         // The body was read: push succeeds; the lock endpoints find no lock (404), which they can only know from lock_id.
@@ -170,7 +180,11 @@ describe('request hygiene', () => {
 
     /** A gzipped JSON body (supertest would send a Buffer as JSON). */
     async function pushGzip(q: string, text: string): Promise<{ status: number; body: { error_code?: string } }> {
-      const res = await fetch(`${svc.url}/queue/${q}/push`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(text) });
+      const res = await fetch(`${svc.url}/queue/${q}/push`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: gzipSync(text),
+      });
       return { status: res.status, body: (await res.json()) as { error_code?: string } };
     }
 
@@ -230,7 +244,11 @@ describe('request hygiene', () => {
     });
 
     const preflight = (s: TestService, origin: string) =>
-      s.http.options(`/queue/${uniqueQueueId('cors')}/push`).set('origin', origin).set('access-control-request-method', 'POST').set('access-control-request-headers', 'content-type');
+      s.http
+        .options(`/queue/${uniqueQueueId('cors')}/push`)
+        .set('origin', origin)
+        .set('access-control-request-method', 'POST')
+        .set('access-control-request-headers', 'content-type');
 
     it('are not allowed by default: no CORS headers, and a preflight is 405 like any OPTIONS', async () => {
       const res = await svc.http.get('/queues').set('origin', ORIGIN);
@@ -248,7 +266,10 @@ describe('request hygiene', () => {
       expect((await preflight(cors, 'http://localhost:5173')).headers['access-control-allow-origin']).toBe('http://localhost:5173');
 
       const q = uniqueQueueId('cors');
-      const push = await cors.http.post(`/queue/${q}/push`).set('origin', ORIGIN).send({ item: { a: 1 } });
+      const push = await cors.http
+        .post(`/queue/${q}/push`)
+        .set('origin', ORIGIN)
+        .send({ item: { a: 1 } });
       expect(push.status).toBe(200);
       expect(push.headers['access-control-allow-origin']).toBe(ORIGIN);
 

@@ -53,7 +53,11 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     });
 
     // In the actor's state: segments 0, 1, 4.
-    for (const [n, from] of [[0, 0], [1, 100], [4, 400]] as const) {
+    for (const [n, from] of [
+      [0, 0],
+      [1, 100],
+      [4, 400],
+    ] as const) {
       const seg = (await stateKey(svc.http, q, `queue_0_seg_${n}`)) as Item[];
       expect(seg, `queue_0_seg_${n}`).toHaveLength(100);
       expect(seg[0], `queue_0_seg_${n} first item`).toStrictEqual({ id: from });
@@ -84,7 +88,17 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
 
     const info = await inspectQueue(svc.http, q);
     expect(info).toMatchObject({ queue_id: q, count: 500, config: { segment_size: 100, buffer_segments: 1 }, lock: null });
-    expect(info.priorities).toStrictEqual({ '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 } });
+    expect(info.priorities).toStrictEqual({
+      '0': {
+        count: 500,
+        head_segment: 0,
+        tail_segment: 4,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 3,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
+    });
 
     // Pop 100: head 1; segment 2 comes into the buffer and is back before the pop answers.
     const pop = await svc.http.post(`/queue/${q}/pop?depth=100`);
@@ -103,7 +117,15 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_3_${q}`)).toStrictEqual(ids(300, 400));
     expect(await stateKey(svc.http, q, 'queue_0_seg_4')).toStrictEqual(ids(400, 500));
     expect((await inspectQueue(svc.http, q)).priorities).toStrictEqual({
-      '0': { count: 400, head_segment: 1, tail_segment: 4, head_offloaded_segment: 3, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 },
+      '0': {
+        count: 400,
+        head_segment: 1,
+        tail_segment: 4,
+        head_offloaded_segment: 3,
+        tail_offloaded_segment: 3,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
     });
 
     // Pop 100 more: head 2, segment 3 back, nothing offloaded (the pair leaves the metadata document).
@@ -115,7 +137,15 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     });
     expect(await stateKey(svc.http, q, 'queue_0_seg_3')).toStrictEqual(ids(300, 400));
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_3_${q}`)).toBeUndefined();
-    expect((await inspectQueue(svc.http, q)).priorities['0']).toStrictEqual({ count: 300, head_segment: 2, tail_segment: 4, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 100 });
+    expect((await inspectQueue(svc.http, q)).priorities['0']).toStrictEqual({
+      count: 300,
+      head_segment: 2,
+      tail_segment: 4,
+      head_offloaded_segment: null,
+      tail_offloaded_segment: null,
+      head_segment_count: 100,
+      tail_segment_count: 100,
+    });
 
     expect(await drain(svc.http, q)).toStrictEqual(ids(200, 500));
     expect(await drain(svc.http, other)).toStrictEqual(ids(10_000, 10_500));
@@ -143,13 +173,49 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     const info = await inspectQueue(svc.http, q);
     expect(info.count).toBe(1850);
     expect(info.priorities).toStrictEqual({
-      '0': { count: 500, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3, head_segment_count: 100, tail_segment_count: 100 },
-      '3': { count: 400, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2, head_segment_count: 100, tail_segment_count: 100 },
-      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5, head_segment_count: 100, tail_segment_count: 100 },
-      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 50 },
+      '0': {
+        count: 500,
+        head_segment: 0,
+        tail_segment: 4,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 3,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
+      '3': {
+        count: 400,
+        head_segment: 0,
+        tail_segment: 3,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 2,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
+      '7': {
+        count: 700,
+        head_segment: 0,
+        tail_segment: 6,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 5,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
+      '9': {
+        count: 250,
+        head_segment: 0,
+        tail_segment: 2,
+        head_offloaded_segment: null,
+        tail_offloaded_segment: null,
+        head_segment_count: 100,
+        tail_segment_count: 50,
+      },
     });
     const meta = (await stateKey(svc.http, q, 'metadata')) as { queues: Record<string, { metadata: Record<string, number> }> };
-    expect(meta.queues.queue_9.metadata, 'no offloaded pair in the metadata document when nothing is offloaded').toStrictEqual({ count: 250, head_segment: 0, tail_segment: 2 });
+    expect(meta.queues.queue_9.metadata, 'no offloaded pair in the metadata document when nothing is offloaded').toStrictEqual({
+      count: 250,
+      head_segment: 0,
+      tail_segment: 2,
+    });
     expect(await stateKey(svc.http, q, `offloaded_queue_7_seg_5_${q}`)).toStrictEqual(ids(2500, 2600));
     expect(await stateKey(svc.http, q, `offloaded_queue_3_seg_2_${q}`)).toStrictEqual(ids(1200, 1300));
 
@@ -159,9 +225,33 @@ describe('seed 003 worked example: 500 items, SEGMENT_SIZE 100, BUFFER_SEGMENTS 
     expect(popped).toStrictEqual([...ids(0, 500), ...ids(1000, 1050)]);
     const after = await inspectQueue(svc.http, q);
     expect(after.priorities).toStrictEqual({
-      '3': { count: 350, head_segment: 0, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2, head_segment_count: 50, tail_segment_count: 100 },
-      '7': { count: 700, head_segment: 0, tail_segment: 6, head_offloaded_segment: 2, tail_offloaded_segment: 5, head_segment_count: 100, tail_segment_count: 100 },
-      '9': { count: 250, head_segment: 0, tail_segment: 2, head_offloaded_segment: null, tail_offloaded_segment: null, head_segment_count: 100, tail_segment_count: 50 },
+      '3': {
+        count: 350,
+        head_segment: 0,
+        tail_segment: 3,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 2,
+        head_segment_count: 50,
+        tail_segment_count: 100,
+      },
+      '7': {
+        count: 700,
+        head_segment: 0,
+        tail_segment: 6,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 5,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      },
+      '9': {
+        count: 250,
+        head_segment: 0,
+        tail_segment: 2,
+        head_offloaded_segment: null,
+        tail_offloaded_segment: null,
+        head_segment_count: 100,
+        tail_segment_count: 50,
+      },
     });
     expect(await stateKey(svc.http, q, `offloaded_queue_0_seg_2_${q}`), 'priority 0 is gone, and its offloaded segments with it').toBeUndefined();
 
@@ -219,7 +309,8 @@ describe('FIFO and priority order through offload and load: 5,000 items, 3 prior
       const info = await inspectQueue(svc.http, q, label);
       expectCountsMatch(info, model, label);
       expectOffloadInvariant(info, 'after-push', label, new Set(entries.map((e) => e.priority)));
-      for (const pi of Object.values(info.priorities)) if (pi.head_offloaded_segment !== null) maxOffloaded = Math.max(maxOffloaded, pi.tail_offloaded_segment! - pi.head_offloaded_segment + 1);
+      for (const pi of Object.values(info.priorities))
+        if (pi.head_offloaded_segment !== null) maxOffloaded = Math.max(maxOffloaded, pi.tail_offloaded_segment! - pi.head_offloaded_segment + 1);
       if (step % 4 === 0) rawChecks += await expectRawStateMatches(svc.http, q, info, model, label);
 
       const pops = rnd.int(0, 4);
@@ -328,7 +419,10 @@ describe('restart with offloaded segments (SEGMENT_SIZE 10, BUFFER_SEGMENTS 2)',
       await pop(rnd.int(1, 100));
       if (model.count() > 0) expectOffloadInvariant(await inspectQueue(svc.http, q, where), 'at-rest', `${where} draining after restart`);
     }
-    expect(svc.app.get(OffloadStats).segmentsLoaded - loadedBefore, `${where}: segments offloaded before the restart were loaded back by the new process`).toBeGreaterThan(10);
+    expect(
+      svc.app.get(OffloadStats).segmentsLoaded - loadedBefore,
+      `${where}: segments offloaded before the restart were loaded back by the new process`,
+    ).toBeGreaterThan(10);
     expect((await svc.http.post(`/queue/${q}/pop?depth=10`)).body).toStrictEqual({ items: [], count: 0 });
     expect(await storedRows(svc.app, q), `${where}: nothing left in either table`).toStrictEqual({ items: 0, offloaded: 0 });
   });

@@ -52,7 +52,20 @@ interface OpenApiDocument {
 }
 
 /** The operationIds of the service: its controller method names. */
-const QUEUE_OPERATIONS = ['push', 'pushBatch', 'pop', 'acknowledge', 'extendLock', 'release', 'getQueue', 'getSettings', 'putSettings', 'getState', 'listQueues', 'deleteQueue'];
+const QUEUE_OPERATIONS = [
+  'push',
+  'pushBatch',
+  'pop',
+  'acknowledge',
+  'extendLock',
+  'release',
+  'getQueue',
+  'getSettings',
+  'putSettings',
+  'getState',
+  'listQueues',
+  'deleteQueue',
+];
 const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
@@ -158,7 +171,8 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     const errorCode = served.components.schemas.ErrorCode;
     expect(errorCode.type).toBe('string');
     expect(errorCode.enum).toEqual(ERROR_CODE_NAMES);
-    for (const code of ERROR_CODE_NAMES) expect(errorCode.description, code).toContain(`\`${code}\` (${ERROR_CODES[code].statuses.join(', ')}): ${ERROR_CODES[code].meaning}`);
+    for (const code of ERROR_CODE_NAMES)
+      expect(errorCode.description, code).toContain(`\`${code}\` (${ERROR_CODES[code].statuses.join(', ')}): ${ERROR_CODES[code].meaning}`);
     expect(errorCode.enum).toEqual(expect.arrayContaining(['UNAUTHORIZED', 'FORBIDDEN', 'RATE_LIMITED']));
     for (const name of ['ErrorResponseDto', 'LockErrorResponseDto', 'QueueLockedResponseDto', 'ServiceUnavailableResponseDto']) {
       const body = served.components.schemas[name];
@@ -207,7 +221,8 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
       for (const [status, response] of Object.entries(op.responses)) {
         for (const media of Object.values(response.content ?? {})) {
           for (const example of [media.example, ...Object.values(media.examples ?? {}).map((e) => e.value)]) {
-            if (example && typeof example === 'object' && 'statusCode' in example) expect(example.statusCode, `${op.operationId} ${status}`).toBe(Number(status));
+            if (example && typeof example === 'object' && 'statusCode' in example)
+              expect(example.statusCode, `${op.operationId} ${status}`).toBe(Number(status));
           }
         }
       }
@@ -217,7 +232,8 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
   it('every queue operation documents 400, 401, 403, 429 and 503 with their codes and headers', () => {
     const queueOps = operations(served).filter(({ op }) => QUEUE_OPERATIONS.includes(op.operationId ?? ''));
     expect(queueOps.map(({ op }) => op.operationId).sort()).toEqual([...QUEUE_OPERATIONS].sort());
-    const codesOf = (op: OperationObject, status: string): string[] => restrictedCodes(op.responses[status].content!['application/json'].schema!, `${op.operationId} ${status}`);
+    const codesOf = (op: OperationObject, status: string): string[] =>
+      restrictedCodes(op.responses[status].content!['application/json'].schema!, `${op.operationId} ${status}`);
     for (const { path, method, op } of queueOps) {
       const where = `${method.toUpperCase()} ${path} (${op.operationId})`;
       expect(Object.keys(op.responses), where).toEqual(expect.arrayContaining(['200', '400', '401', '403', '429', '503']));
@@ -241,9 +257,18 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
   it('lock errors carry success: false in their examples, and the 423 of pop its lock_expires_at', () => {
     for (const operationId of ['acknowledge', 'extendLock', 'release']) {
       const { op } = operations(served).find((o) => o.op.operationId === operationId)!;
-      for (const [status, code] of [['400', 'LOCK_ID_REQUIRED'], ['400', 'INVALID_LOCK_ID'], ['404', 'LOCK_NOT_FOUND'], ['410', 'LOCK_EXPIRED']]) {
+      for (const [status, code] of [
+        ['400', 'LOCK_ID_REQUIRED'],
+        ['400', 'INVALID_LOCK_ID'],
+        ['404', 'LOCK_NOT_FOUND'],
+        ['410', 'LOCK_EXPIRED'],
+      ]) {
         const media = op.responses[status].content!['application/json'];
-        expect(media.examples?.[code]?.value, `${operationId} ${status} ${code}`).toMatchObject({ statusCode: Number(status), error_code: code, success: false });
+        expect(media.examples?.[code]?.value, `${operationId} ${status} ${code}`).toMatchObject({
+          statusCode: Number(status),
+          error_code: code,
+          success: false,
+        });
         expect(bodyOf(served, media.schema!, code).required, `${operationId} ${status} ${code}`).toContain('success');
       }
     }
@@ -255,7 +280,8 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
 
   it('the settings operations document their errors: GET 404 QUEUE_NOT_FOUND; PUT 400 VALIDATION_FAILED, 409 QUEUE_NOT_EMPTY and QUEUE_LOCKED; pop 429 QUEUE_BUSY', () => {
     const op = (id: string): OperationObject => operations(served).find((o) => o.op.operationId === id)!.op;
-    const codesOf = (o: OperationObject, status: string): string[] => restrictedCodes(o.responses[status].content!['application/json'].schema!, `${o.operationId} ${status}`).sort();
+    const codesOf = (o: OperationObject, status: string): string[] =>
+      restrictedCodes(o.responses[status].content!['application/json'].schema!, `${o.operationId} ${status}`).sort();
     const get = operations(served).find((o) => o.op.operationId === 'getSettings')!;
     const put = operations(served).find((o) => o.op.operationId === 'putSettings')!;
     expect([get.method, get.path, put.method, put.path]).toEqual(['get', '/queue/{queue_id}/settings', 'put', '/queue/{queue_id}/settings']);

@@ -14,7 +14,12 @@ describe('push and pop order', () => {
   it('pops FIFO within a priority and lower priority numbers first, depth spilling over', async () => {
     const q = uniqueQueueId();
     const pushes: [number, number][] = [
-      [2, 1], [0, 2], [1, 3], [0, 4], [2, 5], [1, 6],
+      [2, 1],
+      [0, 2],
+      [1, 3],
+      [0, 4],
+      [2, 5],
+      [1, 6],
     ];
     for (const [priority, id] of pushes) {
       const res = await svc.http.post(`/queue/${q}/push`).send({ item: { id }, priority });

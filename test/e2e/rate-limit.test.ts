@@ -12,7 +12,12 @@ import { removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId
 /** The RateLimit-* and Retry-After headers of an answer, as numbers. */
 function limits(res: Response): { limit?: number; remaining?: number; reset?: number; retryAfter?: number } {
   const number = (name: string): number | undefined => (res.headers[name] === undefined ? undefined : Number(res.headers[name]));
-  const all = { limit: number('ratelimit-limit'), remaining: number('ratelimit-remaining'), reset: number('ratelimit-reset'), retryAfter: number('retry-after') };
+  const all = {
+    limit: number('ratelimit-limit'),
+    remaining: number('ratelimit-remaining'),
+    reset: number('ratelimit-reset'),
+    retryAfter: number('retry-after'),
+  };
   return Object.fromEntries(Object.entries(all).filter(([, v]) => v !== undefined));
 }
 
@@ -58,7 +63,11 @@ describe('rate limits', () => {
     const refused = await slow.http.post(`/queue/${q}/pop`);
     expect(refused.status).toBe(429);
     expect(refused.headers['content-type']).toBe('application/json; charset=utf-8');
-    expect(refused.body).toEqual({ statusCode: 429, error_code: 'RATE_LIMITED', message: expect.stringMatching(/^Rate limit exceeded \(0\.05 requests per second, bursts of 4\); retry in \d+ s$/) });
+    expect(refused.body).toEqual({
+      statusCode: 429,
+      error_code: 'RATE_LIMITED',
+      message: expect.stringMatching(/^Rate limit exceeded \(0\.05 requests per second, bursts of 4\); retry in \d+ s$/),
+    });
     const { limit, remaining, reset, retryAfter } = limits(refused);
     expect({ limit, remaining }).toEqual({ limit: 4, remaining: 0 });
     // The next token comes 20 s after the first request: whole seconds, at least 1.
@@ -121,7 +130,9 @@ describe('rate limits', () => {
     const B = 'beta-key-0123456789abcdefg';
     let keyed: TestService;
     beforeAll(async () => {
-      keyed = await startService({ env: { RATE_LIMIT_PER_SECOND: '0.05', RATE_LIMIT_BURST: '2', API_KEYS: `alpha:${A}:produce,beta:${B}:read`, ...sharedDatabase(slow) } });
+      keyed = await startService({
+        env: { RATE_LIMIT_PER_SECOND: '0.05', RATE_LIMIT_BURST: '2', API_KEYS: `alpha:${A}:produce,beta:${B}:read`, ...sharedDatabase(slow) },
+      });
     });
     afterAll(async () => {
       await keyed?.close();
@@ -131,9 +142,15 @@ describe('rate limits', () => {
       const q = uniqueQueueId('keyed');
       // alpha: one push, then a 403 (it may not read), then 429.
       const alpha = [
-        await keyed.http.post(`/queue/${q}/push`).set('x-api-key', A).send({ item: { n: 1 } }),
+        await keyed.http
+          .post(`/queue/${q}/push`)
+          .set('x-api-key', A)
+          .send({ item: { n: 1 } }),
         await keyed.http.get(`/queue/${q}`).set('x-api-key', A),
-        await keyed.http.post(`/queue/${q}/push`).set('x-api-key', A).send({ item: { n: 2 } }),
+        await keyed.http
+          .post(`/queue/${q}/push`)
+          .set('x-api-key', A)
+          .send({ item: { n: 2 } }),
       ];
       expect(alpha.map((r) => r.status)).toEqual([200, 403, 429]);
       expect(alpha.map((r) => limits(r).remaining)).toEqual([1, 0, 0]);
@@ -143,7 +160,11 @@ describe('rate limits', () => {
       expect(beta.status).toBe(200);
       expect(limits(beta)).toMatchObject({ limit: 2, remaining: 1 });
       // No key, or an unknown one: the address's bucket, so 401s cannot be sent without end.
-      const anonymous = [await keyed.http.get('/queues'), await keyed.http.get('/queues').set('x-api-key', 'unknown-key-0123456789'), await keyed.http.get('/queues')];
+      const anonymous = [
+        await keyed.http.get('/queues'),
+        await keyed.http.get('/queues').set('x-api-key', 'unknown-key-0123456789'),
+        await keyed.http.get('/queues'),
+      ];
       expect(anonymous.map((r) => r.status)).toEqual([401, 401, 429]);
       expect(anonymous.map((r) => limits(r).remaining)).toEqual([1, 0, 0]);
       expect((await keyed.http.get('/health')).status).toBe(200);

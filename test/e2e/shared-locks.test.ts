@@ -38,7 +38,13 @@ type Item = { id: string };
 const ids = (items: Item[]): string[] => items.map((i) => i.id);
 const entries = (priority: number, ...names: string[]): { item: Item; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
 
-type Settings = { segment_size: number; buffer_segments: number; lock_mode: 'exclusive' | 'shared'; max_deliveries: number | null; dead_letter_queue: string | null };
+type Settings = {
+  segment_size: number;
+  buffer_segments: number;
+  lock_mode: 'exclusive' | 'shared';
+  max_deliveries: number | null;
+  dead_letter_queue: string | null;
+};
 
 const putSettings = (http: TestAgent, q: string, body: unknown): Promise<Response> => http.put(`/queue/${q}/settings`).send(body as object);
 const getSettings = (http: TestAgent, q: string): Promise<Response> => http.get(`/queue/${q}/settings`);
@@ -59,7 +65,11 @@ async function locksOf(http: TestAgent, q: string): Promise<{ count: number; ite
 }
 
 function expectError(res: Response, status: number, code: string, label = ''): void {
-  expect({ status: res.status, statusCode: res.body?.statusCode, error_code: res.body?.error_code }, `${label} ${JSON.stringify(res.body)}`).toEqual({ status, statusCode: status, error_code: code });
+  expect({ status: res.status, statusCode: res.body?.statusCode, error_code: res.body?.error_code }, `${label} ${JSON.stringify(res.body)}`).toEqual({
+    status,
+    statusCode: status,
+    error_code: code,
+  });
   expect(typeof res.body.message).toBe('string');
 }
 
@@ -124,11 +134,23 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
 
       // An empty PUT creates the queue with every default.
       const plain = uniqueQueueId('set-empty');
-      expect((await putSettings(svc.http, plain, {})).body).toEqual({ segment_size: 5, buffer_segments: 2, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null });
+      expect((await putSettings(svc.http, plain, {})).body).toEqual({
+        segment_size: 5,
+        buffer_segments: 2,
+        lock_mode: 'exclusive',
+        max_deliveries: null,
+        dead_letter_queue: null,
+      });
       // A queue made by a push has the defaults too, and shows an exclusive `lock`.
       const pushed = uniqueQueueId('set-push');
       await pushAll(svc.http, pushed, entries(0, 'a0'));
-      expect((await getSettings(svc.http, pushed)).body).toEqual({ segment_size: 5, buffer_segments: 2, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null });
+      expect((await getSettings(svc.http, pushed)).body).toEqual({
+        segment_size: 5,
+        buffer_segments: 2,
+        lock_mode: 'exclusive',
+        max_deliveries: null,
+        dead_letter_queue: null,
+      });
       const exclusive = await svc.http.get(`/queue/${pushed}`);
       expect(exclusive.body).toMatchObject({ lock: null, config: { lock_mode: 'exclusive' } });
       expect(exclusive.body.locks).toBeUndefined();
@@ -150,7 +172,13 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       });
       // A dead-letter queue without a delivery limit is allowed (nothing goes there yet).
       expect(await settle(svc.http, q, { dead_letter_queue: dlq })).toMatchObject({ max_deliveries: null, dead_letter_queue: dlq });
-      expect((await svc.http.get(`/queue/${q}`)).body.config).toEqual({ segment_size: 1, buffer_segments: 1, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: dlq });
+      expect((await svc.http.get(`/queue/${q}`)).body.config).toEqual({
+        segment_size: 1,
+        buffer_segments: 1,
+        lock_mode: 'exclusive',
+        max_deliveries: null,
+        dead_letter_queue: dlq,
+      });
       // The dead-letter queue itself is not created by naming it.
       expectError(await getSettings(svc.http, dlq), 404, 'QUEUE_NOT_FOUND');
     });
@@ -193,10 +221,17 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       // 201 characters of queue id are still refused on the path, as ever.
       expectError(await putSettings(svc.http, 'q'.repeat(201), {}), 400, 'INVALID_QUEUE_ID');
       // A body that is not an object.
-      expect((await svc.http.put(`/queue/${uniqueQueueId('set-bad')}/settings`).set('content-type', 'application/json').send('[1]')).status).toBe(400);
+      expect(
+        (
+          await svc.http
+            .put(`/queue/${uniqueQueueId('set-bad')}/settings`)
+            .set('content-type', 'application/json')
+            .send('[1]')
+        ).status,
+      ).toBe(400);
     });
 
-    it('a refused PUT leaves an existing queue\'s settings as they were', async () => {
+    it("a refused PUT leaves an existing queue's settings as they were", async () => {
       const q = uniqueQueueId('set-keep');
       const before = await shared(q, { segment_size: 7, max_deliveries: 4, dead_letter_queue: uniqueQueueId('set-keep-dlq') });
       // Here a dead-letter queue is set: max_deliveries alone is fine.
@@ -229,7 +264,11 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
           expectError(await putSettings(svc.http, q, body), 409, 'QUEUE_NOT_EMPTY', `${state}: ${JSON.stringify(body)}`);
         }
         // Nothing of a refused PUT was applied, and unchanged values or other settings go through.
-        expect(await settle(svc.http, q, { segment_size: 4, buffer_segments: 1 })).toMatchObject({ segment_size: 4, buffer_segments: 1, lock_mode: 'exclusive' });
+        expect(await settle(svc.http, q, { segment_size: 4, buffer_segments: 1 })).toMatchObject({
+          segment_size: 4,
+          buffer_segments: 1,
+          lock_mode: 'exclusive',
+        });
       };
 
       await pushAll(svc.http, q, entries(3, 'd0'));
@@ -253,7 +292,8 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       await settle(svc.http, q, { segment_size: 4, buffer_segments: 1, lock_mode: 'shared' });
       await pushAll(svc.http, q, entries(0, 'a0'));
       const sharedLock = await lockItems<Item>(svc.http, q, { ttl: 60 });
-      for (const body of [{ segment_size: 6 }, { buffer_segments: 3 }]) expectError(await putSettings(svc.http, q, body), 409, 'QUEUE_NOT_EMPTY', `a shared lock: ${JSON.stringify(body)}`);
+      for (const body of [{ segment_size: 6 }, { buffer_segments: 3 }])
+        expectError(await putSettings(svc.http, q, body), 409, 'QUEUE_NOT_EMPTY', `a shared lock: ${JSON.stringify(body)}`);
       expect((await acknowledge(svc.http, q, sharedLock.lockId)).status).toBe(200);
 
       // Empty again: both change.
@@ -431,7 +471,12 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       const q = uniqueQueueId('shared-own');
       await shared(q);
       await pushAll(svc.http, q, entries(0, 'a0', 'a1', 'a2', 'a3', 'a4'));
-      const [ack, ext, rel, exp] = [await lockItems<Item>(svc.http, q, { ttl: 10 }), await lockItems<Item>(svc.http, q, { ttl: 10 }), await lockItems<Item>(svc.http, q, { ttl: 10 }), await lockItems<Item>(svc.http, q, { ttl: 10 })];
+      const [ack, ext, rel, exp] = [
+        await lockItems<Item>(svc.http, q, { ttl: 10 }),
+        await lockItems<Item>(svc.http, q, { ttl: 10 }),
+        await lockItems<Item>(svc.http, q, { ttl: 10 }),
+        await lockItems<Item>(svc.http, q, { ttl: 10 }),
+      ];
       const extended = await extendLock(svc.http, q, ext.lockId, 100);
       expect(extended.status).toBe(200);
       expect(extended.body).toMatchObject({ success: true, lock_id: ext.lockId });
@@ -442,8 +487,13 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       // `exp` expired, `ext` lives on.
       expect(await locksOf(svc.http, q)).toEqual({ count: 1, item_count: 1, next_expires_at: extended.body.lock_expires_at });
       for (const endpoint of LOCK_ENDPOINTS) {
-        expectLockError(await lockCall(svc.http, endpoint, q, { lock_id: exp.lockId, ...(endpoint === 'extend-lock' ? { ttl_seconds: 30 } : {}) }), 'LOCK_EXPIRED', `${endpoint} expired`);
-        for (const gone of [ack.lockId, rel.lockId, 'AAAAAAAAAAA', 'x']) expectLockError(await lockCall(svc.http, endpoint, q, { lock_id: gone }), 'LOCK_NOT_FOUND', `${endpoint} ${gone}`);
+        expectLockError(
+          await lockCall(svc.http, endpoint, q, { lock_id: exp.lockId, ...(endpoint === 'extend-lock' ? { ttl_seconds: 30 } : {}) }),
+          'LOCK_EXPIRED',
+          `${endpoint} expired`,
+        );
+        for (const gone of [ack.lockId, rel.lockId, 'AAAAAAAAAAA', 'x'])
+          expectLockError(await lockCall(svc.http, endpoint, q, { lock_id: gone }), 'LOCK_NOT_FOUND', `${endpoint} ${gone}`);
         expectLockError(await lockCall(svc.http, endpoint, q, {}), 'LOCK_ID_REQUIRED', `${endpoint} no id`);
       }
       // An unknown lock id on a queue that does not exist is 404 as well.
@@ -603,7 +653,11 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
           const id = pickLock();
           const res = await release(svc.http, q, id);
           const outcome = giveBack(locks.get(id)!.items);
-          expect(res.body, label).toEqual({ success: true, items_returned: outcome.returned, ...(outcome.dead > 0 ? { items_dead_lettered: outcome.dead } : {}) });
+          expect(res.body, label).toEqual({
+            success: true,
+            items_returned: outcome.returned,
+            ...(outcome.dead > 0 ? { items_dead_lettered: outcome.dead } : {}),
+          });
           locks.delete(id);
         } else if (action === 8 && live.length > 0) {
           const id = pickLock();
@@ -697,7 +751,11 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
           expect((await svc.http.get(`/queue/${q}`)).body.priorities['2']).toBeUndefined();
           // The DLQ is an ordinary queue: inspect it, pop it.
           const info = await svc.http.get(`/queue/${dlq}`);
-          expect(info.body).toMatchObject({ count: 3, priorities: { '2': { count: 2 }, '5': { count: 1 } }, config: { lock_mode: 'exclusive', max_deliveries: null } });
+          expect(info.body).toMatchObject({
+            count: 3,
+            priorities: { '2': { count: 2 }, '5': { count: 1 } },
+            config: { lock_mode: 'exclusive', max_deliveries: null },
+          });
           const deadLetters = await svc.http.post(`/queue/${dlq}/pop?depth=10`);
           expect(ids(deadLetters.body.items)).toEqual(['old-c', 'c0', 'old-f']);
           const remaining = await popAck(svc.http, q, { depth: 5 });
@@ -774,7 +832,11 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     const q = uniqueQueueId('max-locks');
     await settle(svc.http, q, { lock_mode: 'shared' });
     await pushAll(svc.http, q, entries(0, 'a0', 'a1', 'a2', 'a3', 'a4', 'a5'));
-    const locks = [await lockItems<Item>(svc.http, q, { ttl: 60 }), await lockItems<Item>(svc.http, q, { ttl: 60 }), await lockItems<Item>(svc.http, q, { ttl: 60 })];
+    const locks = [
+      await lockItems<Item>(svc.http, q, { ttl: 60 }),
+      await lockItems<Item>(svc.http, q, { ttl: 60 }),
+      await lockItems<Item>(svc.http, q, { ttl: 60 }),
+    ];
     const busy = await popAck(svc.http, q, { ttl: 60 });
     expectError(busy, 429, 'QUEUE_BUSY');
     expect(Number(busy.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -836,7 +898,11 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     svc = await startService({ dataDir, env: { MAX_LOCKS_PER_QUEUE: '3', LOCK_SWEEP_INTERVAL_MS: '100' } });
 
     expect((await getSettings(svc.http, q)).body).toEqual(settings);
-    expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({ count: 2, config: settings, locks: { count: 2, item_count: 2, next_expires_at: held.expiresAt } });
+    expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({
+      count: 2,
+      config: settings,
+      locks: { count: 2, item_count: 2, next_expires_at: held.expiresAt },
+    });
     expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: true });
     expect((await release(svc.http, q, second.lockId)).body).toEqual({ success: true, items_returned: 1 });
     const next = await popAck(svc.http, q, { depth: 3 });
@@ -877,7 +943,11 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     expect(sample(await text(), 'pushpop_items_dead_lettered_total') - deadBefore).toBe(2);
     expect(ids(await drain<Item>(svc.http, dlq))).toEqual(['a0', 'a1']);
 
-    for (const [queue, lock] of [[q, s1], [x, xl]] as const) expect((await acknowledge(svc.http, queue, lock.lockId)).status).toBe(200);
+    for (const [queue, lock] of [
+      [q, s1],
+      [x, xl],
+    ] as const)
+      expect((await acknowledge(svc.http, queue, lock.lockId)).status).toBe(200);
     let gauge = -1;
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {

@@ -187,7 +187,9 @@ describe('bad input', () => {
       const omitted = await svc.http.post(`/queue/${q}/push`).send({ item: { p: 'default' } });
       expect(omitted.status).toBe(200);
       expect(omitted.body).toEqual({ success: true, message: `Item pushed to queue ${q} at priority 0` });
-      const batch = await svc.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { p: 'batch-default' } }, { item: { p: 'batch-255' }, priority: 255 }] });
+      const batch = await svc.http
+        .post(`/queue/${q}/push/batch`)
+        .send({ items: [{ item: { p: 'batch-default' } }, { item: { p: 'batch-255' }, priority: 255 }] });
       expect(batch.status).toBe(200);
       const info = await svc.http.get(`/queue/${q}`);
       expect(Object.keys(info.body.priorities).sort()).toEqual(['0', '255']);
@@ -215,9 +217,7 @@ describe('bad input', () => {
 
     it('refuses an unknown field inside a batch entry', async () => {
       const q = uniqueQueueId('unke');
-      const res = await svc.http
-        .post(`/queue/${q}/push/batch`)
-        .send({ items: [{ item: { a: 1 } }, { item: { a: 2 }, visibility_timeout: 5 }] });
+      const res = await svc.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { a: 1 } }, { item: { a: 2 }, visibility_timeout: 5 }] });
       expectError(res, 400, 'VALIDATION_FAILED');
       expect(res.body.message).toContain('visibility_timeout');
       await expectNothingPushed(q);
@@ -311,7 +311,10 @@ describe('bad input', () => {
 
     it.each(cases)('refuses an item of %s with 400 ITEM_TOO_DEEP on batch push, not a 500', async (_label, itemText) => {
       const q = uniqueQueueId('verydeepb');
-      const res = await svc.http.post(`/queue/${q}/push/batch`).set('content-type', 'application/json').send(`{"items":[{"item":{"ok":1}},{"item":${itemText}}]}`);
+      const res = await svc.http
+        .post(`/queue/${q}/push/batch`)
+        .set('content-type', 'application/json')
+        .send(`{"items":[{"item":{"ok":1}},{"item":${itemText}}]}`);
       expectError(res, 400, 'ITEM_TOO_DEEP');
       await expectNothingPushed(q);
     });
@@ -503,7 +506,10 @@ describe('bad input', () => {
         scripts: 'Ωμέγα 日本語 עברית العربية ﷽ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
         controls: '\t\n\r\b\f\u001f\u007f\u2028\u2029',
         quotes: '"\'\\/',
-        nested: [[1, [2, [3, []]]], [{}, { a: [null, true, false] }]],
+        nested: [
+          [1, [2, [3, []]]],
+          [{}, { a: [null, true, false] }],
+        ],
         big: 1e300,
         small: 5e-324,
         negative: -1.5e-10,
@@ -542,7 +548,10 @@ describe('bad input', () => {
     it('never takes a prototype from a body: __proto__ keys are data in items and ignored around them', async () => {
       const q = uniqueQueueId('protosafe');
       const itemText = '{"__proto__":{"polluted":1,"priority":9},"a":1}';
-      const push = await svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send(`{"item":${itemText},"__proto__":{"priority":7,"polluted":2}}`);
+      const push = await svc.http
+        .post(`/queue/${q}/push`)
+        .set('content-type', 'application/json')
+        .send(`{"item":${itemText},"__proto__":{"priority":7,"polluted":2}}`);
       expect(push.status).toBe(200);
       expect(push.body.message).toContain('at priority 0');
       // The service runs in this process: nothing reached Object.prototype.
@@ -586,7 +595,10 @@ describe('bad input', () => {
       const q = uniqueQueueId('garbage');
       await fc.assert(
         fc.asyncProperty(fc.json({ maxDepth: 4 }), fc.boolean(), async (body, batch) => {
-          const res = await svc.http.post(`/queue/${q}/push${batch ? '/batch' : ''}`).set('content-type', 'application/json').send(body);
+          const res = await svc.http
+            .post(`/queue/${q}/push${batch ? '/batch' : ''}`)
+            .set('content-type', 'application/json')
+            .send(body);
           expect(res.status, `${res.status} for ${body}: ${res.text}`).toBeLessThan(500);
           if (res.status >= 400) {
             expect(res.body.statusCode).toBe(res.status);
@@ -603,7 +615,10 @@ describe('bad input', () => {
           const path = `/queue/${encodeURIComponent(id)}/pop?${encodeURIComponent(query)}=${encodeURIComponent(body)}`;
           const pop = await svc.http.post(path);
           expect(pop.status, `${pop.status} for POST ${path}: ${pop.text}`).toBeLessThan(500);
-          const push = await svc.http.post(`/queue/${uniqueQueueId('garbage')}/push`).set('content-type', 'application/json').send(body);
+          const push = await svc.http
+            .post(`/queue/${uniqueQueueId('garbage')}/push`)
+            .set('content-type', 'application/json')
+            .send(body);
           expect(push.status, `${push.status} for push ${JSON.stringify(body)}: ${push.text}`).toBeLessThan(500);
         }),
         { numRuns: 50 },
@@ -613,12 +628,18 @@ describe('bad input', () => {
     const odd: [string, (q: string) => Promise<Response>][] = [
       ['a text/plain body', (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'text/plain').send('{"item":{}}')],
       ['a latin1 charset', (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json; charset=latin1').send('{"item":{}}')],
-      ['a content-encoding that does not match', (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').set('content-encoding', 'br').send('{"item":{}}')],
+      [
+        'a content-encoding that does not match',
+        (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').set('content-encoding', 'br').send('{"item":{}}'),
+      ],
       ['a bad percent-encoding in the queue id', () => svc.http.post(`/queue/%E0%A4%A/push`).send({ item: {} })],
       ['a bad percent-encoding in the state key', (q) => svc.http.get(`/queue/${q}/state/%E0%A4%A`)],
       ['a bad percent-encoding in the query', (q) => svc.http.post(`/queue/${q}/pop?depth=%E0%A4%A`)],
       ['a nested query parameter', (q) => svc.http.post(`/queue/${q}/pop?depth[a]=1`)],
-      ['a duplicate key that makes the item an array', (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('{"item":{"a":1},"item":[1]}')],
+      [
+        'a duplicate key that makes the item an array',
+        (q) => svc.http.post(`/queue/${q}/push`).set('content-type', 'application/json').send('{"item":{"a":1},"item":[1]}'),
+      ],
     ];
 
     it.each(odd)('answers %s with a 4xx error body', async (_label, send) => {

@@ -118,7 +118,8 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
       if (c === leader) leaderAnswered();
       if (res.status === 423) {
         lastProgress = Date.now();
-        if (res.body?.error_code !== 'QUEUE_LOCKED' || typeof res.body.lock_expires_at !== 'number') problems.push(`consumer ${c} via ${name}: bad 423 ${JSON.stringify(res.body)}`);
+        if (res.body?.error_code !== 'QUEUE_LOCKED' || typeof res.body.lock_expires_at !== 'number')
+          problems.push(`consumer ${c} via ${name}: bad 423 ${JSON.stringify(res.body)}`);
         else locked423.push({ via: name, expiresAt: res.body.lock_expires_at as number });
         await sleep(rnd.int(5, 30));
         continue;
@@ -129,14 +130,22 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
         continue;
       }
       if (res.body.locked === false) {
-        if (JSON.stringify(res.body) !== JSON.stringify({ items: [], count: 0, locked: false })) problems.push(`consumer ${c}: bad empty answer ${JSON.stringify(res.body)}`);
+        if (JSON.stringify(res.body) !== JSON.stringify({ items: [], count: 0, locked: false }))
+          problems.push(`consumer ${c}: bad empty answer ${JSON.stringify(res.body)}`);
         empties.push({ recv: popRecv });
         await sleep(rnd.int(10, 40));
         continue;
       }
       lastProgress = Date.now();
       const items = res.body.items as Item[];
-      if (res.body.locked !== true || !LOCK_ID_PATTERN.test(res.body.lock_id) || typeof res.body.lock_expires_at !== 'number' || res.body.count !== items.length || items.length === 0 || items.length > depth) {
+      if (
+        res.body.locked !== true ||
+        !LOCK_ID_PATTERN.test(res.body.lock_id) ||
+        typeof res.body.lock_expires_at !== 'number' ||
+        res.body.count !== items.length ||
+        items.length === 0 ||
+        items.length > depth
+      ) {
         problems.push(`consumer ${c} via ${name}: bad lock answer for depth ${depth}: ${JSON.stringify(res.body)}`);
         continue;
       }
@@ -164,7 +173,9 @@ async function runConsumers(queueId: string, instances: Instance[], consumers: n
           // Too slow: the lock had expired (possible under load); its items are redelivered.
           rec.outcome = 'expired';
         } else {
-          problems.push(`${kind} of a held lock ${rec.lockId} (sent ${sent - rec.expiresAtMs} ms relative to its expiry) answered ${r.status} ${JSON.stringify(r.body)}`);
+          problems.push(
+            `${kind} of a held lock ${rec.lockId} (sent ${sent - rec.expiresAtMs} ms relative to its expiry) answered ${r.status} ${JSON.stringify(r.body)}`,
+          );
         }
       };
 
@@ -265,10 +276,17 @@ function checkRun(run: RunResult, pushed: Item[]): string[] {
   // (An extended lock's 423 carries its new expiry.)
   const expiries = new Set(run.locks.flatMap((l) => [l.expiresAtMs, l.extendedToMs ?? l.expiresAtMs].map(Math.round)));
   const unknown = run.locked423.filter((e) => !expiries.has(Math.round(e.expiresAt * 1000)));
-  if (unknown.length > 0) problems.push(`423 answers naming no known lock: ${unknown.slice(0, 5).map((e) => `${e.expiresAt} via ${e.via}`).join(', ')}`);
+  if (unknown.length > 0)
+    problems.push(
+      `423 answers naming no known lock: ${unknown
+        .slice(0, 5)
+        .map((e) => `${e.expiresAt} via ${e.via}`)
+        .join(', ')}`,
+    );
   const lastAckSent = Math.max(...run.locks.filter((l) => l.outcome === 'acked').map((l) => l.endedSent!));
   const early = run.empties.filter((e) => e.recv < lastAckSent);
-  if (early.length > 0) problems.push(`${early.length} pop(s) answered "empty, no lock" before the last acknowledgement was sent, while items were still unacknowledged`);
+  if (early.length > 0)
+    problems.push(`${early.length} pop(s) answered "empty, no lock" before the last acknowledgement was sent, while items were still unacknowledged`);
   return problems;
 }
 
@@ -290,40 +308,56 @@ describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
 
   const scenarios: [string, () => Instance[]][] = [
     ['one service', () => [{ name: 'A', http: A.http }]],
-    ['two services on one database', () => [{ name: 'A', http: A.http }, { name: 'B', http: B.http }]],
+    [
+      'two services on one database',
+      () => [
+        { name: 'A', http: A.http },
+        { name: 'B', http: B.http },
+      ],
+    ],
   ];
 
-  it.each(scenarios)('%s: 8 consumers, 60 items: every item acknowledged exactly once, one lock at a time, each lock the front of the queue', async (label, instances) => {
-    const q = uniqueQueueId('ack-race');
-    const pushed: Item[] = range(TOTAL).map((n) => ({ n, p: n % PRIORITIES }));
-    await pushAll(A.http, q, pushed.map((item) => ({ item, priority: item.p })));
+  it.each(scenarios)(
+    '%s: 8 consumers, 60 items: every item acknowledged exactly once, one lock at a time, each lock the front of the queue',
+    async (label, instances) => {
+      const q = uniqueQueueId('ack-race');
+      const pushed: Item[] = range(TOTAL).map((n) => ({ n, p: n % PRIORITIES }));
+      await pushAll(
+        A.http,
+        q,
+        pushed.map((item) => ({ item, priority: item.p })),
+      );
 
-    const run = await runConsumers(q, instances(), 8);
-    const problems = checkRun(run, pushed);
-    const shares = instances().length === 2 ? ` (${['A', 'B'].map((name) => `${name} ${run.locks.filter((l) => l.via === name).length}`).join(', ')})` : '';
-    const summary = `${label} ${where}: ${run.locks.length} locks${shares} ${JSON.stringify(run.fates)}, ${run.locked423.length} x 423, ${run.empties.length} empty answers, ${run.elapsedMs} ms`;
-    console.log(summary);
-    expect(problems, summary).toEqual([]);
+      const run = await runConsumers(q, instances(), 8);
+      const problems = checkRun(run, pushed);
+      const shares = instances().length === 2 ? ` (${['A', 'B'].map((name) => `${name} ${run.locks.filter((l) => l.via === name).length}`).join(', ')})` : '';
+      const summary = `${label} ${where}: ${run.locks.length} locks${shares} ${JSON.stringify(run.fates)}, ${run.locked423.length} x 423, ${run.empties.length} empty answers, ${run.elapsedMs} ms`;
+      console.log(summary);
+      expect(problems, summary).toEqual([]);
 
-    // The race really happened, and every fate was exercised.
-    expect(run.locked423.length, summary).toBeGreaterThan(20);
-    for (const fate of ['ack', 'release', 'expire', 'extend+ack'] as Fate[]) expect(run.fates[fate], `${fate}: ${summary}`).toBeGreaterThan(0);
-    if (instances().length === 2) {
-      // The race crossed processes: the first lock was taken through B, and A answered 423
-      // naming it. How the later locks split between the services is not checked: the process
-      // that saw the last change answers its consumers' pops with fewer statements, so on a
-      // loaded machine one service may take nearly all of them (one CI run: B 0 of 28).
-      const first = [...run.locks].sort((a, b) => a.expiresAtMs - b.expiresAtMs)[0];
-      expect(first?.via, summary).toBe('B');
-      const firstExpiry = Math.round(first.expiresAtMs);
-      expect(run.locked423.filter((e) => e.via === 'A' && Math.round(e.expiresAt * 1000) === firstExpiry).length, `423 via A naming the first lock: ${summary}`).toBeGreaterThan(0);
-    }
+      // The race really happened, and every fate was exercised.
+      expect(run.locked423.length, summary).toBeGreaterThan(20);
+      for (const fate of ['ack', 'release', 'expire', 'extend+ack'] as Fate[]) expect(run.fates[fate], `${fate}: ${summary}`).toBeGreaterThan(0);
+      if (instances().length === 2) {
+        // The race crossed processes: the first lock was taken through B, and A answered 423
+        // naming it. How the later locks split between the services is not checked: the process
+        // that saw the last change answers its consumers' pops with fewer statements, so on a
+        // loaded machine one service may take nearly all of them (one CI run: B 0 of 28).
+        const first = [...run.locks].sort((a, b) => a.expiresAtMs - b.expiresAtMs)[0];
+        expect(first?.via, summary).toBe('B');
+        const firstExpiry = Math.round(first.expiresAtMs);
+        expect(
+          run.locked423.filter((e) => e.via === 'A' && Math.round(e.expiresAt * 1000) === firstExpiry).length,
+          `423 via A naming the first lock: ${summary}`,
+        ).toBeGreaterThan(0);
+      }
 
-    // Nothing left, no lock left, on either service.
-    for (const svc of [A, B]) {
-      const info = await svc.http.get(`/queue/${q}`);
-      expect(info.body, summary).toMatchObject({ count: 0, lock: null });
-    }
-    expect(await drain(A.http, q)).toEqual([]);
-  });
+      // Nothing left, no lock left, on either service.
+      for (const svc of [A, B]) {
+        const info = await svc.http.get(`/queue/${q}`);
+        expect(info.body, summary).toMatchObject({ count: 0, lock: null });
+      }
+      expect(await drain(A.http, q)).toEqual([]);
+    },
+  );
 });

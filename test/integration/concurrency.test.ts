@@ -101,7 +101,10 @@ function checkEmptyMeansEmpty(pops: PopRecord[], label: string): string[] {
     if (rec.status !== 200 || rec.items.length >= rec.depth || !rec.ackedAtSend) continue;
     for (const [stream, acked] of rec.ackedAtSend) {
       const seen = poppedSoFar.get(stream) ?? 0;
-      if (seen < acked) problems.push(`${label} pop #${k} via ${rec.via} returned ${rec.items.length}/${rec.depth} items, but ${stream} had ${acked} acknowledged and only ${seen} popped`);
+      if (seen < acked)
+        problems.push(
+          `${label} pop #${k} via ${rec.via} returned ${rec.items.length}/${rec.depth} items, but ${stream} had ${acked} acknowledged and only ${seen} popped`,
+        );
     }
   }
   return problems;
@@ -231,7 +234,12 @@ describe('concurrency', () => {
      * its three priorities together as one batch per sequence number. Consecutive pushes of a
      * stream go through A and B alternately.
      */
-    function startWriters(phase: number, perStream: number, problems: string[], acked: Map<string, number>): { done: Promise<void>; expected: Map<string, number> } {
+    function startWriters(
+      phase: number,
+      perStream: number,
+      problems: string[],
+      acked: Map<string, number>,
+    ): { done: Promise<void>; expected: Map<string, number> } {
       const expected = new Map<string, number>();
       const clients: Promise<void>[] = [];
       for (let q = 0; q < QUEUES; q++) {
@@ -321,7 +329,10 @@ describe('concurrency', () => {
       const acked = new Map<string, number>();
       let writersDone = false;
       const { done, expected } = startWriters(1, PER_STREAM, problems, acked);
-      done.then(() => (writersDone = true), () => (writersDone = true));
+      done.then(
+        () => (writersDone = true),
+        () => (writersDone = true),
+      );
       const total = [...expected.values()].reduce((a, b) => a + b, 0);
 
       const records: PopRecord[] = [];
@@ -353,7 +364,12 @@ describe('concurrency', () => {
       }
 
       for (const [i, rec] of records.entries()) problems.push(...checkPop(rec, `pop ${i} (${i < concurrentPops ? 'concurrent' : 'drain'})`));
-      problems.push(...checkExactlyOnce(records.flatMap((r) => r.items), expected));
+      problems.push(
+        ...checkExactlyOnce(
+          records.flatMap((r) => r.items),
+          expected,
+        ),
+      );
       expect(problems, where).toEqual([]);
       // Both instances really served pops that found items.
       for (const name of ['A', 'B']) expect(records.filter((r) => r.via === name && r.items.length > 0).length, `${name} ${where}`).toBeGreaterThan(5);
@@ -368,7 +384,10 @@ describe('concurrency', () => {
       const acked = new Map<string, number>();
       let writersDone = false;
       const { done, expected } = startWriters(2, PER_STREAM, problems, acked);
-      done.then(() => (writersDone = true), () => (writersDone = true));
+      done.then(
+        () => (writersDone = true),
+        () => (writersDone = true),
+      );
 
       const records: PopRecord[] = [];
       const reader = (async () => {
@@ -394,7 +413,12 @@ describe('concurrency', () => {
 
       for (const [i, rec] of records.entries()) problems.push(...checkPop(rec, `pop ${i}`));
       problems.push(...checkEmptyMeansEmpty(records, 'alternating'));
-      problems.push(...checkStrictFifo(records.flatMap((r) => r.items), expected));
+      problems.push(
+        ...checkStrictFifo(
+          records.flatMap((r) => r.items),
+          expected,
+        ),
+      );
       expect(problems, where).toEqual([]);
       for (const name of ['A', 'B']) expect(records.filter((r) => r.via === name && r.items.length > 0).length, `${name} ${where}`).toBeGreaterThan(5);
     });

@@ -52,7 +52,8 @@ describe('the database restarting and going away under load', () => {
         return true;
       }
       lastFailure = Date.now();
-      if (res.status !== 503 || res.body?.error_code !== 'STORE_UNAVAILABLE' || !res.retryAfter) bad.push(`${what}: ${res.status} ${JSON.stringify(res.body)} Retry-After ${res.retryAfter}`);
+      if (res.status !== 503 || res.body?.error_code !== 'STORE_UNAVAILABLE' || !res.retryAfter)
+        bad.push(`${what}: ${res.status} ${JSON.stringify(res.body)} Retry-After ${res.retryAfter}`);
       return false;
     };
 
@@ -118,8 +119,14 @@ describe('the database restarting and going away under load', () => {
     const seen = new Set<string>();
     const duplicates = all.filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
     expect(duplicates, 'no item popped twice').toEqual([]);
-    expect([...acked].filter((k) => !seen.has(k)), 'every acknowledged push popped').toEqual([]);
-    expect(all.filter((k) => !acked.has(k) && !maybe.has(k)), 'nothing popped that was never pushed').toEqual([]);
+    expect(
+      [...acked].filter((k) => !seen.has(k)),
+      'every acknowledged push popped',
+    ).toEqual([]);
+    expect(
+      all.filter((k) => !acked.has(k) && !maybe.has(k)),
+      'nothing popped that was never pushed',
+    ).toEqual([]);
     expect(acked.size, `the load really ran (${summary})`).toBeGreaterThan(100);
   });
 });

@@ -74,7 +74,13 @@ describe(`database schema (${databaseKind})`, () => {
 
   it('each partial index has the condition its entity gives', async () => {
     const partial = dataSource.entityMetadatas.flatMap((m) => m.indices.filter((i) => i.where).map((index) => ({ table: m.tableName, index })));
-    expect(partial.map((p) => p.index.name).sort()).toEqual(['IDX_queue_locks_due', 'IDX_queues_next_due', 'IDX_queues_next_lock_expiry', 'IDX_shared_locks_expired', 'IDX_shared_locks_live']);
+    expect(partial.map((p) => p.index.name).sort()).toEqual([
+      'IDX_queue_locks_due',
+      'IDX_queues_next_due',
+      'IDX_queues_next_lock_expiry',
+      'IDX_shared_locks_expired',
+      'IDX_shared_locks_live',
+    ]);
     const condition = `SELECT pg_get_expr(i.indpred, i.indrelid) AS condition FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
                         WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`;
     await withRunner(async (runner) => {
@@ -97,7 +103,9 @@ describe(`database schema (${databaseKind})`, () => {
     const drift = await withRunner(async (runner) => {
       await runner.startTransaction();
       try {
-        await runner.query(createFunctionStatement({ ...WRITE_TURN_FULL, body: WRITE_TURN_FULL.body.replace('RETURN true;\nEND', 'RETURN true; -- changed\nEND') }));
+        await runner.query(
+          createFunctionStatement({ ...WRITE_TURN_FULL, body: WRITE_TURN_FULL.body.replace('RETURN true;\nEND', 'RETURN true; -- changed\nEND') }),
+        );
         await runner.query(`CREATE FUNCTION pushpop_write_turn(p_queue_id varchar) RETURNS boolean LANGUAGE sql AS $$ SELECT false $$`);
         return await functionDrift(runner);
       } finally {

@@ -22,16 +22,30 @@ describe(`dedup ids and delayed items across restarts and processes (${databaseK
   it('across a restart on the same data: a repeat is still a duplicate, and a delayed item still comes due', async () => {
     const q = uniqueQueueId('dedup-restart');
     A = await startService({ dataDir });
-    expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'first' }, dedup_id: 'invoice-7' }))).body).toMatchObject({ success: true, duplicate: false });
+    expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'first' }, dedup_id: 'invoice-7' }))).body).toMatchObject({
+      success: true,
+      duplicate: false,
+    });
     expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'delayed' }, delay_seconds: 2 }))).status).toBe(200);
     await A.close();
     A = await startService({ dataDir });
-    expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'again' }, dedup_id: 'invoice-7' }))).body).toMatchObject({ success: true, duplicate: true });
-    const res = await answer(A.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { id: 'again2' }, dedup_id: 'invoice-7' }, { item: { id: 'new' }, dedup_id: 'invoice-8' }] }));
+    expect((await answer(A.http.post(`/queue/${q}/push`).send({ item: { id: 'again' }, dedup_id: 'invoice-7' }))).body).toMatchObject({
+      success: true,
+      duplicate: true,
+    });
+    const res = await answer(
+      A.http.post(`/queue/${q}/push/batch`).send({
+        items: [
+          { item: { id: 'again2' }, dedup_id: 'invoice-7' },
+          { item: { id: 'new' }, dedup_id: 'invoice-8' },
+        ],
+      }),
+    );
     expect(res.body).toMatchObject({ count: 1, duplicates: 1 });
     // The delayed item comes due during or soon after the restart: long polls collect all three.
     const popped: { id: string }[] = [];
-    for (let i = 0; i < 5 && popped.length < 3; i++) popped.push(...((await answer(A.http.post(`/queue/${q}/pop?depth=10&wait_seconds=5`))).body.items as { id: string }[]));
+    for (let i = 0; i < 5 && popped.length < 3; i++)
+      popped.push(...((await answer(A.http.post(`/queue/${q}/pop?depth=10&wait_seconds=5`))).body.items as { id: string }[]));
     expect(popped.map((i) => i.id).sort()).toEqual(['delayed', 'first', 'new']);
     expect(popped.findIndex((i) => i.id === 'first')).toBeLessThan(popped.findIndex((i) => i.id === 'new'));
   });
@@ -50,17 +64,30 @@ describe(`dedup ids and delayed items across restarts and processes (${databaseK
           const svc = n % 2 === 0 ? A! : B!;
           const item = { key, n };
           return n % 4 === 3
-            ? answer(svc.http.post(`/queue/${q}/push/batch`).send({ items: [{ item, dedup_id: key }, { item: { key, n, twin: true }, dedup_id: key }] }))
+            ? answer(
+                svc.http.post(`/queue/${q}/push/batch`).send({
+                  items: [
+                    { item, dedup_id: key },
+                    { item: { key, n, twin: true }, dedup_id: key },
+                  ],
+                }),
+              )
             : answer(svc.http.post(`/queue/${q}/push`).send({ item, dedup_id: key }));
         }),
       );
       const answers = await Promise.all(requests);
       for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200);
-      const enqueued = answers.reduce((sum, a) => sum + (a.body.duplicate === false ? 1 : 0) + (typeof a.body.count === 'number' ? (a.body.count as number) : 0), 0);
+      const enqueued = answers.reduce(
+        (sum, a) => sum + (a.body.duplicate === false ? 1 : 0) + (typeof a.body.count === 'number' ? (a.body.count as number) : 0),
+        0,
+      );
       expect(enqueued, 'accepted answers over both processes').toBe(keys.length);
       const items = await drain<{ key: string; twin?: boolean }>(B!.http, q);
       expect(items.map((i) => i.key).sort()).toEqual([...keys].sort());
-      expect(items.some((i) => i.twin), 'a repeat inside a batch is never enqueued').toBe(false);
+      expect(
+        items.some((i) => i.twin),
+        'a repeat inside a batch is never enqueued',
+      ).toBe(false);
     });
 
     it('a delayed item pushed through one process comes due once, through either', async () => {

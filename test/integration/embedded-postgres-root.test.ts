@@ -62,7 +62,12 @@ describe.skipIf(databaseKind !== 'embedded' || !isRoot)('embedded PostgreSQL run
   let mainJs = '';
 
   const start = async (readyTimeoutMs = 60_000): Promise<ChildService> => {
-    const child = await startChildService({ build: { ...build!, mainJs }, dataDir, env: { LOG_LEVEL: 'log', EMBEDDED_POSTGRES_ROOT: relocationRoot }, readyTimeoutMs });
+    const child = await startChildService({
+      build: { ...build!, mainJs },
+      dataDir,
+      env: { LOG_LEVEL: 'log', EMBEDDED_POSTGRES_ROOT: relocationRoot },
+      readyTimeoutMs,
+    });
     children.push(child);
     return child;
   };
@@ -86,8 +91,16 @@ describe.skipIf(databaseKind !== 'embedded' || !isRoot)('embedded PostgreSQL run
     const q = uniqueQueueId('root');
     let svc = await start();
     const out = svc.output();
-    expect(out).toMatch(new RegExp(`Copied the PostgreSQL binaries to ${relocationRoot}/postgresql-[\\w.-]+ in \\d+ ms: the user postgres that runs PostgreSQL cannot enter ${privateDir} \\(mode 0700, owner root\\)`));
-    expect(out).toMatch(new RegExp(`Embedded PostgreSQL cluster in ${relocationRoot}/cluster-[0-9a-f]{16}, not in DATA_DIR: .*cannot enter ${privateDir} \\(mode 0700, owner root\\) on the way to DATA_DIR ${dataDir}`));
+    expect(out).toMatch(
+      new RegExp(
+        `Copied the PostgreSQL binaries to ${relocationRoot}/postgresql-[\\w.-]+ in \\d+ ms: the user postgres that runs PostgreSQL cannot enter ${privateDir} \\(mode 0700, owner root\\)`,
+      ),
+    );
+    expect(out).toMatch(
+      new RegExp(
+        `Embedded PostgreSQL cluster in ${relocationRoot}/cluster-[0-9a-f]{16}, not in DATA_DIR: .*cannot enter ${privateDir} \\(mode 0700, owner root\\) on the way to DATA_DIR ${dataDir}`,
+      ),
+    );
     expect(out).not.toMatch(/EACCES|Permission denied/);
 
     // DATA_DIR keeps the password and the pointer, root's alone; the cluster is postgres's, 0700.
@@ -138,7 +151,11 @@ describe.skipIf(databaseKind !== 'embedded' || !isRoot)('embedded PostgreSQL run
     const blockedDataDir = join(privateDir, 'elsewhere', '.data');
     try {
       const started = Date.now();
-      const failure = await startChildService({ build: { ...build!, mainJs }, dataDir: blockedDataDir, env: { LOG_LEVEL: 'log', EMBEDDED_POSTGRES_ROOT: target } }).then(
+      const failure = await startChildService({
+        build: { ...build!, mainJs },
+        dataDir: blockedDataDir,
+        env: { LOG_LEVEL: 'log', EMBEDDED_POSTGRES_ROOT: target },
+      }).then(
         async (svc) => {
           children.push(svc);
           throw new Error(`started although ${target} cannot be written:\n${svc.output()}`);

@@ -112,7 +112,9 @@ describe.skipIf(databaseKind !== 'embedded')('embedded PostgreSQL', () => {
     it('a DATA_DIR that cannot be made: the start fails with one message naming it and the fix', async () => {
       const blocked = await createApp({ DATA_DIR: '/etc/passwd/pushpop', LOG_LEVEL: 'fatal' }, false);
       try {
-        await expect(blocked.get(DatabaseProvider).ready).rejects.toThrow(/^DATA_DIR \/etc\/passwd\/pushpop cannot be used \(ENOTDIR.*\)\. Fix: set DATA_DIR to .*, or DATABASE_URL=/);
+        await expect(blocked.get(DatabaseProvider).ready).rejects.toThrow(
+          /^DATA_DIR \/etc\/passwd\/pushpop cannot be used \(ENOTDIR.*\)\. Fix: set DATA_DIR to .*, or DATABASE_URL=/,
+        );
       } finally {
         await blocked.close();
       }

@@ -93,7 +93,10 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     const looks = names.filter((name) => name === 'pushpop_queues_to_pop_from').length;
     expect(looks, 'first-look statements').toBeGreaterThanOrEqual(1);
     expect(looks).toBeLessThanOrEqual(5);
-    expect(names.filter((name) => name !== 'pushpop_queues_to_pop_from' && name !== 'pushpop_queues_with_items'), 'no turn').toEqual([]);
+    expect(
+      names.filter((name) => name !== 'pushpop_queues_to_pop_from' && name !== 'pushpop_queues_with_items'),
+      'no turn',
+    ).toEqual([]);
     expect((await Promise.all(answers)).every((a) => a.items.length === 0)).toBe(true);
   });
 

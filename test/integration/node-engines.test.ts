@@ -12,7 +12,9 @@ import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const packageJson = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { engines: { node: string } };
-const lock = JSON.parse(readFileSync(`${root}package-lock.json`, 'utf8')) as { packages: Record<string, { version?: string; engines?: { node?: string } | string[] }> };
+const lock = JSON.parse(readFileSync(`${root}package-lock.json`, 'utf8')) as {
+  packages: Record<string, { version?: string; engines?: { node?: string } | string[] }>;
+};
 
 /** The oldest release of each major that `engines.node` accepts (`^20.19.0 || ^24.11.0` gives 20.19.0 and 24.11.0). */
 function supportedMinimums(range: string): string[] {

@@ -88,7 +88,9 @@ describe('offload store failures', () => {
         expect(res.body.items, `${label}: the model's next ${count} items`).toStrictEqual(expected);
         if (count < depth && model.count() > 0) {
           // Short only because the next head segment could not be loaded during this pop.
-          expect(stats.loadFailures, `${label}: ${count} < depth ${depth} with ${model.count()} items left and no failed load`).toBeGreaterThan(loadFailuresBefore);
+          expect(stats.loadFailures, `${label}: ${count} < depth ${depth} with ${model.count()} items left and no failed load`).toBeGreaterThan(
+            loadFailuresBefore,
+          );
           shortPops += 1;
         }
         if (count === 0) expect(model.count(), `${label}: empty pop with items left`).toBe(0);
@@ -130,7 +132,10 @@ describe('offload store failures', () => {
       expect(drainPops, `${where}: drain does not end`).toBeLessThan(2000);
     }
     expect((await svc.http.post(`/queue/${q}/pop?depth=100`)).body, `${where}: empty at the end`).toStrictEqual({ items: [], count: 0 });
-    expect(await stateKey(svc.http, q, 'metadata'), `${where}: no priorities left`).toStrictEqual({ config: { segment_size: SIZE, buffer_segments: BUFFER }, queues: {} });
+    expect(await stateKey(svc.http, q, 'metadata'), `${where}: no priorities left`).toStrictEqual({
+      config: { segment_size: SIZE, buffer_segments: BUFFER },
+      queues: {},
+    });
     expect(await storedRows(svc.app, q), `${where}: nothing left behind in either table`).toStrictEqual({ items: 0, offloaded: 0 });
     return { retried503, shortPops, pops };
   }
@@ -149,7 +154,9 @@ describe('offload store failures', () => {
       segmentsLoaded: s.segmentsLoaded - before.segmentsLoaded,
       loadFailures: s.loadFailures - before.loadFailures,
     };
-    console.log(`[offload failures ${databaseKind}] every 2nd call: ${JSON.stringify({ ...delta, ...result, calls: faults.calls, injected: faults.failures })} in ${Date.now() - started} ms (seed ${seed})`);
+    console.log(
+      `[offload failures ${databaseKind}] every 2nd call: ${JSON.stringify({ ...delta, ...result, calls: faults.calls, injected: faults.failures })} in ${Date.now() - started} ms (seed ${seed})`,
+    );
     expect(faults.failures.save, where).toBeGreaterThan(10);
     expect(faults.failures.load, where).toBeGreaterThan(10);
     expect(faults.failures.delete, where).toBeGreaterThan(5);
@@ -166,9 +173,16 @@ describe('offload store failures', () => {
     const seed = testSeed() + 1;
     const where = `(seed ${seed}, ${databaseKind}, every 3rd call fails after the write)`;
     const before = { ...stats };
-    faults = injectStoreFaults(store, ['save', 'load', 'delete'], (_m, n) => n % 3 === 0, () => true);
+    faults = injectStoreFaults(
+      store,
+      ['save', 'load', 'delete'],
+      (_m, n) => n % 3 === 0,
+      () => true,
+    );
     const result = await runAgainstModel(uniqueQueueId('flaky-after'), 1500, seed, where);
-    console.log(`[offload failures ${databaseKind}] every 3rd call fails after the write: ${JSON.stringify({ ...result, calls: faults.calls, injected: faults.failures })}`);
+    console.log(
+      `[offload failures ${databaseKind}] every 3rd call fails after the write: ${JSON.stringify({ ...result, calls: faults.calls, injected: faults.failures })}`,
+    );
     expect(faults.failures.save + faults.failures.load + faults.failures.delete, where).toBeGreaterThan(10);
     expect(stats.offloadFailures - before.offloadFailures, where).toBeGreaterThan(0);
     expect(stats.loadFailures - before.loadFailures, where).toBeGreaterThan(0);
@@ -225,7 +239,12 @@ describe('offload store failures', () => {
     const q = uniqueQueueId('load-down');
     const res = await svc.http.post(`/queue/${q}/push/batch`).send({ items: range(100).map((n) => ({ item: { n } })) });
     expect(res.status).toBe(200);
-    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({ head_segment: 0, tail_segment: 9, head_offloaded_segment: 2, tail_offloaded_segment: 8 });
+    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({
+      head_segment: 0,
+      tail_segment: 9,
+      head_offloaded_segment: 2,
+      tail_offloaded_segment: 8,
+    });
     const before = { ...stats };
     faults = injectStoreFaults(store, ['load'], () => true);
     const ns = (body: { items: { n: number }[] }): number[] => body.items.map((i) => i.n);
@@ -238,7 +257,12 @@ describe('offload store failures', () => {
     const second = await svc.http.post(`/queue/${q}/pop?depth=100`);
     expect(second.status, JSON.stringify(second.body)).toBe(200);
     expect(ns(second.body), 'stops at the segment it cannot load, does not skip it').toStrictEqual(range(5).map((i) => 15 + i));
-    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({ count: 80, head_segment: 2, head_offloaded_segment: 2, tail_offloaded_segment: 8 });
+    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({
+      count: 80,
+      head_segment: 2,
+      head_offloaded_segment: 2,
+      tail_offloaded_segment: 8,
+    });
     for (let i = 0; i < 3; i++) {
       const blocked = await svc.http.post(`/queue/${q}/pop?depth=1`);
       expect(blocked.status, JSON.stringify(blocked.body)).toBe(503);
@@ -256,7 +280,11 @@ describe('offload store failures', () => {
     faults = undefined;
 
     const drained = (await drain<{ n: number }>(svc.http, q)).map((i) => i.n);
-    expect(drained.join(','), 'everything from segment 2 on, in order').toBe(range(81).map((i) => 20 + i).join(','));
+    expect(drained.join(','), 'everything from segment 2 on, in order').toBe(
+      range(81)
+        .map((i) => 20 + i)
+        .join(','),
+    );
     expect(await storedRows(svc.app, q)).toStrictEqual({ items: 0, offloaded: 0 });
   });
 
@@ -271,7 +299,12 @@ describe('offload store failures', () => {
     const item = (n: number): Record<string, unknown> => ({ n });
     const res = await svc.http.post(`/queue/${q}/push/batch`).send({ items: range(100).map((n) => ({ item: item(n) })) });
     expect(res.status).toBe(200);
-    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({ head_segment: 0, tail_segment: 9, head_offloaded_segment: 2, tail_offloaded_segment: 8 });
+    expect((await inspectQueue(svc.http, q)).priorities['0']).toMatchObject({
+      head_segment: 0,
+      tail_segment: 9,
+      head_offloaded_segment: 2,
+      tail_offloaded_segment: 8,
+    });
 
     faults = injectStoreFaults(store, ['load'], () => true);
     // Takes segments 0 and 1; the head moves to 2, which cannot be loaded back.

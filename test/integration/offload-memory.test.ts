@@ -82,7 +82,15 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
     const heapAfterPush = process.memoryUsage().heapUsed;
 
     const info = await inspectQueue(svc.http, q);
-    expect(info.priorities['0']).toStrictEqual({ count: 100_000, head_segment: 0, tail_segment: 999, head_offloaded_segment: 2, tail_offloaded_segment: 998, head_segment_count: 100, tail_segment_count: 100 });
+    expect(info.priorities['0']).toStrictEqual({
+      count: 100_000,
+      head_segment: 0,
+      tail_segment: 999,
+      head_offloaded_segment: 2,
+      tail_offloaded_segment: 998,
+      head_segment_count: 100,
+      tail_segment_count: 100,
+    });
     expect(stats.segmentsOffloaded - offloadedBefore).toBe(997);
     // The actor's own count agrees with the registry's total (only this queue is active).
     expect(registry.peek(q)?.itemsInMemory).toBe(registry.itemsInMemory);
@@ -133,7 +141,15 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
     const pushMs = Date.now() - started;
     const info = await inspectQueue(svc.http, q);
     for (const p of ['0', '1', '2']) {
-      expect(info.priorities[p], `priority ${p}`).toStrictEqual({ count: perPriority, head_segment: 0, tail_segment: 99, head_offloaded_segment: 2, tail_offloaded_segment: 98, head_segment_count: 100, tail_segment_count: 100 });
+      expect(info.priorities[p], `priority ${p}`).toStrictEqual({
+        count: perPriority,
+        head_segment: 0,
+        tail_segment: 99,
+        head_offloaded_segment: 2,
+        tail_offloaded_segment: 98,
+        head_segment_count: 100,
+        tail_segment_count: 100,
+      });
     }
     // Drain all of priority 0 and 2,000 of priority 1 (crossing from one priority into the next).
     const maxDraining = await popChecked(q, perPriority + 2000, bound, (i) => (i < perPriority ? { p: 0, n: i } : { p: 1, n: i - perPriority }), 0);
@@ -160,7 +176,10 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
    */
   it('the actor and its segments stay in memory between turns', async () => {
     const q = uniqueQueueId('mem-reuse');
-    await pushBatch(q, range(500).map((n) => ({ item: { n }, priority: 0 })));
+    await pushBatch(
+      q,
+      range(500).map((n) => ({ item: { n }, priority: 0 })),
+    );
     const actor = registry.peek(q);
     expect(actor, 'active after the push').toBeDefined();
     expect(Number.isSafeInteger(actor!.version), 'the committed version of the queue row').toBe(true);

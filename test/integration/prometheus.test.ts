@@ -26,7 +26,9 @@ import { databaseKind, removeDataDir, startService, uniqueQueueId, type TestServ
 
 const missing = missingBinaries(PROMETHEUS_BIN, PROMTOOL_BIN);
 const skip = missing.length > 0 && !onCI;
-const title = skip ? `Prometheus (skipped: ${missing.join(', ')} not installed; apt-get install -y prometheus)` : `Prometheus scraping pushpop (${databaseKind})`;
+const title = skip
+  ? `Prometheus (skipped: ${missing.join(', ')} not installed; apt-get install -y prometheus)`
+  : `Prometheus scraping pushpop (${databaseKind})`;
 
 /** Items pushed by beforeAll; pushpop_items_pushed_total of this process must say exactly this. */
 const PUSHED = 7;

@@ -6,7 +6,18 @@ import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { expectLockError, expectQueueLocked, listed, LOCK_ID_PATTERN } from '../support/lock-helpers.js';
-import { applyCommand, BOGUS_LOCK_ID, Item, LockIdChoice, ModelOutcome, ModelSettings, PushEntry, QueueCommand, QueueModel, SettingsChoice } from '../support/queue-model.js';
+import {
+  applyCommand,
+  BOGUS_LOCK_ID,
+  Item,
+  LockIdChoice,
+  ModelOutcome,
+  ModelSettings,
+  PushEntry,
+  QueueCommand,
+  QueueModel,
+  SettingsChoice,
+} from '../support/queue-model.js';
 import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -45,32 +56,43 @@ const stringArb = fc.oneof(
 );
 const valueArb = fc.oneof({ arbitrary: stringArb, weight: 2 }, { arbitrary: fc.jsonValue({ maxDepth: 2, stringUnit: 'binary' }), weight: 1 });
 
-const payloadArb: fc.Arbitrary<Item> = fc
-  .dictionary(
-    keyArb.filter((k) => k !== 'seq'),
-    valueArb,
-    { maxKeys: 3, noNullPrototype: true },
-  );
+const payloadArb: fc.Arbitrary<Item> = fc.dictionary(
+  keyArb.filter((k) => k !== 'seq'),
+  valueArb,
+  { maxKeys: 3, noNullPrototype: true },
+);
 
 /** Mostly a few low priorities (so they interleave), now and then anything up to 255, sometimes omitted (= 0). */
 const priorityArb = (low: number): fc.Arbitrary<number | undefined> =>
-  fc.option(
-    fc.oneof({ arbitrary: fc.integer({ min: 0, max: low }), weight: 10 }, { arbitrary: fc.integer({ min: 0, max: 255 }), weight: 1 }),
-    { nil: undefined, freq: 6 },
-  );
+  fc.option(fc.oneof({ arbitrary: fc.integer({ min: 0, max: low }), weight: 10 }, { arbitrary: fc.integer({ min: 0, max: 255 }), weight: 1 }), {
+    nil: undefined,
+    freq: 6,
+  });
 
 /** Mostly none; a few seconds, so that items come due within a run; now and then the contract's whole range. */
-const delayArb = fc.option(fc.oneof({ arbitrary: fc.integer({ min: 1, max: 10 }), weight: 4 }, { arbitrary: fc.constantFrom(0, 1, 60, 300, 900), weight: 2 }, { arbitrary: fc.integer({ min: 0, max: 900 }), weight: 1 }), {
-  nil: undefined,
-  freq: 2,
-});
+const delayArb = fc.option(
+  fc.oneof(
+    { arbitrary: fc.integer({ min: 1, max: 10 }), weight: 4 },
+    { arbitrary: fc.constantFrom(0, 1, 60, 300, 900), weight: 2 },
+    { arbitrary: fc.integer({ min: 0, max: 900 }), weight: 1 },
+  ),
+  {
+    nil: undefined,
+    freq: 2,
+  },
+);
 
 /** A small pool, so that ids repeat within a batch and across commands. */
 const dedupIdArb = fc.option(fc.constantFrom('a', 'b', 'c', 'order:1', 'x.y@z'), { nil: undefined, freq: 2 });
 
 const entryArb = (low: number, producers = false): fc.Arbitrary<PushEntry> =>
   fc
-    .record({ item: payloadArb, priority: priorityArb(low), delay: producers ? delayArb : fc.constant(undefined), dedupId: producers ? dedupIdArb : fc.constant(undefined) })
+    .record({
+      item: payloadArb,
+      priority: priorityArb(low),
+      delay: producers ? delayArb : fc.constant(undefined),
+      dedupId: producers ? dedupIdArb : fc.constant(undefined),
+    })
     .map(({ item, priority, delay, dedupId }) => ({
       item,
       ...(priority === undefined ? {} : { priority }),
@@ -110,7 +132,10 @@ const advanceArb = fc.oneof(
 );
 
 const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
-  { arbitrary: fc.record({ depth: depthArb, ttlSeconds: ttlArb }).map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })), weight: 12 },
+  {
+    arbitrary: fc.record({ depth: depthArb, ttlSeconds: ttlArb }).map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })),
+    weight: 12,
+  },
   { arbitrary: lockIdArb.map((lockId): QueueCommand => ({ kind: 'acknowledge', lockId })), weight: 4 },
   {
     arbitrary: fc
@@ -146,7 +171,12 @@ const settingsArb: fc.Arbitrary<SettingsChoice> = fc.oneof(
  * popped now and then. Settings come back after a delete (which forgets them).
  */
 const sharedCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
-  { arbitrary: fc.record({ depth: fc.oneof(fc.integer({ min: 1, max: 3 }), depthArb), ttlSeconds: ttlArb }).map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })), weight: 16 },
+  {
+    arbitrary: fc
+      .record({ depth: fc.oneof(fc.integer({ min: 1, max: 3 }), depthArb), ttlSeconds: ttlArb })
+      .map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })),
+    weight: 16,
+  },
   { arbitrary: sharedLockIdArb.map(({ lockId, pick }): QueueCommand => ({ kind: 'acknowledge', lockId, pick })), weight: 4 },
   {
     arbitrary: fc
@@ -212,7 +242,10 @@ const BOGUS_REAL_LOCK_ID = 'bogus-lock-id-0000';
 /** A unix-seconds float of the service equals the model's epoch ms (1 ms tolerance: it goes through timestamptz and back). */
 function expectTime(actualSeconds: unknown, expectedMs: number, label: string): void {
   expect(typeof actualSeconds, label).toBe('number');
-  expect(Math.abs((actualSeconds as number) * 1000 - expectedMs), `${label}: ${String(actualSeconds)} s vs the model's ${expectedMs / 1000} s`).toBeLessThanOrEqual(1);
+  expect(
+    Math.abs((actualSeconds as number) * 1000 - expectedMs),
+    `${label}: ${String(actualSeconds)} s vs the model's ${expectedMs / 1000} s`,
+  ).toBeLessThanOrEqual(1);
 }
 
 /** The value as it goes over the wire (what the service can see, e.g. -0 is sent as 0). */
@@ -323,7 +356,10 @@ class ModelRunner {
     const q = this.queueId;
     const http = this.svc.http;
     // The lock a lock command names, chosen before the model applies it (the model ends it).
-    const lockBody = command.kind === 'acknowledge' || command.kind === 'extendLock' || command.kind === 'release' ? (this.model.settle(), this.lockBody(command.lockId, command.pick)) : {};
+    const lockBody =
+      command.kind === 'acknowledge' || command.kind === 'extendLock' || command.kind === 'release'
+        ? (this.model.settle(), this.lockBody(command.lockId, command.pick))
+        : {};
     const expected = applyCommand(this.model, command);
     switch (command.kind) {
       case 'push': {
@@ -334,7 +370,11 @@ class ModelRunner {
         const body =
           want.duplicate === true
             ? { success: true, message: `Duplicate of an item accepted on queue ${q} within the deduplication window; nothing pushed`, duplicate: true }
-            : { success: true, message: `Item pushed to queue ${q} at priority ${want.priority}${delay}`, ...(want.duplicate === false ? { duplicate: false } : {}) };
+            : {
+                success: true,
+                message: `Item pushed to queue ${q} at priority ${want.priority}${delay}`,
+                ...(want.duplicate === false ? { duplicate: false } : {}),
+              };
         expect(res.body, this.label).toStrictEqual(body);
         return;
       }
@@ -384,7 +424,9 @@ class ModelRunner {
         return;
       }
       case 'extendLock': {
-        const res = await http.post(`/queue/${q}/extend-lock`).send(command.ttlSeconds === undefined ? lockBody : { ...lockBody, ttl_seconds: command.ttlSeconds });
+        const res = await http
+          .post(`/queue/${q}/extend-lock`)
+          .send(command.ttlSeconds === undefined ? lockBody : { ...lockBody, ttl_seconds: command.ttlSeconds });
         if (this.expectLockError(res, expected)) return;
         this.expectStatus(res, 200);
         const want = this.as(expected, 'extended');
@@ -397,7 +439,11 @@ class ModelRunner {
         if (this.expectLockError(res, expected)) return;
         this.expectStatus(res, 200);
         const want = this.as(expected, 'released');
-        expect(res.body, this.label).toStrictEqual({ success: true, items_returned: want.count, ...(want.deadLettered > 0 ? { items_dead_lettered: want.deadLettered } : {}) });
+        expect(res.body, this.label).toStrictEqual({
+          success: true,
+          items_returned: want.count,
+          ...(want.deadLettered > 0 ? { items_dead_lettered: want.deadLettered } : {}),
+        });
         return;
       }
       case 'settings': {
@@ -476,7 +522,9 @@ class ModelRunner {
     expect(res.status, `${label}: ${JSON.stringify(res.body)}`).toBe(200);
     const body = res.body as { count: number; delayed: number; priorities: Record<string, PriorityInfo> };
     expect({ count: body.count, delayed: body.delayed }, label).toStrictEqual({ count: dlq.count(), delayed: 0 });
-    expect(Object.fromEntries(Object.entries(body.priorities).map(([p, info]) => [p, info.count])), `${label}: count per priority`).toStrictEqual(dlq.countsByPriority());
+    expect(Object.fromEntries(Object.entries(body.priorities).map(([p, info]) => [p, info.count])), `${label}: count per priority`).toStrictEqual(
+      dlq.countsByPriority(),
+    );
   }
 
   /** The model's outcome, which must be of `kind` (a mismatch is a bug of the model or this runner). */
@@ -533,12 +581,20 @@ class ModelRunner {
     if (expected.locks !== undefined) {
       const { count, itemCount, nextExpiresAt } = expected.locks;
       expect('lock' in body, `${label}: no lock in shared mode`).toBe(false);
-      expect(body.locks, `${label}: locks`).toStrictEqual({ count, item_count: itemCount, next_expires_at: nextExpiresAt === null ? null : expect.any(Number) });
+      expect(body.locks, `${label}: locks`).toStrictEqual({
+        count,
+        item_count: itemCount,
+        next_expires_at: nextExpiresAt === null ? null : expect.any(Number),
+      });
       if (nextExpiresAt !== null) expectTime((body.locks as { next_expires_at: number }).next_expires_at, nextExpiresAt, `${label}: locks.next_expires_at`);
     } else if (expected.lock === null || expected.lock === undefined) {
       expect(body.lock, `${label}: lock`).toBeNull();
     } else {
-      expect(body.lock, `${label}: lock`).toStrictEqual({ expires_at: expect.any(Number), created_at: expect.any(Number), item_count: expected.lock.itemCount });
+      expect(body.lock, `${label}: lock`).toStrictEqual({
+        expires_at: expect.any(Number),
+        created_at: expect.any(Number),
+        item_count: expected.lock.itemCount,
+      });
       const lock = body.lock as { expires_at: number; created_at: number };
       expectTime(lock.expires_at, expected.lock.expiresAt, `${label}: lock.expires_at`);
       expectTime(lock.created_at, expected.lock.createdAt, `${label}: lock.created_at`);
@@ -614,7 +670,10 @@ class ModelRunner {
       return;
     }
     expect(metaRes.status, `${label}: ${JSON.stringify(metaRes.body)}`).toBe(200);
-    const doc = metaRes.body as { config: QueueConfig; queues: Record<string, { metadata: Partial<PriorityInfo> & { count: number; head_segment: number; tail_segment: number } }> };
+    const doc = metaRes.body as {
+      config: QueueConfig;
+      queues: Record<string, { metadata: Partial<PriorityInfo> & { count: number; head_segment: number; tail_segment: number } }>;
+    };
     expect(doc.config, label).toStrictEqual(this.config);
     const expectedKeys = this.model.priorities().map((p) => `queue_${p}`);
     expect(Object.keys(doc.queues).sort(), label).toStrictEqual([...expectedKeys].sort());
@@ -696,9 +755,12 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
     { timeout: 300_000 },
     async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(commandArb({ priorities: 3, maxBatch: 20, ack: true }), { minLength: 1, maxLength: 60, size: 'medium' }), async (commands) => {
-          await new ModelRunner(svc, uniqueQueueId('model-ack'), { segment_size: 3, buffer_segments: 1 }).run(commands);
-        }),
+        fc.asyncProperty(
+          fc.array(commandArb({ priorities: 3, maxBatch: 20, ack: true }), { minLength: 1, maxLength: 60, size: 'medium' }),
+          async (commands) => {
+            await new ModelRunner(svc, uniqueQueueId('model-ack'), { segment_size: 3, buffer_segments: 1 }).run(commands);
+          },
+        ),
         { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
@@ -709,9 +771,12 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
     { timeout: 300_000 },
     async () => {
       await fc.assert(
-        fc.asyncProperty(fc.array(commandArb({ priorities: 3, maxBatch: 12, ack: true, producers: true }), { minLength: 1, maxLength: 50, size: 'medium' }), async (commands) => {
-          await new ModelRunner(svc, uniqueQueueId('model-producers'), { segment_size: 3, buffer_segments: 1 }).run(commands);
-        }),
+        fc.asyncProperty(
+          fc.array(commandArb({ priorities: 3, maxBatch: 12, ack: true, producers: true }), { minLength: 1, maxLength: 50, size: 'medium' }),
+          async (commands) => {
+            await new ModelRunner(svc, uniqueQueueId('model-producers'), { segment_size: 3, buffer_segments: 1 }).run(commands);
+          },
+        ),
         { ...replay, numRuns: 25, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
@@ -737,28 +802,30 @@ describe(`queue against the in-memory model in shared lock mode, with delivery l
     async () => {
       const settings: QueueCommand = { kind: 'settings', settings: { lockMode: 'shared', maxDeliveries: 2 } };
       await fc.assert(
-        fc.asyncProperty(fc.array(commandArb({ priorities: 2, maxBatch: 10, ack: true, shared: true }), { minLength: 1, maxLength: 60, size: 'medium' }), async (commands) => {
-          // Every run starts in shared mode; `settings` commands change it, and bring it back after a delete.
-          await new ModelRunner(svc, uniqueQueueId('model-shared'), { segment_size: 3, buffer_segments: 1 }, true).run([settings, ...commands]);
-        }),
+        fc.asyncProperty(
+          fc.array(commandArb({ priorities: 2, maxBatch: 10, ack: true, shared: true }), { minLength: 1, maxLength: 60, size: 'medium' }),
+          async (commands) => {
+            // Every run starts in shared mode; `settings` commands change it, and bring it back after a delete.
+            await new ModelRunner(svc, uniqueQueueId('model-shared'), { segment_size: 3, buffer_segments: 1 }, true).run([settings, ...commands]);
+          },
+        ),
         { ...replay, numRuns: 60, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
   );
 
-  it(
-    'agrees with the model in shared mode with delayed items and dedup ids',
-    { timeout: 300_000 },
-    async () => {
-      const settings: QueueCommand = { kind: 'settings', settings: { lockMode: 'shared', maxDeliveries: 2 } };
-      await fc.assert(
-        fc.asyncProperty(fc.array(commandArb({ priorities: 2, maxBatch: 8, ack: true, shared: true, producers: true }), { minLength: 1, maxLength: 40, size: 'medium' }), async (commands) => {
+  it('agrees with the model in shared mode with delayed items and dedup ids', { timeout: 300_000 }, async () => {
+    const settings: QueueCommand = { kind: 'settings', settings: { lockMode: 'shared', maxDeliveries: 2 } };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(commandArb({ priorities: 2, maxBatch: 8, ack: true, shared: true, producers: true }), { minLength: 1, maxLength: 40, size: 'medium' }),
+        async (commands) => {
           await new ModelRunner(svc, uniqueQueueId('model-shared-producers'), { segment_size: 3, buffer_segments: 1 }, true).run([settings, ...commands]);
-        }),
-        { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
-      );
-    },
-  );
+        },
+      ),
+      { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+    );
+  });
 });
 
 describe('queue against the in-memory model, default segments (100), large batches', () => {
@@ -788,8 +855,16 @@ describe('queue against the in-memory model, default segments (100), large batch
   // an item, so dropping them is silent data loss behind a 200.
   it('returns items with __proto__, constructor and prototype keys unchanged', async () => {
     const dangerousKey = fc.constantFrom('__proto__', 'constructor', 'prototype');
-    const nested: fc.Arbitrary<Item> = fc.dictionary(fc.oneof(dangerousKey, fc.constantFrom('a', 'b')), valueArb, { minKeys: 1, maxKeys: 3, noNullPrototype: true });
-    const itemArb: fc.Arbitrary<Item> = fc.dictionary(fc.oneof(dangerousKey, fc.constantFrom('a', 'b')), fc.oneof(valueArb, nested), { minKeys: 1, maxKeys: 3, noNullPrototype: true });
+    const nested: fc.Arbitrary<Item> = fc.dictionary(fc.oneof(dangerousKey, fc.constantFrom('a', 'b')), valueArb, {
+      minKeys: 1,
+      maxKeys: 3,
+      noNullPrototype: true,
+    });
+    const itemArb: fc.Arbitrary<Item> = fc.dictionary(fc.oneof(dangerousKey, fc.constantFrom('a', 'b')), fc.oneof(valueArb, nested), {
+      minKeys: 1,
+      maxKeys: 3,
+      noNullPrototype: true,
+    });
     await fc.assert(
       fc.asyncProperty(itemArb, async (item) => {
         const q = uniqueQueueId('model-keys');

@@ -53,7 +53,7 @@ type Http = TestService['http'];
 
 /** Pushes `items` as a mix of single pushes and batches; every answer must be 200. */
 async function pushAll(http: Http, q: string, model: QueueModel, items: Item[], rnd: ReturnType<typeof seededRandom>): Promise<void> {
-  for (let i = 0; i < items.length; ) {
+  for (let i = 0; i < items.length;) {
     const n = rnd.next() < 0.5 ? 1 : rnd.int(2, 12);
     const chunk = items.slice(i, i + n);
     const res =
@@ -119,15 +119,41 @@ describe('restart', () => {
     let svc = await startService({ env: { SEGMENT_SIZE: '10' } });
     const dataDir = svc.dataDir;
     try {
-      await pushAll(svc.http, q, model, makeItems(model, rnd, [[0, 40], [1, 20], [2, 15]]), rnd);
+      await pushAll(
+        svc.http,
+        q,
+        model,
+        makeItems(model, rnd, [
+          [0, 40],
+          [1, 20],
+          [2, 15],
+        ]),
+        rnd,
+      );
       await popAndCompare(svc.http, q, model, 12, rnd, 'before restart');
       // More pushes after the pops, so head and tail positions are both away from 0.
-      await pushAll(svc.http, q, model, makeItems(model, rnd, [[0, 3], [1, 2], [3, 2]]), rnd);
+      await pushAll(
+        svc.http,
+        q,
+        model,
+        makeItems(model, rnd, [
+          [0, 3],
+          [1, 2],
+          [3, 2],
+        ]),
+        rnd,
+      );
 
       const before = await answer(svc.http.get(`/queue/${q}`));
       expect(before.status).toBe(200);
       expect(before.body.count).toBe(model.count);
-      expect(before.body.config).toEqual({ segment_size: 10, buffer_segments: expect.any(Number), lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null });
+      expect(before.body.config).toEqual({
+        segment_size: 10,
+        buffer_segments: expect.any(Number),
+        lock_mode: 'exclusive',
+        max_deliveries: null,
+        dead_letter_queue: null,
+      });
       const metaBefore = await answer(svc.http.get(`/queue/${q}/state/metadata`));
       expect(metaBefore.status).toBe(200);
 
@@ -141,7 +167,16 @@ describe('restart', () => {
       expect((await answer(svc.http.get(`/queue/${q}/state/metadata`))).body).toEqual(metaBefore.body);
 
       // The tails continue where they were (positions survive), then everything comes out in order.
-      await pushAll(svc.http, q, model, makeItems(model, rnd, [[0, 13], [2, 4]]), rnd);
+      await pushAll(
+        svc.http,
+        q,
+        model,
+        makeItems(model, rnd, [
+          [0, 13],
+          [2, 4],
+        ]),
+        rnd,
+      );
       await popAndCompare(svc.http, q, model, 20, rnd, 'after restart');
       const rest = await popAll(svc.http, q);
       expect(rest, `rest after restart ${where}`).toEqual(model.pop(Infinity));
@@ -179,7 +214,17 @@ describe('restart', () => {
 
       // 1. Items over three priorities and several segments, some popped; then SIGKILL while idle.
       let svc = await start();
-      await pushAll(svc.http, q, model, makeItems(model, rnd, [[0, 30], [1, 15], [2, 12]]), rnd);
+      await pushAll(
+        svc.http,
+        q,
+        model,
+        makeItems(model, rnd, [
+          [0, 30],
+          [1, 15],
+          [2, 12],
+        ]),
+        rnd,
+      );
       await popAndCompare(svc.http, q, model, 9, rnd, 'before kill');
       const before = await answer(svc.http.get(`/queue/${q}`));
       expect(before.status).toBe(200);
@@ -190,7 +235,11 @@ describe('restart', () => {
       expect(after.body, `GET /queue after SIGKILL ${where}\n${svc.output()}`).toEqual(before.body);
 
       // 2. SIGKILL while three sequential pushers (one per priority) are in full flight.
-      const acked = new Map<number, Item[]>([[0, []], [1, []], [2, []]]);
+      const acked = new Map<number, Item[]>([
+        [0, []],
+        [1, []],
+        [2, []],
+      ]);
       const inFlight = new Map<number, Item | undefined>();
       let killed = false;
       const pushers = [0, 1, 2].map(async (p) => {
@@ -223,7 +272,10 @@ describe('restart', () => {
         if (!byPriority.has(item.p)) byPriority.set(item.p, []);
         byPriority.get(item.p)!.push(item);
       }
-      expect(popped.map((i) => i.p), `priorities in pop order ${where}`).toEqual([...popped.map((i) => i.p)].sort((a, b) => a - b));
+      expect(
+        popped.map((i) => i.p),
+        `priorities in pop order ${where}`,
+      ).toEqual([...popped.map((i) => i.p)].sort((a, b) => a - b));
       for (const p of [0, 1, 2]) {
         const expected = [...(model.lists.get(p) ?? []), ...acked.get(p)!];
         const got = byPriority.get(p) ?? [];

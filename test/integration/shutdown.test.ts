@@ -90,7 +90,10 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     expect(exit, output).toEqual({ code: 0, signal: null });
     expect(exitedMs, `exited ${exitedMs} ms after SIGTERM`).toBeLessThan(15_000);
     expect(output).toContain('SIGTERM: shutting down');
-    expect(polls.map((p) => p.status), 'the waiting long polls were answered').toEqual([200, 200, 200]);
+    expect(
+      polls.map((p) => p.status),
+      'the waiting long polls were answered',
+    ).toEqual([200, 200, 200]);
     expect(pollsAnsweredMs, 'long polls answered at once, not at the end of their 20 s').toBeLessThan(5000);
     expect(bad, 'no answer other than 200 (a replica going away may leave a request unanswered)').toEqual([]);
 
@@ -98,8 +101,14 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     const seen = new Set<string>();
     const duplicates = all.filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
     expect(duplicates, 'no item popped twice').toEqual([]);
-    expect([...acked].filter((k) => !seen.has(k)), 'every acknowledged push popped').toEqual([]);
-    expect(all.filter((k) => !acked.has(k) && !maybe.has(k)), 'nothing popped that was never pushed').toEqual([]);
+    expect(
+      [...acked].filter((k) => !seen.has(k)),
+      'every acknowledged push popped',
+    ).toEqual([]);
+    expect(
+      all.filter((k) => !acked.has(k) && !maybe.has(k)),
+      'nothing popped that was never pushed',
+    ).toEqual([]);
     expect(acked.size, 'the load really ran').toBeGreaterThan(100);
   });
 });

@@ -44,7 +44,10 @@ describe(`turn engine (${databaseKind})`, () => {
 
   it('a push or a pop on an active queue is one statement; a pop of a queue that does not exist is one', async () => {
     const q = uniqueQueueId('one-trip');
-    await queues.pushBatch(q, range(10).map((n) => ({ item: { n } })));
+    await queues.pushBatch(
+      q,
+      range(10).map((n) => ({ item: { n } })),
+    );
     await queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
     countStatements();
     await queues.push(q, { n: 10 }, 0);
@@ -61,7 +64,10 @@ describe(`turn engine (${databaseKind})`, () => {
 
   it('a pop on a queue not in memory loads its row and its front segment in one statement, then writes', async () => {
     const q = uniqueQueueId('cold-pop');
-    await queues.pushBatch(q, range(150).map((n) => ({ item: { n }, priority: n % 2 })));
+    await queues.pushBatch(
+      q,
+      range(150).map((n) => ({ item: { n }, priority: n % 2 })),
+    );
     svc.app.get(ActorRegistry).deactivate(q);
     countStatements();
     expect(await queues.pop(q, { depth: 2, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [{ n: 0 }, { n: 2 }], count: 2 });
@@ -86,7 +92,12 @@ describe(`turn engine (${databaseKind})`, () => {
     const loads = vi.spyOn(segments, 'loadQueues');
     const popped = await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })));
     expect(popped).toEqual(ids.map((q) => ({ items: [{ q }], count: 1 })));
-    expect(loads.mock.calls.flatMap((c) => c[0]).map((r) => r.queueId).sort()).toEqual([...ids].sort());
+    expect(
+      loads.mock.calls
+        .flatMap((c) => c[0])
+        .map((r) => r.queueId)
+        .sort(),
+    ).toEqual([...ids].sort());
     // The first load goes out alone; the others gather while it is in flight.
     expect(loads.mock.calls.length).toBeLessThan(20);
   });
@@ -96,7 +107,10 @@ describe(`turn engine (${databaseKind})`, () => {
     try {
       const q = uniqueQueueId('stale');
       const otherQueues = other.app.get(QueueService);
-      await queues.pushBatch(q, range(10).map((n) => ({ item: { n } })));
+      await queues.pushBatch(
+        q,
+        range(10).map((n) => ({ item: { n } })),
+      );
       const held = await otherQueues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
       await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
       await otherQueues.acknowledge(q, held.lock_id!);
@@ -105,7 +119,10 @@ describe(`turn engine (${databaseKind})`, () => {
       const rechecks = vi.spyOn(segments, 'recheckQueue');
       const mine = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
       expect(mine.items).toEqual([{ n: 2 }, { n: 3 }]);
-      expect(turnNames(), 'the check of the row finds it changed and brings the front; the turn runs again and writes').toEqual(['pushpop_recheck_queue', 'pushpop_write_turn']);
+      expect(turnNames(), 'the check of the row finds it changed and brings the front; the turn runs again and writes').toEqual([
+        'pushpop_recheck_queue',
+        'pushpop_write_turn',
+      ]);
       expect((await rechecks.mock.results[0].value)?.front?.entries).toHaveLength(8);
       // Refused by its own lock, nothing changed: the check reads the row alone.
       await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
@@ -147,7 +164,10 @@ describe(`turn engine (${databaseKind})`, () => {
   it('shared locks: with 1,000 live locks a pop with ack is one statement and an acknowledge two; no lock is held in memory', async () => {
     const q = uniqueQueueId('shared-trips');
     await queues.putSettings(q, { lockMode: 'shared' });
-    await queues.pushBatch(q, range(1010).map((n) => ({ item: { n } })));
+    await queues.pushBatch(
+      q,
+      range(1010).map((n) => ({ item: { n } })),
+    );
     const locks: string[] = [];
     for (let i = 0; i < 1000; i++) locks.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
     countStatements();
@@ -198,7 +218,7 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(await queues.getQueue(q)).toMatchObject({ count: 1, lock: { item_count: 2 } });
   });
 
-  it('a locked load that waited for another turn sees that turn\'s lock, not the lock from before it waited', async () => {
+  it("a locked load that waited for another turn sees that turn's lock, not the lock from before it waited", async () => {
     // Another process's turn (here a transaction of our own) gives the queue a lock and a new
     // version while the locked load waits for the row: the load must return both, as committed.
     const q = uniqueQueueId('wait-lock');
@@ -230,7 +250,14 @@ describe(`turn engine (${databaseKind})`, () => {
   it('a turn takes at most 1000 items: large batches waiting together are written in several statements', async () => {
     const q = uniqueQueueId('bound');
     const writes = vi.spyOn(segments, 'writeTurn');
-    await Promise.all(range(3).map((b) => queues.pushBatch(q, range(600).map((n) => ({ item: { b, n } })))));
+    await Promise.all(
+      range(3).map((b) =>
+        queues.pushBatch(
+          q,
+          range(600).map((n) => ({ item: { b, n } })),
+        ),
+      ),
+    );
     expect(writes.mock.calls.length).toBeGreaterThanOrEqual(3);
     for (const [, write] of writes.mock.calls) expect(write.inserts.length).toBeLessThanOrEqual(1000);
     expect((await queues.getQueue(q)).count).toBe(1800);
@@ -244,7 +271,10 @@ describe(`turn engine (${databaseKind})`, () => {
     countStatements();
     await Promise.all(ids.map((q, n) => queues.push(q, { n }, 0)));
     const names = turnNames().map(String);
-    expect(names.some((name) => /^pushpop_write_turns_basic_\d+$/.test(name)), names.join(' ')).toBe(true);
+    expect(
+      names.some((name) => /^pushpop_write_turns_basic_\d+$/.test(name)),
+      names.join(' '),
+    ).toBe(true);
     expect(names.length, 'fewer statements than turns').toBeLessThan(ids.length);
     expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
     for (const [n, q] of ids.entries()) expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([{ n }]);

@@ -129,7 +129,17 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env };
   // Only what this helper sets may configure the child.
-  for (const key of ['DATABASE_URL', 'DATABASE_SCHEMA', 'SEGMENT_SIZE', 'BUFFER_SEGMENTS', 'MAX_PENDING_PER_QUEUE', 'MAX_WAITING_POLLS', 'DB_POOL_SIZE', 'NODE_OPTIONS']) delete env[key];
+  for (const key of [
+    'DATABASE_URL',
+    'DATABASE_SCHEMA',
+    'SEGMENT_SIZE',
+    'BUFFER_SEGMENTS',
+    'MAX_PENDING_PER_QUEUE',
+    'MAX_WAITING_POLLS',
+    'DB_POOL_SIZE',
+    'NODE_OPTIONS',
+  ])
+    delete env[key];
   Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: options.dataDir, LOG_LEVEL: 'warn' }, testDatabase(options.dataDir), options.env);
 
   const child = spawn(process.execPath, [options.build.mainJs], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });

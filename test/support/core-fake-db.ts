@@ -1,7 +1,17 @@
 import { expect } from 'vitest';
 import { drive, type SyncRowReader } from '../../src/queue/core/core-driver.js';
 import { QueueCore, type PopOutcome } from '../../src/queue/core/queue-core.js';
-import { NO_DELAYED, type DelayedItem, type DelayedSummary, type DueFetch, type HeldItem, type LockState, type SegmentFetch, type SegmentRef, type TurnWrite } from '../../src/queue/core/types.js';
+import {
+  NO_DELAYED,
+  type DelayedItem,
+  type DelayedSummary,
+  type DueFetch,
+  type HeldItem,
+  type LockState,
+  type SegmentFetch,
+  type SegmentRef,
+  type TurnWrite,
+} from '../../src/queue/core/types.js';
 
 /**
  * The core against a fake database: a table of segment rows and an offload store, driven the
@@ -84,7 +94,10 @@ export class FakeDb {
     const through = write.delayedDeleteThrough;
     if (through) this.delayedRows = this.delayedRows.filter((d) => d.dueAt > through.dueAt || (d.dueAt === through.dueAt && d.seq > through.seq));
     for (const d of write.delayedInserts) {
-      expect(this.delayedRows.some((r) => r.dueAt === d.dueAt && r.seq === d.seq), `duplicate delayed key ${d.dueAt}:${d.seq}`).toBe(false);
+      expect(
+        this.delayedRows.some((r) => r.dueAt === d.dueAt && r.seq === d.seq),
+        `duplicate delayed key ${d.dueAt}:${d.seq}`,
+      ).toBe(false);
       this.delayedRows.push(d);
     }
     for (const d of write.dedupInserts) this.dedup.set(d.dedupId, d.expiresAt);
@@ -99,7 +112,13 @@ export class FakeDb {
   /** Activates the queue afresh from what is stored (a deactivated actor, another process). */
   load(settings = SETTINGS): QueueCore {
     if (!this.record) return QueueCore.absent(settings);
-    return QueueCore.fromRecord({ version: this.record.version, settings, priorities: this.record.priorities, lock: this.record.lock, delayed: this.record.delayed });
+    return QueueCore.fromRecord({
+      version: this.record.version,
+      settings,
+      priorities: this.record.priorities,
+      lock: this.record.lock,
+      delayed: this.record.delayed,
+    });
   }
 
   /** Every stored item of a priority in queue order, reading rows and the store as the metadata says. */
@@ -198,7 +217,10 @@ export function expectConsistent(db: FakeDb, core: QueueCore, model: Model, labe
   for (const p of core.priorityList()) {
     const meta = core.meta(p)!;
     for (const s of core.cachedSegments(p)) {
-      expect(s === meta.tail_segment || (s >= meta.head_segment && s <= meta.head_segment + SETTINGS.bufferSegments), `${label}: segment ${s} of priority ${p} in memory outside the window ${JSON.stringify(meta)}`).toBe(true);
+      expect(
+        s === meta.tail_segment || (s >= meta.head_segment && s <= meta.head_segment + SETTINGS.bufferSegments),
+        `${label}: segment ${s} of priority ${p} in memory outside the window ${JSON.stringify(meta)}`,
+      ).toBe(true);
     }
     if (meta.head_offloaded_segment !== null) {
       // At rest nothing in the buffer is offloaded; after failed loads the range may start at the head, never before.

@@ -63,7 +63,8 @@ export function offloadRangeProblems(info: PriorityInfo, buffer: number, check: 
   const problems: string[] = [];
   if ((hos === null) !== (tos === null)) return [`offloaded pair half set: ${hos}..${tos}`];
   if (hos === null || tos === null) {
-    if (check === 'after-push' && head + buffer + 1 <= tail - 1) problems.push(`segments ${head + buffer + 1}..${tail - 1} are full middle segments but nothing is offloaded`);
+    if (check === 'after-push' && head + buffer + 1 <= tail - 1)
+      problems.push(`segments ${head + buffer + 1}..${tail - 1} are full middle segments but nothing is offloaded`);
     return problems;
   }
   if (!Number.isInteger(hos) || !Number.isInteger(tos)) problems.push(`offloaded range not integers: ${hos}..${tos}`);
@@ -104,7 +105,14 @@ export function expectCountsMatch(info: QueueInfoBody, model: QueueModel, label:
  * before and right after the offloaded range are in the actor's state with the right items.
  * Returns how many offloaded segments were compared.
  */
-export async function expectRawStateMatches(http: TestAgent, queueId: string, info: QueueInfoBody, model: QueueModel, label: string, maxSegmentsPerPriority = 3): Promise<number> {
+export async function expectRawStateMatches(
+  http: TestAgent,
+  queueId: string,
+  info: QueueInfoBody,
+  model: QueueModel,
+  label: string,
+  maxSegmentsPerPriority = 3,
+): Promise<number> {
   const size = info.config.segment_size;
   let compared = 0;
   for (const [p, pi] of Object.entries(info.priorities)) {
@@ -120,16 +128,26 @@ export async function expectRawStateMatches(http: TestAgent, queueId: string, in
     const tos = pi.tail_offloaded_segment;
     const numbers = [...new Set([hos, tos, Math.floor((hos + tos) / 2)])].slice(0, maxSegmentsPerPriority);
     for (const n of numbers) {
-      expect(await stateKey(http, queueId, `queue_${p}_seg_${n}`, where), `${where}: offloaded segment ${n} must not be under queue_${p}_seg_${n}`).toBeUndefined();
+      expect(
+        await stateKey(http, queueId, `queue_${p}_seg_${n}`, where),
+        `${where}: offloaded segment ${n} must not be under queue_${p}_seg_${n}`,
+      ).toBeUndefined();
       expect(await stateKey(http, queueId, `offloaded_queue_${p}_seg_${n}_${queueId}`, where), `${where}: offloaded segment ${n}`).toStrictEqual(segmentAt(n));
       compared += 1;
     }
     if (hos - 1 > pi.head_segment) {
-      expect(await stateKey(http, queueId, `queue_${p}_seg_${hos - 1}`, where), `${where}: segment ${hos - 1} before the offloaded range`).toStrictEqual(segmentAt(hos - 1));
-      expect(await stateKey(http, queueId, `offloaded_queue_${p}_seg_${hos - 1}_${queueId}`, where), `${where}: segment ${hos - 1} is not offloaded`).toBeUndefined();
+      expect(await stateKey(http, queueId, `queue_${p}_seg_${hos - 1}`, where), `${where}: segment ${hos - 1} before the offloaded range`).toStrictEqual(
+        segmentAt(hos - 1),
+      );
+      expect(
+        await stateKey(http, queueId, `offloaded_queue_${p}_seg_${hos - 1}_${queueId}`, where),
+        `${where}: segment ${hos - 1} is not offloaded`,
+      ).toBeUndefined();
     }
     if (tos + 1 < pi.tail_segment) {
-      expect(await stateKey(http, queueId, `queue_${p}_seg_${tos + 1}`, where), `${where}: segment ${tos + 1} after the offloaded range`).toStrictEqual(segmentAt(tos + 1));
+      expect(await stateKey(http, queueId, `queue_${p}_seg_${tos + 1}`, where), `${where}: segment ${tos + 1} after the offloaded range`).toStrictEqual(
+        segmentAt(tos + 1),
+      );
     }
   }
   return compared;
@@ -162,11 +180,17 @@ export interface StoreFaults {
  * `after` makes a failing call run the original first and then throw (the store did the
  * work but reported a failure: the caller must undo it).
  */
-export function injectStoreFaults(store: OffloadStore, methods: StoreMethod[], fail: (method: StoreMethod, n: number) => boolean, after?: (method: StoreMethod, n: number) => boolean): StoreFaults {
+export function injectStoreFaults(
+  store: OffloadStore,
+  methods: StoreMethod[],
+  fail: (method: StoreMethod, n: number) => boolean,
+  after?: (method: StoreMethod, n: number) => boolean,
+): StoreFaults {
   const calls: Record<StoreMethod, number> = { save: 0, load: 0, delete: 0 };
   const failures: Record<StoreMethod, number> = { save: 0, load: 0, delete: 0 };
   const spies: { mockRestore(): void }[] = [];
-  const wrap = <A extends unknown[], R>(method: StoreMethod, original: (...args: A) => Promise<R>) =>
+  const wrap =
+    <A extends unknown[], R>(method: StoreMethod, original: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       const n = (calls[method] += 1);
       if (!fail(method, n)) return original(...args);

@@ -40,7 +40,11 @@ export interface ProcessResult {
 }
 
 /** Runs `command args`, writing `input` to its stdin; killed (SIGKILL) after `timeoutMs`. */
-export function runProcess(command: string, args: string[], options: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<ProcessResult> {
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
@@ -104,12 +108,7 @@ export async function startPrometheus(options: {
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(
     PROMETHEUS_BIN,
-    [
-      `--config.file=${configFile}`,
-      `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ],
+    [`--config.file=${configFile}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
     { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';

@@ -103,7 +103,13 @@ export interface CallOutcome<B = Record<string, unknown>> {
  * One request with fetch, for tests that stop or restart what answers: a refused or dropped
  * connection (or no answer within `timeoutMs`) is 'no answer', never an exception.
  */
-export async function callService<B = Record<string, unknown>>(url: string, method: string, path: string, body?: unknown, timeoutMs = 20_000): Promise<CallOutcome<B>> {
+export async function callService<B = Record<string, unknown>>(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  timeoutMs = 20_000,
+): Promise<CallOutcome<B>> {
   try {
     const res = await fetch(`${url}${path}`, {
       method,

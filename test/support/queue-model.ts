@@ -609,7 +609,13 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
       }
       const lock = model.popAck(command.depth, command.ttlSeconds);
       if (!lock) return { kind: 'popAckEmpty' };
-      return { kind: 'popAckLocked', items: lock.items.map((h) => h.item), deliveryCounts: lock.items.map((h) => h.deliveries), lockId: lock.id, expiresAt: lock.expiresAt };
+      return {
+        kind: 'popAckLocked',
+        items: lock.items.map((h) => h.item),
+        deliveryCounts: lock.items.map((h) => h.deliveries),
+        lockId: lock.id,
+        expiresAt: lock.expiresAt,
+      };
     }
     case 'acknowledge': {
       const checked = model.checkLock(command.lockId, command.pick);

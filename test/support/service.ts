@@ -22,12 +22,20 @@ export const databaseKind = process.env.TEST_DATABASE_URL ? 'postgres' : 'embedd
 export function testDatabase(dataDir: string): EnvOverrides {
   const url = process.env.TEST_DATABASE_URL;
   if (!url) return {};
-  return { DATABASE_URL: url, DATABASE_SCHEMA: `t_${basename(dataDir).toLowerCase().replace(/[^a-z0-9]/g, '_')}` };
+  return {
+    DATABASE_URL: url,
+    DATABASE_SCHEMA: `t_${basename(dataDir)
+      .toLowerCase()
+      .replace(/[^a-z0-9]/g, '_')}`,
+  };
 }
 
 /** The settings that make another service use `svc`'s database (its embedded server, or its schema on TEST_DATABASE_URL). */
 export function sharedDatabase(svc: TestService): EnvOverrides {
-  return { DATABASE_URL: svc.app.get(DatabaseProvider).url, ...(process.env.TEST_DATABASE_URL ? { DATABASE_SCHEMA: testDatabase(svc.dataDir).DATABASE_SCHEMA } : {}) };
+  return {
+    DATABASE_URL: svc.app.get(DatabaseProvider).url,
+    ...(process.env.TEST_DATABASE_URL ? { DATABASE_SCHEMA: testDatabase(svc.dataDir).DATABASE_SCHEMA } : {}),
+  };
 }
 
 /** A running pushpop on a loopback port. */

@@ -32,14 +32,19 @@ export class FakeDb {
   readonly returned = new Map<number, ReturnedEntry[]>();
   /** Items written to the dead-letter queue, in order. */
   readonly deadLetters: { queueId: string; item: HeldItem }[] = [];
-  record: { version: number; settings: QueueSettings; priorities: Record<string, PriorityMetadata>; lock: LockState | null; shared: SharedLockSummary } | undefined;
+  record:
+    { version: number; settings: QueueSettings; priorities: Record<string, PriorityMetadata>; lock: LockState | null; shared: SharedLockSummary } | undefined;
   reads = { locks: 0, due: 0, next: 0, returned: 0 };
 
   fetch(ref: SegmentRef): SegmentFetch {
     const k = `${ref.priority}:${ref.segment}`;
     if (ref.from === 'state') {
       const rows = this.rows.get(k) ?? new Map();
-      return { entries: [...rows.entries()].sort((a, b) => a[0] - b[0]).map(([position, r]) => (r.deliveries ? { position, json: r.json, deliveries: r.deliveries } : { position, json: r.json })) };
+      return {
+        entries: [...rows.entries()]
+          .sort((a, b) => a[0] - b[0])
+          .map(([position, r]) => (r.deliveries ? { position, json: r.json, deliveries: r.deliveries } : { position, json: r.json })),
+      };
     }
     return { entries: this.store.get(k)?.map((json, position) => ({ position, json })) };
   }
@@ -95,7 +100,10 @@ export class FakeDb {
     }
     for (const r of write.returnedInserts) {
       const list = this.returned.get(r.priority) ?? [];
-      expect(list.some((e) => e.segment === r.segment && e.position === r.position), `duplicate given-back key ${JSON.stringify(r)}`).toBe(false);
+      expect(
+        list.some((e) => e.segment === r.segment && e.position === r.position),
+        `duplicate given-back key ${JSON.stringify(r)}`,
+      ).toBe(false);
       list.push({ segment: r.segment, position: r.position, json: r.json, deliveries: r.deliveries });
       list.sort((a, b) => a.segment - b.segment || a.position - b.position);
       this.returned.set(r.priority, list);
@@ -159,10 +167,11 @@ export function turn<T>(db: FakeDb, core: QueueCore, now: number, fn: () => T): 
 }
 
 export const item = (priority: number, n: number): HeldItem => ({ priority, json: JSON.stringify({ p: priority, n }) });
-export const names = (items: readonly HeldItem[]): string[] => items.map((i) => {
-  const { p, n } = JSON.parse(i.json) as { p: number; n: number };
-  return `${p}.${n}`;
-});
+export const names = (items: readonly HeldItem[]): string[] =>
+  items.map((i) => {
+    const { p, n } = JSON.parse(i.json) as { p: number; n: number };
+    return `${p}.${n}`;
+  });
 
 export function sharedQueue(): { db: FakeDb; core: QueueCore } {
   const db = new FakeDb();

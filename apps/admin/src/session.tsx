@@ -88,10 +88,7 @@ export function useSession(): ConsoleSession {
   const { key, session } = state;
 
   const api = useMemo(
-    () =>
-      buildClient(key, (problem) =>
-        setState((s) => (s.key === key ? { ...s, session: sessionAfterFailure(s.session, problem, key !== undefined) } : s)),
-      ),
+    () => buildClient(key, (problem) => setState((s) => (s.key === key ? { ...s, session: sessionAfterFailure(s.session, problem, key !== undefined) } : s))),
     [key],
   );
 

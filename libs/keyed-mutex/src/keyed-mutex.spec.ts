@@ -121,9 +121,7 @@ describe('KeyedMutex', () => {
     const n = 10_000;
 
     const gate = deferred();
-    const concurrent = Array.from({ length: n }, (_, i) =>
-      mutex.run(`c${i}`, () => gate.promise),
-    );
+    const concurrent = Array.from({ length: n }, (_, i) => mutex.run(`c${i}`, () => gate.promise));
     expect(mutex.size).toBe(n);
     gate.resolve();
     await Promise.all(concurrent);
@@ -157,7 +155,12 @@ describe('KeyedMutex', () => {
       fourthRan = true;
     });
     // Rejected immediately: while the holder is still blocked on the gate.
-    const err = await withTimeout(fourth.then(() => undefined, (e: unknown) => e));
+    const err = await withTimeout(
+      fourth.then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    );
     expect(err).toBeInstanceOf(KeyedMutexBusyError);
     expect(err).toBeInstanceOf(Error);
     expect((err as KeyedMutexBusyError).key).toBe('q');
@@ -177,11 +180,7 @@ describe('KeyedMutex', () => {
 
     // After draining, new calls are accepted again (up to the bound).
     const gate2 = deferred();
-    const again = [
-      mutex.run('q', () => gate2.promise),
-      mutex.run('q', () => 1),
-      mutex.run('q', () => 2),
-    ];
+    const again = [mutex.run('q', () => gate2.promise), mutex.run('q', () => 1), mutex.run('q', () => 2)];
     expect(mutex.waiting('q')).toBe(2);
     gate2.resolve();
     await expect(Promise.all(again)).resolves.toEqual([undefined, 1, 2]);
@@ -192,9 +191,7 @@ describe('KeyedMutex', () => {
     const mutex = new KeyedMutex({ maxWaitersPerKey: 0 });
     const gate = deferred();
     const holder = mutex.run('q', () => gate.promise);
-    await expect(withTimeout(mutex.run('q', () => 1))).rejects.toBeInstanceOf(
-      KeyedMutexBusyError,
-    );
+    await expect(withTimeout(mutex.run('q', () => 1))).rejects.toBeInstanceOf(KeyedMutexBusyError);
     gate.resolve();
     await holder;
     await expect(mutex.run('q', () => 2)).resolves.toBe(2);

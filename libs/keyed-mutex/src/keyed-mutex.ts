@@ -106,9 +106,7 @@ export class KeyedMutex {
   constructor(options: KeyedMutexOptions = {}) {
     const max = options.maxWaitersPerKey ?? Infinity;
     if (!(max === Infinity || (Number.isInteger(max) && max >= 0))) {
-      throw new RangeError(
-        `maxWaitersPerKey must be a non-negative integer or Infinity, got ${max}`,
-      );
+      throw new RangeError(`maxWaitersPerKey must be a non-negative integer or Infinity, got ${max}`);
     }
     this.maxWaiters = max;
     this.reentrant = options.reentrant ?? true;
@@ -175,11 +173,7 @@ export class KeyedMutex {
     return this.entries.has(key);
   }
 
-  private async waitThenHold<T>(
-    key: string,
-    entry: Entry,
-    fn: () => Promise<T> | T,
-  ): Promise<T> {
+  private async waitThenHold<T>(key: string, entry: Entry, fn: () => Promise<T> | T): Promise<T> {
     await new Promise<void>((grant) => {
       const waiter: Waiter = { grant, next: undefined };
       if (entry.tail === undefined) {
@@ -196,11 +190,7 @@ export class KeyedMutex {
   }
 
   /** Runs `fn` as a new turn of `key`; the caller already owns the entry. */
-  private async hold<T>(
-    key: string,
-    entry: Entry,
-    fn: () => Promise<T> | T,
-  ): Promise<T> {
+  private async hold<T>(key: string, entry: Entry, fn: () => Promise<T> | T): Promise<T> {
     const turn: Turn = { key, entry, active: true, pending: 1 };
     try {
       if (!this.reentrant) return await fn();

@@ -38,7 +38,9 @@ export function functionSignature(fn: DatabaseFunction): string {
 export async function syncDatabaseFunctions(runner: QueryRunner, functions: readonly DatabaseFunction[]): Promise<void> {
   for (const fn of functions) await runner.query(createFunctionStatement(fn));
   const names = [...new Set(functions.map((fn) => fn.name))];
-  const declared: { oid: number }[] = await runner.query(`SELECT to_regprocedure(s)::oid AS oid FROM unnest($1::text[]) AS s`, [functions.map(functionSignature)]);
+  const declared: { oid: number }[] = await runner.query(`SELECT to_regprocedure(s)::oid AS oid FROM unnest($1::text[]) AS s`, [
+    functions.map(functionSignature),
+  ]);
   const others: { signature: string }[] = await runner.query(
     `SELECT p.oid::regprocedure::text AS signature FROM pg_proc p
       WHERE p.pronamespace = current_schema()::regnamespace AND p.proname = ANY($1::text[]) AND p.oid <> ALL($2::oid[])`,

@@ -12,7 +12,9 @@ const push: StoredTurnWrite = {
   deleteQueue: false,
   settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'shared', maxDeliveries: 3, deadLetterQueue: 'dlq' },
   itemCount: 1,
-  priorities: { '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 } },
+  priorities: {
+    '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 },
+  },
   deletes: [],
   inserts: [{ priority: 0, segment: 0, position: 0, json: '{"n":1}' }],
   lock: undefined,
@@ -32,7 +34,13 @@ const push: StoredTurnWrite = {
 
 const index = (name: string): number => WRITE_TURN_PARAMETERS.findIndex((p) => p.name === name);
 const valueOf = (values: unknown[], name: string): unknown => values[index(name)];
-const lock = { lockId: 'l1', state: 'active' as const, items: [{ priority: 0, json: '{}', origin: { segment: 0, position: 0 }, deliveries: 1 }], createdAt: 1, expiresAt: 2 };
+const lock = {
+  lockId: 'l1',
+  state: 'active' as const,
+  items: [{ priority: 0, json: '{}', origin: { segment: 0, position: 0 }, deliveries: 1 }],
+  createdAt: 1,
+  expiresAt: 2,
+};
 
 describe('the parameters of pushpop_write_turn', () => {
   it('are named once, and each form takes the parameters of the shorter ones first', () => {
@@ -55,7 +63,7 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(WRITE_TURN_OLDEST.body).toContain("p_delete_keys, NULL, NULL, NULL, '{}', '{}', '{}', '{}', NULL, NULL, '{}', '{}')");
   });
 
-  it('the short body uses none of the full form\'s own parameters', () => {
+  it("the short body uses none of the full form's own parameters", () => {
     const fullOnly = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH).map((p) => p.name);
     for (const name of fullOnly) expect(WRITE_TURN_SHORT.body, name).not.toMatch(new RegExp(`\\b${name}\\b`));
   });
@@ -74,7 +82,9 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(writeTurnValues('q1', { ...push, lock: { op: 'delete' } })).toHaveLength(SHORT_FORM_LENGTH);
     expect(writeTurnValues('q1', { ...push, deleteQueue: true })).toHaveLength(SHORT_FORM_LENGTH);
     // A new exclusive queue with no limit: nothing the short form lacks.
-    expect(writeTurnValues('q1', { ...push, expectedVersion: null, settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'exclusive' } })).toHaveLength(SHORT_FORM_LENGTH);
+    expect(writeTurnValues('q1', { ...push, expectedVersion: null, settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'exclusive' } })).toHaveLength(
+      SHORT_FORM_LENGTH,
+    );
   });
 
   it.each<[string, Partial<StoredTurnWrite>]>([
@@ -88,7 +98,10 @@ describe('the parameters of pushpop_write_turn', () => {
     ['a shared lock deleted', { sharedLockDeletes: ['l1'] }],
     ['an item given back', { returnedInserts: [{ priority: 0, segment: 0, position: 0, json: '{}', deliveries: 1 }] }],
     ['a given-back item popped', { returnedDeletes: [{ priority: 0, segment: 0, position: 0 }] }],
-    ['dead letters', { deadLetters: { queueId: 'dlq', items: [{ priority: 0, json: '{}' }] }, deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } }],
+    [
+      'dead letters',
+      { deadLetters: { queueId: 'dlq', items: [{ priority: 0, json: '{}' }] }, deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } },
+    ],
   ])('%s: the full form', (_, change) => {
     const values = writeTurnValues('q1', { ...push, ...change });
     expect(values).toHaveLength(WRITE_TURN_PARAMETERS.length);

@@ -1,5 +1,15 @@
 import type { QueueCore } from './queue-core.js';
-import { MissingDedupIds, MissingDueItems, MissingLockRows, MissingSegments, type DueFetch, type LockRowsFetch, type LockRowsNeed, type SegmentFetch, type SegmentRef } from './types.js';
+import {
+  MissingDedupIds,
+  MissingDueItems,
+  MissingLockRows,
+  MissingSegments,
+  type DueFetch,
+  type LockRowsFetch,
+  type LockRowsNeed,
+  type SegmentFetch,
+  type SegmentRef,
+} from './types.js';
 
 /**
  * Reads the rows a core call asks for: the turn runner's repositories, or a spec's fake

@@ -16,7 +16,7 @@ describe('QueueCore', () => {
       expect(endTurn(db, core)!.dedupInserts).toEqual([{ dedupId: 'a', expiresAt: 1000 + WINDOW }]);
     });
 
-    it('a repeat within the window is read as live, skipped, and writes nothing; at the window\'s end it is accepted again', () => {
+    it("a repeat within the window is read as live, skipped, and writes nothing; at the window's end it is accepted again", () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
       core.push([withId(1, 'a')], 1000, WINDOW);
@@ -59,7 +59,7 @@ describe('QueueCore', () => {
       expect(db.stored(1)).toEqual([item(1, 2).json]);
     });
 
-    it('a delayed item\'s id counts from its push: a repeat is skipped before the item is visible', () => {
+    it("a delayed item's id counts from its push: a repeat is skipped before the item is visible", () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
       core.push([{ ...withId(1, 'a'), delayMs: 60_000 }], 0, WINDOW);
@@ -109,7 +109,17 @@ describe('QueueCore', () => {
     const op = fc.oneof(
       fc.record({
         kind: fc.constant('push' as const),
-        entries: fc.array(fc.record({ priority: fc.integer({ min: 0, max: 2 }), delay: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 8 }).map((s) => s * 1000)), id: fc.option(fc.constantFrom('a', 'b', 'c', 'd'), { nil: undefined }) }), { minLength: 1, maxLength: 6 }),
+        entries: fc.array(
+          fc.record({
+            priority: fc.integer({ min: 0, max: 2 }),
+            delay: fc.oneof(
+              fc.constant(0),
+              fc.integer({ min: 1, max: 8 }).map((s) => s * 1000),
+            ),
+            id: fc.option(fc.constantFrom('a', 'b', 'c', 'd'), { nil: undefined }),
+          }),
+          { minLength: 1, maxLength: 6 },
+        ),
       }),
       fc.record({ kind: fc.constant('pop' as const), depth: fc.integer({ min: 1, max: 6 }) }),
       fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 3000 }), fc.constantFrom(1000, 5000, 10_000)) }),
@@ -133,7 +143,11 @@ describe('QueueCore', () => {
           for (const o of ops) {
             const label = `turn ${t} at ${now} ${JSON.stringify(o)}`;
             if (o.kind === 'push') {
-              const entries = o.entries.map((e) => ({ ...item(e.priority, n++), ...(e.delay ? { delayMs: e.delay } : {}), ...(e.id ? { dedupId: e.id } : {}) }));
+              const entries = o.entries.map((e) => ({
+                ...item(e.priority, n++),
+                ...(e.delay ? { delayMs: e.delay } : {}),
+                ...(e.id ? { dedupId: e.id } : {}),
+              }));
               let enqueued = 0;
               for (const e of entries) {
                 if (e.dedupId !== undefined && (accepted.get(e.dedupId) ?? -Infinity) > now) continue;
@@ -157,9 +171,10 @@ describe('QueueCore', () => {
           endTurn(db, core);
           expectConsistent(db, core, model, `after turn ${t}`);
           expect(core.view()?.delayed ?? 0, `after turn ${t}: delayed`).toBe(waiting.length);
-          expect([...db.delayedRows].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((d) => d.json), `after turn ${t}: stored delayed items`).toEqual(
-            [...waiting].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((w) => w.item.json),
-          );
+          expect(
+            [...db.delayedRows].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((d) => d.json),
+            `after turn ${t}: stored delayed items`,
+          ).toEqual([...waiting].sort((x, y) => x.dueAt - y.dueAt || x.seq - y.seq).map((w) => w.item.json));
           for (const o of ops) if (o.kind === 'advance') now += o.ms;
         }
       }),

@@ -7,7 +7,12 @@ describe('QueueCore', () => {
   describe('delayed items', () => {
     const delayed = (priority: number, n: number, delayMs: number): { priority: number; json: string; delayMs: number } => ({ ...item(priority, n), delayMs });
     /** A turn as the runner runs it: due items first, then the operations, then the write (clock `now`). */
-    const turn = <T>(db: FakeDb, core: QueueCore, now: number, fn: () => T = () => undefined as T): { result: T; moved: number | undefined; write: TurnWrite | undefined } => {
+    const turn = <T>(
+      db: FakeDb,
+      core: QueueCore,
+      now: number,
+      fn: () => T = () => undefined as T,
+    ): { result: T; moved: number | undefined; write: TurnWrite | undefined } => {
       const moved = withFetch(db, core, () => core.moveDueItems(now), now);
       const result = withFetch(db, core, fn, now);
       return { result, moved, write: endTurn(db, core) };
@@ -27,7 +32,7 @@ describe('QueueCore', () => {
       expect(db.stored(0)).toEqual([]);
     });
 
-    it('a turn that neither puts items aside nor moves any leaves the row\'s delayed columns alone', () => {
+    it("a turn that neither puts items aside nor moves any leaves the row's delayed columns alone", () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
       core.push([item(0, 0)], 0, 0);
@@ -80,7 +85,11 @@ describe('QueueCore', () => {
     it('moved items fill segments like pushes: a full tail gets a successor, and full middle segments are offloaded', () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
-      core.push(Array.from({ length: 14 }, (_, n) => delayed(0, n, 1000)), 0, 0);
+      core.push(
+        Array.from({ length: 14 }, (_, n) => delayed(0, n, 1000)),
+        0,
+        0,
+      );
       endTurn(db, core);
       turn(db, core, 1000);
       expect(core.meta(0)).toMatchObject({ count: 14, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 });
@@ -90,7 +99,11 @@ describe('QueueCore', () => {
     it('a backlog of more due items than one turn moves: the rest stay due for the next turn, which moves them first (one read per turn)', () => {
       const db = new FakeDb();
       const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
-      core.push(Array.from({ length: MAX_DUE_PER_TURN + 5 }, (_, n) => delayed(0, n, 1000 + n)), 0, 0);
+      core.push(
+        Array.from({ length: MAX_DUE_PER_TURN + 5 }, (_, n) => delayed(0, n, 1000 + n)),
+        0,
+        0,
+      );
       endTurn(db, core);
       expect(withFetch(db, core, () => core.moveDueItems(10_000))).toBe(MAX_DUE_PER_TURN);
       expect(core.hasDueItems(10_000), 'the runner gives the rest a turn of its own').toBe(true);

@@ -8,7 +8,13 @@ import { TurnState, type CoreContext } from './turn-state.js';
 import { MissingLockRows, type LockState, type QueueSettings } from './types.js';
 
 const held = { priority: 0, json: '"a"', origin: { segment: 0, position: 0 }, deliveries: 1 };
-const lock = (state: 'active' | 'expired', expiresAt = 1000): LockState => ({ lockId: 'L', state, items: state === 'active' ? [held] : [], createdAt: 0, expiresAt });
+const lock = (state: 'active' | 'expired', expiresAt = 1000): LockState => ({
+  lockId: 'L',
+  state,
+  items: state === 'active' ? [held] : [],
+  createdAt: 0,
+  expiresAt,
+});
 
 function operations(settings: QueueSettings, exclusiveLock: LockState | null): { ctx: CoreContext; exclusive: ExclusiveLock; ops: LockOperations } {
   const ctx: CoreContext = { settings, turn: new TurnState(), markPresent: () => undefined };

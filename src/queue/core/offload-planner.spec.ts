@@ -7,7 +7,11 @@ describe('QueueCore', () => {
     it('after pushes the full middle segments past the buffer move out; pops load them back as the head approaches', () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
-      core.push(Array.from({ length: 14 }, (_, n) => item(0, n)), 0, 0);
+      core.push(
+        Array.from({ length: 14 }, (_, n) => item(0, n)),
+        0,
+        0,
+      );
       endTurn(db, core);
       // segments 0..4 of 3 items (the tail 4 holds 2): 0 head, 1 buffer, 2..3 offloaded.
       expect(core.meta(0)).toMatchObject({ head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 });
@@ -26,7 +30,11 @@ describe('QueueCore', () => {
     it('a store that cannot be read: a pop takes what it can reach and then answers unavailable; nothing is lost', () => {
       const db = new FakeDb();
       const core = QueueCore.absent({ segmentSize: 2, bufferSegments: 1 });
-      core.push(Array.from({ length: 10 }, (_, n) => item(0, n)), 0, 0);
+      core.push(
+        Array.from({ length: 10 }, (_, n) => item(0, n)),
+        0,
+        0,
+      );
       endTurn(db, core);
       expect(core.meta(0)).toMatchObject({ head_offloaded_segment: 2, tail_offloaded_segment: 3 });
       db.storeFails = (op) => op === 'load';
@@ -43,7 +51,11 @@ describe('QueueCore', () => {
     it('a lock released while the head could not be loaded back: its items come first once the store works', () => {
       const db = new FakeDb();
       const core = QueueCore.absent({ segmentSize: 2, bufferSegments: 1 });
-      core.push(Array.from({ length: 10 }, (_, n) => item(0, n)), 0, 0);
+      core.push(
+        Array.from({ length: 10 }, (_, n) => item(0, n)),
+        0,
+        0,
+      );
       endTurn(db, core);
       db.storeFails = (op) => op === 'load';
       const popped = withFetch(db, core, () => core.pop(4, { lockId: 'L', now: 0, ttlMs: 1000 }));
@@ -61,7 +73,11 @@ describe('QueueCore', () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
       db.storeFails = (op) => op === 'save';
-      core.push(Array.from({ length: 14 }, (_, n) => item(0, n)), 0, 0);
+      core.push(
+        Array.from({ length: 14 }, (_, n) => item(0, n)),
+        0,
+        0,
+      );
       endTurn(db, core);
       expect(core.meta(0)).toMatchObject({ head_offloaded_segment: null });
       db.storeFails = () => false;

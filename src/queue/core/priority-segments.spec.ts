@@ -15,7 +15,16 @@ function context(settings: QueueSettings = { segmentSize: 3, bufferSegments: 1 }
   };
 }
 
-const stored = (meta: Partial<PriorityMetadata>): PriorityMetadata => ({ count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0, ...meta });
+const stored = (meta: Partial<PriorityMetadata>): PriorityMetadata => ({
+  count: 0,
+  head_segment: 0,
+  tail_segment: 0,
+  head_offloaded_segment: null,
+  tail_offloaded_segment: null,
+  next_position: 0,
+  head_position: 0,
+  ...meta,
+});
 
 describe('PrioritySegments', () => {
   it('append: items fill the tail segment, a full tail gets a successor; the rows go to the write set', () => {
@@ -76,13 +85,16 @@ describe('PrioritySegments', () => {
     expect(ctx.present).toBe(true);
   });
 
-  it('provide: a segment read from the table is merged with the turn\'s pending deletes and inserts', () => {
+  it("provide: a segment read from the table is merged with the turn's pending deletes and inserts", () => {
     const ctx = context({ segmentSize: 4, bufferSegments: 1 });
     const segments = new PrioritySegments(ctx, { '0': stored({ count: 3, next_position: 3 }) });
     // The turn pushes one more item before the segment is read (the tail it did not hold).
     segments.append(0, '"3"');
     ctx.turn.writes.deleteRange(0, 0, 0, 0);
-    segments.provide({ priority: 0, segment: 0, from: 'state', purpose: 'use' }, { entries: [0, 1, 2].map((position) => ({ position, json: `"${position}"` })) });
+    segments.provide(
+      { priority: 0, segment: 0, from: 'state', purpose: 'use' },
+      { entries: [0, 1, 2].map((position) => ({ position, json: `"${position}"` })) },
+    );
     expect(segments.cached(0, 0)!.entries.map((e) => e.json)).toEqual(['"1"', '"2"', '"3"']);
   });
 

@@ -8,7 +8,15 @@ interface CachedSegment {
 }
 
 /** Metadata of a priority that has just received its first item(s): one segment, numbered 0. */
-const newPriority = (): PriorityMetadata => ({ count: 0, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 0, head_position: 0 });
+const newPriority = (): PriorityMetadata => ({
+  count: 0,
+  head_segment: 0,
+  tail_segment: 0,
+  head_offloaded_segment: null,
+  tail_offloaded_segment: null,
+  next_position: 0,
+  head_position: 0,
+});
 
 /** Items of one segment a pop takes. */
 export interface TakeStep {
@@ -84,7 +92,13 @@ export class PrioritySegments {
   }
 
   isOffloaded(meta: PriorityMetadata | undefined, segment: number): boolean {
-    return !!meta && meta.head_offloaded_segment !== null && meta.tail_offloaded_segment !== null && segment >= meta.head_offloaded_segment && segment <= meta.tail_offloaded_segment;
+    return (
+      !!meta &&
+      meta.head_offloaded_segment !== null &&
+      meta.tail_offloaded_segment !== null &&
+      segment >= meta.head_offloaded_segment &&
+      segment <= meta.tail_offloaded_segment
+    );
   }
 
   /** Items of a segment according to the metadata: middle segments are full, the tail holds `next_position`. */
@@ -135,7 +149,9 @@ export class PrioritySegments {
       const existing = this.priorities.get(priority);
       const meta = existing ?? this.addPriority(priority);
       const start = existing ? meta.head_position - held.length : 0;
-      const entries: SegmentEntry[] = held.map(({ json, deliveries }, i) => (deliveries ? { position: start + i, json, deliveries } : { position: start + i, json }));
+      const entries: SegmentEntry[] = held.map(({ json, deliveries }, i) =>
+        deliveries ? { position: start + i, json, deliveries } : { position: start + i, json },
+      );
       meta.count += entries.length;
       if (existing) meta.head_position = start;
       else meta.next_position = entries.length;
@@ -304,7 +320,8 @@ export class PrioritySegments {
     for (const priority of [...this.cache.keys()]) {
       const meta = this.priorities.get(priority);
       for (const segment of [...(this.cache.get(priority)?.keys() ?? [])]) {
-        const inWindow = meta && (segment === meta.tail_segment || (segment >= meta.head_segment && segment <= meta.head_segment + this.ctx.settings.bufferSegments));
+        const inWindow =
+          meta && (segment === meta.tail_segment || (segment >= meta.head_segment && segment <= meta.head_segment + this.ctx.settings.bufferSegments));
         if (!inWindow) this.dropSegment(priority, segment);
       }
     }

@@ -70,7 +70,11 @@ describe('QueueCore', () => {
   it('a freshly activated core asks for the segments a pop needs, once, and pops the same items', () => {
     const db = new FakeDb();
     const first = QueueCore.absent(SETTINGS);
-    first.push([0, 1, 2, 3, 4].map((n) => item(0, n)), 0, 0);
+    first.push(
+      [0, 1, 2, 3, 4].map((n) => item(0, n)),
+      0,
+      0,
+    );
     endTurn(db, first);
     const core = db.load();
     expect(() => core.pop(4)).toThrow(MissingSegments);
@@ -101,7 +105,11 @@ describe('QueueCore', () => {
   it('deleteQueue counts waiting and locked items, and lists the offloaded segments for the store', () => {
     const db = new FakeDb();
     const core = QueueCore.absent(SETTINGS);
-    core.push(Array.from({ length: 14 }, (_, n) => item(0, n)), 0, 0);
+    core.push(
+      Array.from({ length: 14 }, (_, n) => item(0, n)),
+      0,
+      0,
+    );
     endTurn(db, core);
     core.pop(2, { lockId: 'L', now: 0, ttlMs: 1000 });
     endTurn(db, core);
@@ -116,7 +124,6 @@ describe('QueueCore', () => {
     expect(core.isPresent).toBe(false);
     expect(QueueCore.absent(SETTINGS).deleteQueue()).toBeUndefined();
   });
-
 
   /**
    * Random operations over a few priorities with tiny segments, random reactivation (a fresh
@@ -157,7 +164,10 @@ describe('QueueCore', () => {
               if ('unavailable' in outcome) continue;
               const expected = model.pop(outcome.items.length);
               // Items carry where they were pushed and their deliveries besides; the model knows priority and JSON.
-              expect(outcome.items.map(({ priority, json }) => ({ priority, json })), label).toEqual(expected);
+              expect(
+                outcome.items.map(({ priority, json }) => ({ priority, json })),
+                label,
+              ).toEqual(expected);
               // Short only when a segment could not be loaded.
               if (outcome.items.length < o.depth && model.count() > 0) expect(flaky, `${label}: short pop without a failure`).toBe(true);
               if (outcome.lock) model.lock = { id: outcome.lock.lockId, items: expected, expiresAt: outcome.lock.expiresAt };

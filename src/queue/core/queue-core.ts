@@ -11,7 +11,26 @@ import { QueueInspection, type QueueView, type StateLookup } from './queue-inspe
 import { SharedLocks, type SharedExpiryOutcome } from './shared-locks.js';
 import { TurnState, type CoreContext } from './turn-state.js';
 import { deleteQueueWrite, turnWrite } from './turn-write.js';
-import type { DueFetch, HeldItem, LockMode, LockProblem, LockRowsFetch, LockState, NewItem, OffloadMove, PriorityMetadata, QueueRecord, QueueSettings, QueueSnapshot, SegmentFetch, SegmentRef, SettingsPatch, SettingsProblem, SharedLockSummary, TurnWrite } from './types.js';
+import type {
+  DueFetch,
+  HeldItem,
+  LockMode,
+  LockProblem,
+  LockRowsFetch,
+  LockState,
+  NewItem,
+  OffloadMove,
+  PriorityMetadata,
+  QueueRecord,
+  QueueSettings,
+  QueueSnapshot,
+  SegmentFetch,
+  SegmentRef,
+  SettingsPatch,
+  SettingsProblem,
+  SharedLockSummary,
+  TurnWrite,
+} from './types.js';
 
 export { MAX_DUE_PER_TURN } from './delayed-items.js';
 export { MAX_EXPIRED_LOCKS_PER_TURN, type SharedExpiryOutcome } from './shared-locks.js';

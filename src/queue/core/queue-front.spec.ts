@@ -32,7 +32,15 @@ describe('QueueFront', () => {
   });
 
   it('a segment not in memory: asks for it before taking anything', () => {
-    const meta: PriorityMetadata = { count: 2, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 2, head_position: 0 };
+    const meta: PriorityMetadata = {
+      count: 2,
+      head_segment: 0,
+      tail_segment: 0,
+      head_offloaded_segment: null,
+      tail_offloaded_segment: null,
+      next_position: 2,
+      head_position: 0,
+    };
     const { ctx, segments, front: f } = front({ '0': meta });
     const items: HeldItem[] = [];
     expect(() => f.take(1, items, undefined)).toThrow(MissingSegments);
@@ -42,7 +50,15 @@ describe('QueueFront', () => {
   });
 
   it('stops at a segment that could not be loaded, and says which', () => {
-    const meta: PriorityMetadata = { count: 4, head_segment: 0, tail_segment: 1, head_offloaded_segment: 0, tail_offloaded_segment: 0, next_position: 2, head_position: 0 };
+    const meta: PriorityMetadata = {
+      count: 4,
+      head_segment: 0,
+      tail_segment: 1,
+      head_offloaded_segment: 0,
+      tail_offloaded_segment: 0,
+      next_position: 2,
+      head_position: 0,
+    };
     const { segments, front: f } = front({ '0': meta });
     segments.provide({ priority: 0, segment: 0, from: 'state', purpose: 'use' }, { entries: [] });
     segments.provide({ priority: 0, segment: 0, from: 'offload', purpose: 'use' }, { failed: true });

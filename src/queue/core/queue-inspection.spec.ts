@@ -8,15 +8,22 @@ describe('QueueCore', () => {
   it('lookupState: the metadata document, segments in state, offloaded segments, 404s', () => {
     const db = new FakeDb();
     const core = QueueCore.absent(SETTINGS);
-    core.push(Array.from({ length: 14 }, (_, n) => item(0, n)), 0, 0);
+    core.push(
+      Array.from({ length: 14 }, (_, n) => item(0, n)),
+      0,
+      0,
+    );
     endTurn(db, core);
     expect(core.lookupState('q', 'metadata')).toEqual({
-      value: { config: { segment_size: 3, buffer_segments: 1 }, queues: { queue_0: { metadata: { count: 14, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 } } } },
+      value: {
+        config: { segment_size: 3, buffer_segments: 1 },
+        queues: { queue_0: { metadata: { count: 14, head_segment: 0, tail_segment: 4, head_offloaded_segment: 2, tail_offloaded_segment: 3 } } },
+      },
     });
     expect(core.lookupState('q', 'queue_0_seg_0')).toEqual({ value: [0, 1, 2].map((n) => ({ p: 0, n })) });
     expect(core.lookupState('q', 'queue_0_seg_2')).toBe('not-found');
     expect(core.lookupState('q', 'queue_0_seg_9')).toBe('not-found');
-    expect(core.lookupState('q', 'offloaded_queue_0_seg_2_other'), 'another queue\'s key').toBe('not-found');
+    expect(core.lookupState('q', 'offloaded_queue_0_seg_2_other'), "another queue's key").toBe('not-found');
     expect(withFetch(db, core, () => core.lookupState('q', 'offloaded_queue_0_seg_2_q'))).toEqual({ value: [6, 7, 8].map((n) => ({ p: 0, n })) });
     expect(withFetch(db, core, () => core.lookupState('q', 'offloaded_queue_0_seg_4_q'))).toBe('not-found');
     const fresh = db.load();
@@ -27,7 +34,11 @@ describe('QueueCore', () => {
 
   it('view: counts of the head and tail segments follow from the pointers', () => {
     const core = QueueCore.absent(SETTINGS);
-    core.push(Array.from({ length: 8 }, (_, n) => item(0, n)), 0, 0);
+    core.push(
+      Array.from({ length: 8 }, (_, n) => item(0, n)),
+      0,
+      0,
+    );
     core.pop(1);
     const view = core.view()!;
     expect(view.count).toBe(7);
@@ -38,7 +49,9 @@ describe('QueueCore', () => {
 describe('snapshot: the committed queue as activating it reads it', () => {
   /** What a load of the stored queue gives: the record, and the rows of the lowest priority's head segment among those with items. */
   function loadedFront(db: FakeDb): { priority: number; segment: number; entries: { position: number; json: string }[] } | undefined {
-    const priorities = Object.entries(db.record?.priorities ?? {}).filter(([, meta]) => meta.count > 0).sort(([a], [b]) => Number(a) - Number(b));
+    const priorities = Object.entries(db.record?.priorities ?? {})
+      .filter(([, meta]) => meta.count > 0)
+      .sort(([a], [b]) => Number(a) - Number(b));
     if (priorities.length === 0) return undefined;
     const [p, meta] = priorities[0];
     const ref: SegmentRef = { priority: Number(p), segment: meta.head_segment, from: 'state', purpose: 'use' };
@@ -52,8 +65,20 @@ describe('snapshot: the committed queue as activating it reads it', () => {
     expect(core.snapshot(), 'not in the middle of a turn').toBeUndefined();
     endTurn(db, core);
     const snapshot = core.snapshot()!;
-    expect(snapshot.record).toMatchObject({ version: db.record!.version, priorities: db.record!.priorities, lock: null, delayed: { count: 0, nextDueAt: null } });
-    expect(snapshot.front).toEqual({ priority: 0, segment: 0, entries: [{ position: 0, json: item(0, 1).json }, { position: 1, json: item(0, 2).json }] });
+    expect(snapshot.record).toMatchObject({
+      version: db.record!.version,
+      priorities: db.record!.priorities,
+      lock: null,
+      delayed: { count: 0, nextDueAt: null },
+    });
+    expect(snapshot.front).toEqual({
+      priority: 0,
+      segment: 0,
+      entries: [
+        { position: 0, json: item(0, 1).json },
+        { position: 1, json: item(0, 2).json },
+      ],
+    });
 
     const other = QueueCore.fromRecord(snapshot.record);
     other.provide({ ...snapshot.front, from: 'state', purpose: 'use' }, { entries: snapshot.front.entries });
@@ -138,11 +163,19 @@ describe('snapshot: the committed queue as activating it reads it', () => {
           expect(snapshot.record.version).toBe(db.record!.version);
           expect(snapshot.record.priorities).toEqual(db.record!.priorities);
           expect(snapshot.front.entries.map(({ position, json }) => ({ position, json }))).toEqual(loadedFront(db)!.entries);
-          expect({ priority: snapshot.front.priority, segment: snapshot.front.segment }).toEqual({ priority: loadedFront(db)!.priority, segment: loadedFront(db)!.segment });
+          expect({ priority: snapshot.front.priority, segment: snapshot.front.segment }).toEqual({
+            priority: loadedFront(db)!.priority,
+            segment: loadedFront(db)!.segment,
+          });
           const other = QueueCore.fromRecord(snapshot.record);
-          other.provide({ priority: snapshot.front.priority, segment: snapshot.front.segment, from: 'state', purpose: 'use' }, { entries: [...snapshot.front.entries] });
+          other.provide(
+            { priority: snapshot.front.priority, segment: snapshot.front.segment, from: 'state', purpose: 'use' },
+            { entries: [...snapshot.front.entries] },
+          );
           const all = withFetch(db, other, () => other.pop(1000));
-          expect('items' in all && all.items.map(({ priority, json }) => ({ priority, json }))).toEqual([...model.lists.keys()].sort((a, b) => a - b).flatMap((p) => model.lists.get(p)!.map((json) => ({ priority: p, json }))));
+          expect('items' in all && all.items.map(({ priority, json }) => ({ priority, json }))).toEqual(
+            [...model.lists.keys()].sort((a, b) => a - b).flatMap((p) => model.lists.get(p)!.map((json) => ({ priority: p, json }))),
+          );
         }
       }),
       { numRuns: 300 },

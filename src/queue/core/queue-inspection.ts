@@ -51,10 +51,15 @@ export class QueueInspection {
       const m = this.segments.get(p)!;
       // `count`: every item waiting at the priority, given-back ones (kept apart from the segments) included.
       const view = { ...m, count: m.count + (m.returned ?? 0) };
-      priorities.set(p, { ...view, head_segment_count: this.segments.expectedCount(m, m.head_segment), tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position });
+      priorities.set(p, {
+        ...view,
+        head_segment_count: this.segments.expectedCount(m, m.head_segment),
+        tail_segment_count: m.head_segment === m.tail_segment ? m.count : m.next_position,
+      });
     }
     const settings = this.ctx.settings;
-    const locks = (settings.lockMode ?? 'exclusive') === 'shared' ? { count: this.shared.live, itemCount: this.shared.items, nextExpiresAt: this.shared.nextExpiry } : null;
+    const locks =
+      (settings.lockMode ?? 'exclusive') === 'shared' ? { count: this.shared.live, itemCount: this.shared.items, nextExpiresAt: this.shared.nextExpiry } : null;
     return { count: this.segments.count, priorities, settings, lock: this.exclusive.lock, locks, delayed: this.delayed.size };
   }
 
@@ -75,7 +80,9 @@ export class QueueInspection {
     const meta = this.segments.get(priority);
     if (!meta || segment < meta.head_segment || segment > meta.tail_segment || this.segments.isOffloaded(meta, segment)) return 'not-found';
     const cached = this.segments.cached(priority, segment);
-    const entries = cached ? cached.entries.slice(cached.offset) : (this.segments.peek({ priority, segment, from: 'state', purpose: 'peek' }) as { entries: SegmentEntry[] }).entries;
+    const entries = cached
+      ? cached.entries.slice(cached.offset)
+      : (this.segments.peek({ priority, segment, from: 'state', purpose: 'peek' }) as { entries: SegmentEntry[] }).entries;
     return entries.length > 0 ? { value: entries.map((e) => JSON.parse(e.json) as unknown) } : 'not-found';
   }
 
@@ -121,7 +128,14 @@ export class QueueInspection {
     if (!front) return undefined;
     const priorities: Record<string, PriorityMetadata> = {};
     for (const [priority, meta] of this.segments.entries()) priorities[priority] = { ...meta };
-    const record = { version, settings: { ...this.ctx.settings }, priorities, lock: null, delayed: { count: 0, nextDueAt: null, nextSeq: this.delayed.seq }, shared: this.shared.state };
+    const record = {
+      version,
+      settings: { ...this.ctx.settings },
+      priorities,
+      lock: null,
+      delayed: { count: 0, nextDueAt: null, nextSeq: this.delayed.seq },
+      shared: this.shared.state,
+    };
     return { record, front };
   }
 

@@ -6,8 +6,17 @@ const idle = { holdsAnything: false, lockLives: false };
 
 describe('changeSettings', () => {
   it('absent fields stay as they are; the result names every field', () => {
-    expect(changeSettings(CURRENT, { maxDeliveries: 3, deadLetterQueue: 'dead' }, idle)).toEqual({ segmentSize: 100, bufferSegments: 2, lockMode: 'exclusive', maxDeliveries: 3, deadLetterQueue: 'dead' });
-    expect(changeSettings({ ...CURRENT, maxDeliveries: 3, deadLetterQueue: 'dead' }, { maxDeliveries: null }, idle)).toMatchObject({ maxDeliveries: null, deadLetterQueue: 'dead' });
+    expect(changeSettings(CURRENT, { maxDeliveries: 3, deadLetterQueue: 'dead' }, idle)).toEqual({
+      segmentSize: 100,
+      bufferSegments: 2,
+      lockMode: 'exclusive',
+      maxDeliveries: 3,
+      deadLetterQueue: 'dead',
+    });
+    expect(changeSettings({ ...CURRENT, maxDeliveries: 3, deadLetterQueue: 'dead' }, { maxDeliveries: null }, idle)).toMatchObject({
+      maxDeliveries: null,
+      deadLetterQueue: 'dead',
+    });
   });
 
   it('the segment layout changes only while the queue holds nothing and no lock lives; the same values are no change', () => {

@@ -17,7 +17,9 @@ export const lockModeOf = (settings: QueueSettings): LockMode => settings.lockMo
  * the result names every field (null: no delivery limit, no dead-letter queue).
  */
 export function changeSettings(current: QueueSettings, patch: SettingsPatch, { holdsAnything, lockLives }: SettingsState): QueueSettings | SettingsProblem {
-  const layout = (patch.segmentSize !== undefined && patch.segmentSize !== current.segmentSize) || (patch.bufferSegments !== undefined && patch.bufferSegments !== current.bufferSegments);
+  const layout =
+    (patch.segmentSize !== undefined && patch.segmentSize !== current.segmentSize) ||
+    (patch.bufferSegments !== undefined && patch.bufferSegments !== current.bufferSegments);
   if (layout && (holdsAnything || lockLives)) return 'QUEUE_NOT_EMPTY';
   const mode = lockModeOf(current);
   if (patch.lockMode !== undefined && patch.lockMode !== mode && lockLives) return 'QUEUE_LOCKED';

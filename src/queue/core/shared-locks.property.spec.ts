@@ -90,7 +90,10 @@ describe('QueueCore in shared lock mode', () => {
             expect(got.map(seqOf), label).toEqual(want.map((i) => i.seq));
             if (o.ack && want.length > 0) {
               want.forEach((i) => (i.deliveries += 1));
-              expect(got.map((i) => i.deliveries), label).toEqual(want.map((i) => i.deliveries));
+              expect(
+                got.map((i) => i.deliveries),
+                label,
+              ).toEqual(want.map((i) => i.deliveries));
               model.locks.set(lockId, { items: want, expiresAt: now + o.ttl, expired: false });
             }
           } else if (o.kind === 'ack' || o.kind === 'release' || o.kind === 'extend') {
@@ -98,7 +101,9 @@ describe('QueueCore in shared lock mode', () => {
             const id = ids.length === 0 ? 'none' : ids[o.pick % ids.length];
             const lock = model.locks.get(id);
             const expected = !lock ? 'LOCK_NOT_FOUND' : lock.expired ? 'LOCK_EXPIRED' : undefined;
-            const result = withFetch(db, core, () => (o.kind === 'ack' ? core.acknowledge(id, now) : o.kind === 'release' ? core.release(id, now) : core.extendLock(id, now, 20)));
+            const result = withFetch(db, core, () =>
+              o.kind === 'ack' ? core.acknowledge(id, now) : o.kind === 'release' ? core.release(id, now) : core.extendLock(id, now, 20),
+            );
             if (expected) expect(result, label).toBe(expected);
             else if (o.kind === 'extend') {
               expect(result, label).toMatchObject({ expiresAt: now + 20 });
@@ -116,7 +121,10 @@ describe('QueueCore in shared lock mode', () => {
           expect(core.count, `${label}: count`).toBe(model.count());
           const live = [...model.locks.values()].filter((l) => !l.expired);
           expect(core.sharedLocks.live, `${label}: live locks`).toBe(live.length);
-          expect(db.deadLetters.map((d) => seqOf(d.item)), `${label}: dead letters`).toEqual(model.dead);
+          expect(
+            db.deadLetters.map((d) => seqOf(d.item)),
+            `${label}: dead letters`,
+          ).toEqual(model.dead);
         }
         // Everything still waiting comes out in the model's order.
         now += 1000;

@@ -23,7 +23,10 @@ describe('QueueCore in shared lock mode', () => {
     expect(core.count).toBe(0);
     expect(core.updateSettings({ bufferSegments: 2 }), 'a lock holds an item').toBe('QUEUE_NOT_EMPTY');
     expect(core.updateSettings({ lockMode: 'shared' })).toBe('QUEUE_LOCKED');
-    expect(core.updateSettings({ maxDeliveries: null, deadLetterQueue: null }), 'the rest may change while locked').toMatchObject({ maxDeliveries: null, deadLetterQueue: null });
+    expect(core.updateSettings({ maxDeliveries: null, deadLetterQueue: null }), 'the rest may change while locked').toMatchObject({
+      maxDeliveries: null,
+      deadLetterQueue: null,
+    });
     endTurn(db, core);
     expect(turn(db, core, 0, () => core.acknowledge('L', 0))).toBe(1);
     expect(turn(db, core, 0, () => core.updateSettings({ lockMode: 'shared', segmentSize: 4 }))).toMatchObject({ lockMode: 'shared', segmentSize: 4 });
@@ -32,7 +35,13 @@ describe('QueueCore in shared lock mode', () => {
 
   it('each pop with ack takes the next items under a lock of its own; no pop is refused; plain pops go on', () => {
     const { db, core } = sharedQueue();
-    turn(db, core, 0, () => core.push(Array.from({ length: 7 }, (_, n) => item(0, n)), 0, 0));
+    turn(db, core, 0, () =>
+      core.push(
+        Array.from({ length: 7 }, (_, n) => item(0, n)),
+        0,
+        0,
+      ),
+    );
     const a = heldOf(popAck(db, core, 0, 2, 'A'));
     const b = heldOf(popAck(db, core, 0, 2, 'B'));
     expect(names(a)).toEqual(['0.0', '0.1']);
@@ -46,10 +55,21 @@ describe('QueueCore in shared lock mode', () => {
 
   it('given-back items return to their push-order place, whatever order the locks end in, ahead of undelivered items', () => {
     const { db, core } = sharedQueue();
-    turn(db, core, 0, () => core.push([0, 1, 2, 3, 4, 5, 6, 7].map((n) => item(n % 2, n)), 0, 0));
+    turn(db, core, 0, () =>
+      core.push(
+        [0, 1, 2, 3, 4, 5, 6, 7].map((n) => item(n % 2, n)),
+        0,
+        0,
+      ),
+    );
     // Priority 0: 0 2 4 6; priority 1: 1 3 5 7.
     const locks = ['A', 'B', 'C', 'D'].map((id, i) => heldOf(popAck(db, core, 0, 2, id, 1000 + i)));
-    expect(locks.map(names)).toEqual([['0.0', '0.2'], ['0.4', '0.6'], ['1.1', '1.3'], ['1.5', '1.7']]);
+    expect(locks.map(names)).toEqual([
+      ['0.0', '0.2'],
+      ['0.4', '0.6'],
+      ['1.1', '1.3'],
+      ['1.5', '1.7'],
+    ]);
     turn(db, core, 0, () => core.push([item(0, 8), item(1, 9)], 0, 0));
     expect(turn(db, core, 0, () => core.release('D', 0))).toBe(2);
     expect(turn(db, core, 0, () => core.release('B', 0))).toBe(2);
@@ -84,12 +104,21 @@ describe('QueueCore in shared lock mode', () => {
     const fresh = db.load();
     expect(turn(db, fresh, 0, () => fresh.acknowledge('nope', 0))).toBe('LOCK_NOT_FOUND');
     expect(turn(db, fresh, 50, () => fresh.extendLock('A', 50, 1000))).toMatchObject({ lockId: 'A', expiresAt: 1050 });
-    expect(turn(db, fresh, 60, () => fresh.extendLock('B', 60, 20)), 'a shorter ttl moves the expiry earlier').toMatchObject({ lockId: 'B', expiresAt: 80 });
+    expect(
+      turn(db, fresh, 60, () => fresh.extendLock('B', 60, 20)),
+      'a shorter ttl moves the expiry earlier',
+    ).toMatchObject({ lockId: 'B', expiresAt: 80 });
     expect(fresh.sharedLocks.nextExpiry, 'and the bound with it').toBe(80);
-    expect(turn(db, fresh, 100, () => fresh.acknowledge('B', 100)), 'B expired at the start of the turn').toBe('LOCK_EXPIRED');
+    expect(
+      turn(db, fresh, 100, () => fresh.acknowledge('B', 100)),
+      'B expired at the start of the turn',
+    ).toBe('LOCK_EXPIRED');
     expect(turn(db, fresh, 100, () => fresh.release('B', 100))).toBe('LOCK_EXPIRED');
     expect(turn(db, fresh, 100, () => fresh.acknowledge('A', 100))).toBe(1);
-    expect(turn(db, fresh, 100, () => fresh.acknowledge('A', 100)), 'acknowledged: gone').toBe('LOCK_NOT_FOUND');
+    expect(
+      turn(db, fresh, 100, () => fresh.acknowledge('A', 100)),
+      'acknowledged: gone',
+    ).toBe('LOCK_NOT_FOUND');
     expect(names(heldOf(turn(db, fresh, 100, () => fresh.pop(5))))).toEqual(['0.1', '0.2']);
   });
 
@@ -102,7 +131,8 @@ describe('QueueCore in shared lock mode', () => {
     const fresh = db.load();
     expect(turn(db, fresh, 100, () => fresh.acknowledge('X', 100))).toBe('LOCK_EXPIRED');
     popAck(db, fresh, 100, 1, 'S', 1000);
-    for (const call of [() => fresh.release('X', 100), () => fresh.extendLock('X', 100, 10)]) expect(turn(db, fresh, 100, call), 'after a shared lock too').toBe('LOCK_EXPIRED');
+    for (const call of [() => fresh.release('X', 100), () => fresh.extendLock('X', 100, 10)])
+      expect(turn(db, fresh, 100, call), 'after a shared lock too').toBe('LOCK_EXPIRED');
     expect(turn(db, fresh, 100, () => fresh.acknowledge('Y', 100))).toBe('LOCK_NOT_FOUND');
     expect(turn(db, fresh, 100, () => fresh.acknowledge('S', 100))).toBe(1);
   });
@@ -144,12 +174,21 @@ describe('QueueCore in shared lock mode', () => {
   it('more due locks than one turn gives back: the rest in the next turns, or when their id is used', () => {
     const { db, core } = sharedQueue();
     const n = 2 * MAX_EXPIRED_LOCKS_PER_TURN + 20;
-    turn(db, core, 0, () => core.push(Array.from({ length: n }, (_, i) => item(0, i)), 0, 0));
+    turn(db, core, 0, () =>
+      core.push(
+        Array.from({ length: n }, (_, i) => item(0, i)),
+        0,
+        0,
+      ),
+    );
     for (let i = 0; i < n; i++) popAck(db, core, 0, 1, `L${i}`, 10 + i);
     turn(db, core, 5000, () => undefined);
     expect(core.sharedLocks.live).toBe(n - MAX_EXPIRED_LOCKS_PER_TURN);
     // The next turn's hook gives back the next hundred (earliest first); the last lock is due but not among them.
-    expect(turn(db, core, 5000, () => core.acknowledge(`L${n - 1}`, 5000)), 'due, not yet given back').toBe('LOCK_EXPIRED');
+    expect(
+      turn(db, core, 5000, () => core.acknowledge(`L${n - 1}`, 5000)),
+      'due, not yet given back',
+    ).toBe('LOCK_EXPIRED');
     expect(core.sharedLocks.live).toBe(19);
     turn(db, core, 5000, () => undefined);
     expect(core.sharedLocks).toEqual({ live: 0, items: 0, nextExpiry: null });
@@ -177,9 +216,15 @@ describe('QueueCore in shared lock mode', () => {
       turn(db, core, 0, () => core.release('A', 0));
       expect(db.deadLetters).toEqual([]);
       const second = heldOf(popAck(db, core, 0, 2, 'B', 100));
-      expect([names(second), second.map((i) => i.deliveries)], lockMode).toEqual([['4.0', '4.1'], [2, 1]]);
+      expect([names(second), second.map((i) => i.deliveries)], lockMode).toEqual([
+        ['4.0', '4.1'],
+        [2, 1],
+      ]);
       turn(db, core, 100, () => undefined);
-      expect(db.deadLetters.map((d) => [d.queueId, names([d.item])[0]]), lockMode).toEqual([['dead', '4.0']]);
+      expect(
+        db.deadLetters.map((d) => [d.queueId, names([d.item])[0]]),
+        lockMode,
+      ).toEqual([['dead', '4.0']]);
       const rest = heldOf(turn(db, core, 100, () => core.pop(5, { lockId: 'C', now: 100, ttlMs: 100 })));
       expect([names(rest), rest.map((i) => i.deliveries)], lockMode).toEqual([['4.1'], [2]]);
       expect(withFetch(db, core, () => core.releaseLock('C', 100))).toMatchObject({ returned: 1, outcome: { returned: 0, deadLettered: 1 } });

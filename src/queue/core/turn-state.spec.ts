@@ -20,7 +20,16 @@ describe('TurnState', () => {
     core.provideDedupIds(['a', 'b'], new Set());
     core.provideLockRows({ kind: 'locks', locks: new Map([['L', null]]) });
     expect(core.checkLock('L', 0)).toBe('LOCK_NOT_FOUND');
-    expect(core.push([{ priority: 0, json: '1', dedupId: 'b' }, { priority: 0, json: '2', dedupId: 'a' }], 0, 1000)).toMatchObject({ enqueued: 2 });
+    expect(
+      core.push(
+        [
+          { priority: 0, json: '1', dedupId: 'b' },
+          { priority: 0, json: '2', dedupId: 'a' },
+        ],
+        0,
+        1000,
+      ),
+    ).toMatchObject({ enqueued: 2 });
     core.committed(core.pendingWrite(() => 1));
     expect(() => core.checkLock('L', 0)).toThrow(MissingLockRows);
     expect(() => core.push([{ priority: 0, json: '3', dedupId: 'a' }], 0, 1000)).toThrow(MissingDedupIds);

@@ -300,7 +300,13 @@ export interface TurnWrite {
   readonly priorities: Record<string, PriorityMetadata>;
   /** Per segment, rows with `from <= position <= through` are deleted (before the inserts); none lies below `from`. */
   readonly deletes: readonly { readonly priority: number; readonly segment: number; readonly from: number; readonly through: number }[];
-  readonly inserts: readonly { readonly priority: number; readonly segment: number; readonly position: number; readonly json: string; readonly deliveries?: number }[];
+  readonly inserts: readonly {
+    readonly priority: number;
+    readonly segment: number;
+    readonly position: number;
+    readonly json: string;
+    readonly deliveries?: number;
+  }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
   /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */
   readonly shared: SharedLockSummary | null;

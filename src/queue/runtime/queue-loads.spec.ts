@@ -4,7 +4,14 @@ import type { QueueStateRepository } from '../../storage/queue-state.repository.
 import { OFFERED_STATE_TTL_MS, QueueLoads } from './queue-loads.js';
 
 const state = (version: number): LoadedQueue => ({
-  queue: { version, settings: { segmentSize: 10, bufferSegments: 1 }, priorities: {}, lock: null, delayed: { count: 0, nextDueAt: null, nextSeq: 0 }, shared: { live: 0, items: 0, nextExpiry: null } },
+  queue: {
+    version,
+    settings: { segmentSize: 10, bufferSegments: 1 },
+    priorities: {},
+    lock: null,
+    delayed: { count: 0, nextDueAt: null, nextSeq: 0 },
+    shared: { live: 0, items: 0, nextExpiry: null },
+  },
 });
 
 describe('QueueLoads: states offered by other processes', () => {

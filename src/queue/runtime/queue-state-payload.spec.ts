@@ -4,7 +4,14 @@ import { decodeQueueState, encodeQueueState } from './queue-state-payload.js';
 
 function pushedCore(): QueueCore {
   const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });
-  core.push([{ priority: 0, json: '{"n":1}' }, { priority: 3, json: '"x"' }], 0, 0);
+  core.push(
+    [
+      { priority: 0, json: '{"n":1}' },
+      { priority: 3, json: '"x"' },
+    ],
+    0,
+    0,
+  );
   const write = core.pendingWrite(() => 123_456_789);
   core.committed(write);
   return core;
@@ -24,7 +31,11 @@ describe('queue state payloads', () => {
   });
 
   it('anything else decodes to nothing: another form, a bad queue id, a lock, broken rows, not JSON', () => {
-    const good = JSON.parse(encodeQueueState('q', pushedCore().snapshot()!)) as { v: number; q: string; s: { queue: Record<string, unknown>; front: { entries: unknown[] } } };
+    const good = JSON.parse(encodeQueueState('q', pushedCore().snapshot()!)) as {
+      v: number;
+      q: string;
+      s: { queue: Record<string, unknown>; front: { entries: unknown[] } };
+    };
     const variant = (change: (p: typeof good) => void): string => {
       const copy = structuredClone(good);
       change(copy);

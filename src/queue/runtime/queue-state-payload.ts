@@ -30,8 +30,20 @@ export function decodeQueueState(payload: string): { queueId: string; state: Loa
   }
   if (!isObject(parsed) || parsed.v !== FORMAT || !isQueueId(parsed.q) || !isObject(parsed.s)) return undefined;
   const { queue, front } = parsed.s;
-  if (!isObject(queue) || !isInteger(queue.version) || !isObject(queue.settings) || !isObject(queue.priorities) || !isObject(queue.delayed) || !isObject(queue.shared) || queue.lock !== null) return undefined;
+  if (
+    !isObject(queue) ||
+    !isInteger(queue.version) ||
+    !isObject(queue.settings) ||
+    !isObject(queue.priorities) ||
+    !isObject(queue.delayed) ||
+    !isObject(queue.shared) ||
+    queue.lock !== null
+  )
+    return undefined;
   if (!isObject(front) || !isInteger(front.priority) || !isInteger(front.segment) || !Array.isArray(front.entries)) return undefined;
-  if (!front.entries.every((e) => isObject(e) && isInteger(e.position) && typeof e.json === 'string' && (e.deliveries === undefined || isInteger(e.deliveries)))) return undefined;
+  if (
+    !front.entries.every((e) => isObject(e) && isInteger(e.position) && typeof e.json === 'string' && (e.deliveries === undefined || isInteger(e.deliveries)))
+  )
+    return undefined;
   return { queueId: parsed.q, state: parsed.s as unknown as LoadedQueue };
 }

@@ -19,8 +19,7 @@ interface Look {
 function setUp(options: { ready?: boolean; actors?: Record<string, number> } = {}) {
   const looks: Look[] = [];
   const segments = {
-    queuesToPopFrom: (ids: readonly string[], now: number) =>
-      new Promise<string[]>((resolve, reject) => looks.push({ ids: [...ids], now, resolve, reject })),
+    queuesToPopFrom: (ids: readonly string[], now: number) => new Promise<string[]>((resolve, reject) => looks.push({ ids: [...ids], now, resolve, reject })),
   } as unknown as QueueListingRepository;
   const registry = {
     peek: (queueId: string) => (options.actors && queueId in options.actors ? ({ count: options.actors[queueId] } as QueueCore) : undefined),

@@ -75,12 +75,24 @@ export class TurnReads {
   ) {}
 
   /** The reader of one attempt at a turn of `queueId` at `now`. */
-  forAttempt(queueId: string, session: DbSession, transaction: DbSession | undefined, prefetched: ReadonlyMap<string, SegmentFetch>, now: number): AttemptReader {
+  forAttempt(
+    queueId: string,
+    session: DbSession,
+    transaction: DbSession | undefined,
+    prefetched: ReadonlyMap<string, SegmentFetch>,
+    now: number,
+  ): AttemptReader {
     return new AttemptReader(this, queueId, session, transaction, prefetched, now);
   }
 
   /** Fetches the segments a core call asked for, in the order asked; under the row lock, throws {@link StoreReadNeeded} for store reads not made yet. */
-  async segments(queueId: string, refs: readonly SegmentRef[], transaction: DbSession | undefined, prefetched: ReadonlyMap<string, SegmentFetch>, loaded: SegmentRef[]): Promise<SegmentFetch[]> {
+  async segments(
+    queueId: string,
+    refs: readonly SegmentRef[],
+    transaction: DbSession | undefined,
+    prefetched: ReadonlyMap<string, SegmentFetch>,
+    loaded: SegmentRef[],
+  ): Promise<SegmentFetch[]> {
     const fromState = refs.filter((r) => r.from === 'state');
     const rows = fromState.length > 0 ? await this.queueState.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
     const fromStore = new Map<string, SegmentFetch>();

@@ -191,7 +191,9 @@ export class TurnRunner {
       if (!line) this.lines.set(queueId, (line = []));
       line.push({ op, resolve: resolve, reject });
       // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
-      this.registry.turns.run(queueId, () => this.drain(queueId)).catch((error: unknown) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`));
+      this.registry.turns
+        .run(queueId, () => this.drain(queueId))
+        .catch((error: unknown) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`));
     });
   }
 
@@ -358,14 +360,20 @@ export class TurnRunner {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
       // there), the turn runs again on the row read here, with the front segment for a pop.
-      const current = readsFront ? await this.queueState.recheckQueue(queueId, actor.version) : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
+      const current = readsFront
+        ? await this.queueState.recheckQueue(queueId, actor.version)
+        : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
     return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
-  private async committed(queueId: string, batch: Pending[], { core, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded, failedSaves }: Prepared): Promise<void> {
+  private async committed(
+    queueId: string,
+    batch: Pending[],
+    { core, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded, failedSaves }: Prepared,
+  ): Promise<void> {
     const unused = this.store.inDatabase ? [] : [...core.storeDeletes(), ...failedSaves];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
@@ -441,7 +449,9 @@ export class TurnRunner {
       this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; left behind: ${message(lastError)}`);
       return;
     }
-    this.logger.warn(`Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`);
+    this.logger.warn(
+      `Could not delete ${keys.length} unused segment(s) of queue ${queueId} from the offload store; retried after its next turn: ${message(lastError)}`,
+    );
     this.leftovers.set(queueId, new Map(keys.map((k) => [k, pending.get(k)!])));
     this.leftoverCount += keys.length;
   }

@@ -84,7 +84,11 @@ export function Header({ onOpenQueue, numbers, identity, onForget }: Props) {
           <span
             className="identity-label"
             data-testid="identity-label"
-            title={identity ? `The API key this console sends: ${identityLabel(identity)} (kept for this tab only)` : 'The service has no API keys: everything is open'}
+            title={
+              identity
+                ? `The API key this console sends: ${identityLabel(identity)} (kept for this tab only)`
+                : 'The service has no API keys: everything is open'
+            }
           >
             {identityLabel(identity)}
           </span>
@@ -130,7 +134,9 @@ function ServiceNumbers() {
   return (
     <dl
       className="metrics"
-      title={metrics.error ? `/metrics: ${metrics.error.message}` : "From /metrics, every 5 s. Operations include this console's own reads (about one a second)."}
+      title={
+        metrics.error ? `/metrics: ${metrics.error.message}` : "From /metrics, every 5 s. Operations include this console's own reads (about one a second)."
+      }
       data-testid="metrics"
     >
       <div>

@@ -46,8 +46,8 @@ export function KeyPrompt({ problem, onKey }: Props) {
       <form className="card key-prompt" onSubmit={(e) => void submit(e)} aria-labelledby="key-prompt-title" data-testid="key-prompt" noValidate>
         <h1 id="key-prompt-title">API key</h1>
         <p className="muted">
-          This service asks for an API key. The console sends it with every call and keeps it for this browser tab only (session storage): closing
-          the tab forgets it.
+          This service asks for an API key. The console sends it with every call and keeps it for this browser tab only (session storage): closing the tab
+          forgets it.
         </p>
         <label className="field">
           <span>Key</span>
@@ -65,9 +65,7 @@ export function KeyPrompt({ problem, onKey }: Props) {
         </label>
         {shown && <ErrorNote error={shown} />}
         <div className="form-row">
-          <span className="hint">
-            Its name and scopes then show at the top right.
-          </span>
+          <span className="hint">Its name and scopes then show at the top right.</span>
           <button type="submit" className="btn btn-primary" disabled={busy}>
             Use key
           </button>

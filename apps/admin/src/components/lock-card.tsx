@@ -83,7 +83,12 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
   const live = lock || (locks && locks.count > 0);
 
   return (
-    <section className={`card lock-card${live ? ' lock-active' : ''}`} data-testid="lock-card" data-lock-mode={locks ? 'shared' : 'exclusive'} aria-label="Lock">
+    <section
+      className={`card lock-card${live ? ' lock-active' : ''}`}
+      data-testid="lock-card"
+      data-lock-mode={locks ? 'shared' : 'exclusive'}
+      aria-label="Lock"
+    >
       <div className="card-head">
         <h3>
           <LockIcon /> {locks ? 'Locks (shared)' : 'Lock'}
@@ -122,8 +127,8 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
         </div>
       ) : lock === undefined ? (
         <p className="muted small" data-testid="lock-unknown">
-          Without the read scope the console cannot see the queue’s lock. A lock_id from “Pop with ack” (or one pasted in) can still be acknowledged,
-          extended or released.
+          Without the read scope the console cannot see the queue’s lock. A lock_id from “Pop with ack” (or one pasted in) can still be acknowledged, extended
+          or released.
         </p>
       ) : (
         <p className="muted small">
@@ -135,9 +140,7 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
       {(live || held || lock === undefined) && (
         <div className="form">
           <label className="field">
-            <span>
-              lock_id {held && held.lockId === lockId.trim() ? <em className="muted">(from this console’s pop)</em> : null}
-            </span>
+            <span>lock_id {held && held.lockId === lockId.trim() ? <em className="muted">(from this console’s pop)</em> : null}</span>
             <div className="input-with-action">
               <input
                 className="mono"
@@ -156,7 +159,13 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
             </div>
           </label>
           <div className="form-row">
-            <button type="button" className="btn btn-primary" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('acknowledge')}>
+            <button
+              type="button"
+              className="btn btn-primary"
+              disabled={busy || !allowed.allowed}
+              title={whyNot(allowed)}
+              onClick={() => void run('acknowledge')}
+            >
               Acknowledge
             </button>
             <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('release')}>
@@ -197,7 +206,13 @@ function SharedLocks({ locks, now, held }: { locks: SharedLocksInfo; now: number
     );
   }
   return (
-    <div className="lock-status" data-testid="shared-locks" data-count={locks.count} data-items={locks.item_count} data-next-expires-at={locks.next_expires_at ?? undefined}>
+    <div
+      className="lock-status"
+      data-testid="shared-locks"
+      data-count={locks.count}
+      data-items={locks.item_count}
+      data-next-expires-at={locks.next_expires_at ?? undefined}
+    >
       <div className="lock-figures">
         <span>
           <strong data-testid="shared-lock-count">{count(locks.count)}</strong> {locks.count === 1 ? 'lock' : 'locks'}

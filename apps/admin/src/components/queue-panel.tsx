@@ -194,7 +194,11 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
               queueId={queueId}
               lock={can.read.allowed ? (info?.lock ?? null) : undefined}
               locks={info?.locks ?? undefined}
-              held={held} onHeld={onHeld} onResult={message} onChanged={onChanged} />
+              held={held}
+              onHeld={onHeld}
+              onResult={message}
+              onChanged={onChanged}
+            />
           )}
           <section className="card" aria-label="Push">
             <div className="card-head">
@@ -225,10 +229,7 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
         onConfirm={() => void remove()}
         onCancel={() => setConfirming(false)}
       >
-        <p>
-          This removes {info ? plural(info.count + heldCount, 'item') : 'its items'}, every segment (offloaded ones too) and any lock.
-          It cannot be undone.
-        </p>
+        <p>This removes {info ? plural(info.count + heldCount, 'item') : 'its items'}, every segment (offloaded ones too) and any lock. It cannot be undone.</p>
         {deleteError && <ErrorNote error={deleteError} />}
       </ConfirmDialog>
     </div>

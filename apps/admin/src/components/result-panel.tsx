@@ -31,7 +31,11 @@ export function ResultPanel({ result }: { result: ActionResult | null }) {
               <span className="muted"> (this one included, per item)</span>
             </p>
           )}
-          {result.response.items.length > 0 && <pre className="json" data-testid="popped-items">{JSON.stringify(result.response.items, null, 2)}</pre>}
+          {result.response.items.length > 0 && (
+            <pre className="json" data-testid="popped-items">
+              {JSON.stringify(result.response.items, null, 2)}
+            </pre>
+          )}
         </>
       )}
     </section>

@@ -24,7 +24,8 @@ export function effectiveSegment(info: QueueInfo, priorities: string[], selected
   const p = info.priorities[priority];
   const wanted = selected?.priority === priority ? selected.segment : p.head_segment;
   const segment = wanted >= p.head_segment && wanted <= p.tail_segment ? wanted : p.head_segment;
-  const offloaded = p.head_offloaded_segment != null && p.tail_offloaded_segment != null && segment >= p.head_offloaded_segment && segment <= p.tail_offloaded_segment;
+  const offloaded =
+    p.head_offloaded_segment != null && p.tail_offloaded_segment != null && segment >= p.head_offloaded_segment && segment <= p.tail_offloaded_segment;
   return { priority, segment, offloaded };
 }
 
@@ -55,7 +56,10 @@ export function SegmentItems({ info, priorities, selected, onSelect, refreshKey 
         <h3>Items</h3>
         <label className="field field-inline">
           <span>Priority</span>
-          <select value={ref.priority} onChange={(e) => onSelect({ priority: e.target.value, segment: info.priorities[e.target.value].head_segment, offloaded: false })}>
+          <select
+            value={ref.priority}
+            onChange={(e) => onSelect({ priority: e.target.value, segment: info.priorities[e.target.value].head_segment, offloaded: false })}
+          >
             {priorities.map((priority) => (
               <option key={priority} value={priority}>
                 {priority}

@@ -17,7 +17,15 @@ interface Props {
 }
 
 /** One of the settings form's numeric fields (1 to `max`). */
-function NumberField(props: { name: SettingsField; label: string; max: number; placeholder: string; value: string; onChange: (value: string) => void; invalid: boolean }) {
+function NumberField(props: {
+  name: SettingsField;
+  label: string;
+  max: number;
+  placeholder: string;
+  value: string;
+  onChange: (value: string) => void;
+  invalid: boolean;
+}) {
   return (
     <label className="field">
       <span>{props.label}</span>
@@ -123,8 +131,24 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
       {form && (
         <form className="form" onSubmit={(e) => void save(e)} aria-label="Queue settings" data-testid="settings-form" noValidate>
           <div className="settings-grid">
-            <NumberField name="segment_size" label="segment_size (1–10,000)" max={10000} placeholder="service default" value={form.segment_size} onChange={(value) => change('segment_size', value)} invalid={invalid('segment_size')} />
-            <NumberField name="buffer_segments" label="buffer_segments (1–1,000)" max={1000} placeholder="service default" value={form.buffer_segments} onChange={(value) => change('buffer_segments', value)} invalid={invalid('buffer_segments')} />
+            <NumberField
+              name="segment_size"
+              label="segment_size (1–10,000)"
+              max={10000}
+              placeholder="service default"
+              value={form.segment_size}
+              onChange={(value) => change('segment_size', value)}
+              invalid={invalid('segment_size')}
+            />
+            <NumberField
+              name="buffer_segments"
+              label="buffer_segments (1–1,000)"
+              max={1000}
+              placeholder="service default"
+              value={form.buffer_segments}
+              onChange={(value) => change('buffer_segments', value)}
+              invalid={invalid('buffer_segments')}
+            />
             <label className="field">
               <span>lock_mode</span>
               <select name="lock_mode" value={form.lock_mode} onChange={(e) => change('lock_mode', e.target.value as LockMode)}>
@@ -132,7 +156,15 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
                 <option value="shared">shared: competing consumers</option>
               </select>
             </label>
-            <NumberField name="max_deliveries" label="max_deliveries (1–1,000)" max={1000} placeholder="no limit" value={form.max_deliveries} onChange={(value) => change('max_deliveries', value)} invalid={invalid('max_deliveries')} />
+            <NumberField
+              name="max_deliveries"
+              label="max_deliveries (1–1,000)"
+              max={1000}
+              placeholder="no limit"
+              value={form.max_deliveries}
+              onChange={(value) => change('max_deliveries', value)}
+              invalid={invalid('max_deliveries')}
+            />
             <label className="field">
               <span>dead_letter_queue</span>
               <input
