@@ -94,6 +94,20 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
+  it('storage imports nothing of the queue (runtime, core or HTTP layer): repositories answer whoever calls them', () => {
+    const storage = join(SRC, 'storage');
+    const queue = join(SRC, 'queue');
+    const offending = files
+      .filter((f) => f.startsWith(storage + sep))
+      .flatMap((f) =>
+        importsOf(f)
+          .filter((i) => i.target?.startsWith(queue + sep))
+          .map((i) => `${rel(f)} imports ${i.specifier}`),
+      );
+    expect(files.some((f) => f.startsWith(storage + sep))).toBe(true);
+    expect(offending).toEqual([]);
+  });
+
   it("the queue core and runtime answer with outcomes: they import no HTTP error (ours or NestJS's)", () => {
     const engine = [join(SRC, 'queue', 'core'), join(SRC, 'queue', 'runtime')];
     const errors = join(SRC, 'common', 'errors.ts');
