@@ -39,19 +39,6 @@ function privateProject(build: ServiceBuild, privateDir: string): string {
   return join(dist, 'main.js');
 }
 
-/** Stops a PostgreSQL left running in a relocated cluster and removes it (as removeDataDir does in place). */
-function removeRelocated(relocationRoot: string): void {
-  for (const entry of existsSync(relocationRoot) ? readdirSync(relocationRoot) : []) {
-    const pidFile = join(relocationRoot, entry, 'postgres', 'postmaster.pid');
-    try {
-      process.kill(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), 'SIGQUIT');
-    } catch {
-      // no server there
-    }
-  }
-  rmSync(relocationRoot, { recursive: true, force: true });
-}
-
 describe.skipIf(databaseKind !== 'embedded' || !isRoot)('embedded PostgreSQL run as root from a directory private to root', () => {
   // Stands for /root: 0700, owned by root.
   const privateDir = mkdtempSync(join(tmpdir(), 'pushpop-root-home-'));
@@ -82,9 +69,10 @@ describe.skipIf(databaseKind !== 'embedded' || !isRoot)('embedded PostgreSQL run
   afterAll(async () => {
     for (const child of children) await child.kill('SIGKILL');
     build?.remove();
-    removeRelocated(relocationRoot);
+    // Stops a server left running in the relocated cluster and removes it with its DATA_DIR.
+    removeDataDir(dataDir);
     rmSync(dirname(relocationRoot), { recursive: true, force: true });
-    removeDataDir(privateDir);
+    rmSync(privateDir, { recursive: true, force: true });
   });
 
   it('serves, says where its cluster lives and why, and keeps its items across a restart and a SIGKILL', async () => {

@@ -7,6 +7,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
+import { embeddedLayout } from '../../src/database/embedded-postgres.js';
 import type { Environment } from '../../src/config/environment.js';
 
 export type EnvOverrides = Partial<Record<keyof Environment, string>>;
@@ -53,19 +54,20 @@ export function makeDataDir(): string {
 }
 
 /**
- * Removes a data directory. An embedded PostgreSQL still running there (its service was killed
- * with SIGKILL and never restarted) is stopped first (immediate shutdown), so tests leave no
- * server behind.
+ * Removes a data directory, and the cluster its pointer names when it lives elsewhere. An
+ * embedded PostgreSQL still running there (its service was killed with SIGKILL and never
+ * restarted) is stopped first (immediate shutdown), so tests leave no server behind.
  */
 export function removeDataDir(dir: string): void {
+  const layout = embeddedLayout(dir);
   try {
-    const pgdata = join(dir, 'postgres');
-    const pid = Number(readFileSync(join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const pid = Number(readFileSync(join(layout.pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
     // Only a PostgreSQL of this directory (its working directory), never a process that reused the pid.
-    if (pid > 0 && readlinkSync(`/proc/${pid}/cwd`) === pgdata) process.kill(pid, 'SIGQUIT');
+    if (pid > 0 && readlinkSync(`/proc/${pid}/cwd`) === layout.pgdata) process.kill(pid, 'SIGQUIT');
   } catch {
     // no server there
   }
+  if (layout.relocated) rmSync(layout.home, { recursive: true, force: true });
   rmSync(dir, { recursive: true, force: true });
 }
 
