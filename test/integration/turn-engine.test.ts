@@ -1,7 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomInt } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
-import { UnitOfWork } from '../../src/database/unit-of-work.js';
+import { UnitOfWork, type DbSession } from '../../src/database/unit-of-work.js';
 import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
@@ -20,7 +21,6 @@ describe(`turn engine (${databaseKind})`, () => {
   let svc: TestService;
   let queues: QueueService;
   let segments: QueueStateRepository;
-  let statements: ReturnType<typeof vi.spyOn>;
 
   beforeAll(async () => {
     svc = await startService({ env: { SEGMENT_SIZE: '100' } });
@@ -33,14 +33,37 @@ describe(`turn engine (${databaseKind})`, () => {
     if (svc) removeDataDir(svc.dataDir);
   });
 
-  /** Counts every statement the service sends outside a transaction from now on. */
-  const countStatements = (): void => {
-    statements = vi.spyOn(svc.app.get(UnitOfWork).autocommit, 'query');
+  /**
+   * Statements are counted by the request that sent them, not by leaving names out: from
+   * `countStatements()` on, the test's own calls (and whatever they start) run under a tag, and
+   * only statements sent under it count, in autocommit or in a transaction. The background
+   * sweeps run on timers armed at start, outside the tag, so they can never be counted; an
+   * unnamed statement added to a request's path would be.
+   */
+  const request = new AsyncLocalStorage<true>();
+  let sent: { text: string; name?: string }[] = [];
+  const recording = (session: DbSession): DbSession => {
+    const query = session.query.bind(session);
+    return {
+      query: <R>(text: string, values?: readonly unknown[], name?: string): Promise<R[]> => {
+        if (request.getStore()) sent.push({ text, name });
+        return query<R>(text, values, name);
+      },
+    };
   };
-  /** The background sweeps' statements (the lock sweep's are not named), which may run at any time. */
-  const SWEEPS = new Set<unknown>([undefined, 'pushpop_find_due_queues', 'pushpop_delete_expired_dedup_ids']);
-  /** Names of the statements counted so far, the sweeps' left out. */
-  const turnNames = (): unknown[] => statements.mock.calls.map((c) => c[2]).filter((name) => !SWEEPS.has(name));
+  const countStatements = (): void => {
+    sent = [];
+    const uow = svc.app.get(UnitOfWork);
+    const autocommit = recording(uow.autocommit);
+    vi.spyOn(uow.autocommit, 'query').mockImplementation(autocommit.query);
+    const transaction = uow.transaction.bind(uow);
+    vi.spyOn(uow, 'transaction').mockImplementation((fn) => transaction((session) => fn(recording(session))));
+    request.enterWith(true);
+  };
+  /** Names of the statements this test's requests sent since `countStatements()` (unnamed ones as `undefined`). */
+  const turnNames = (): unknown[] => sent.map((s) => s.name);
+  /** How many statements this test's requests sent since `countStatements()`. */
+  const turnStatements = (): number => sent.length;
 
   it('a push or a pop on an active queue is one statement; a pop of a queue that does not exist is one', async () => {
     const q = uniqueQueueId('one-trip');
@@ -79,7 +102,7 @@ describe(`turn engine (${databaseKind})`, () => {
     // A push does not ask for the front segment.
     svc.app.get(ActorRegistry).deactivate(q);
     const loads = vi.spyOn(segments, 'loadQueues');
-    statements.mockClear();
+    sent = [];
     await queues.push(q, { n: 150 }, 0);
     expect(loads.mock.calls[0][0]).toEqual([{ queueId: q, front: false }]);
     expect(turnNames(), 'one queue alone: the plain load').toEqual(['pushpop_load_queue', 'pushpop_write_turn_basic']);
@@ -143,8 +166,6 @@ describe(`turn engine (${databaseKind})`, () => {
     vi.spyOn(svc.app.get(Clock), 'now').mockImplementation(() => now);
     await queues.push(q, { n: 0 }, 0);
     countStatements();
-    // The lock sweep's probe (once a second) is not the queue's.
-    const turnStatements = (): number => statements.mock.calls.filter(([text]) => !String(text).includes('FROM queue_locks WHERE state')).length;
     await queues.push(q, { n: 1 }, 0, { delaySeconds: 10 });
     expect(turnStatements(), 'a delayed push: one statement').toBe(1);
     await queues.push(q, { n: 2 }, 0);
@@ -171,7 +192,6 @@ describe(`turn engine (${databaseKind})`, () => {
     const locks: string[] = [];
     for (let i = 0; i < 1000; i++) locks.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
     countStatements();
-    const turnStatements = (): number => statements.mock.calls.filter(([text]) => !String(text).includes('FROM queue_locks WHERE state')).length;
     const popped = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 300, waitSeconds: 0 });
     expect(popped).toMatchObject({ items: [{ n: 1000 }, { n: 1001 }], delivery_counts: [1, 1] });
     expect(turnStatements(), 'a pop with ack: the write alone').toBe(1);
@@ -239,7 +259,16 @@ describe(`turn engine (${databaseKind})`, () => {
     });
     await rowLocked;
     const load = uow.transaction((s) => segments.loadQueue(q, s, true));
-    await new Promise((r) => setTimeout(r, 200));
+    // Let the other transaction commit only once the locked load waits for the row.
+    await vi.waitFor(
+      async () => {
+        const [waiting] = await uow.autocommit.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`,
+        );
+        expect(waiting.n).toBeGreaterThan(0);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
     commit();
     await other;
     const loaded = await load;
