@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
-import { removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { pollsWaitingOn, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 describe('long polling', () => {
   let svc: TestService;
@@ -18,7 +16,7 @@ describe('long polling', () => {
     const q = uniqueQueueId();
     const started = Date.now();
     const pop = svc.http.post(`/queue/${q}/pop?wait_seconds=10`).then((res) => ({ res, at: Date.now() }));
-    await sleep(400);
+    await pollsWaitingOn(svc, q);
     const pushStarted = Date.now();
     const push = await svc.http.post(`/queue/${q}/push`).send({ item: { hello: 'world' } });
     const pushTook = Date.now() - pushStarted;
@@ -41,9 +39,10 @@ describe('long polling', () => {
 
   it('wakes one waiting pop per pushed item; the other keeps waiting', async () => {
     const q = uniqueQueueId();
-    const a = svc.http.post(`/queue/${q}/pop?wait_seconds=3`);
-    const b = svc.http.post(`/queue/${q}/pop?wait_seconds=3`);
-    await sleep(300);
+    // \`.then\` sends a supertest request; it is lazy until then.
+    const a = svc.http.post(`/queue/${q}/pop?wait_seconds=3`).then((r) => r);
+    const b = svc.http.post(`/queue/${q}/pop?wait_seconds=3`).then((r) => r);
+    await pollsWaitingOn(svc, q, 2);
     await svc.http.post(`/queue/${q}/push`).send({ item: { n: 1 } });
     const [ra, rb] = await Promise.all([a, b]);
     const counts = [ra.body.count, rb.body.count].sort();
@@ -67,8 +66,7 @@ describe('actor lifecycle', () => {
     await svc.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { n: 1 } }, { item: { n: 2 } }, { item: { n: 3 } }] });
     expect(registry.peek(q)).toBeDefined();
     expect(registry.itemsInMemory).toBeGreaterThan(0);
-    await sleep(700);
-    expect(registry.peek(q)).toBeUndefined();
+    await vi.waitFor(() => expect(registry.peek(q), 'deactivated after 200 ms idle').toBeUndefined(), { timeout: 5000, interval: 20 });
     expect(registry.activeActors).toBe(0);
     expect(registry.itemsInMemory).toBe(0);
     const res = await svc.http.post(`/queue/${q}/pop?depth=2`);

@@ -24,7 +24,7 @@ import {
   timeTravel,
 } from '../support/lock-helpers.js';
 import { drain, range, seededRandom, testSeed } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, makeDataDir, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Queue settings, shared lock mode, delivery counts and dead letters over HTTP (CONTRACT.md,
@@ -790,8 +790,8 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       const lock = await lockItems<Item>(svc.http, q, { ttl: 60 });
       const started = Date.now();
       const poll = svc.http.post(`/queue/${dlq}/pop?wait_seconds=15`).then((r) => r);
-      // The poll is registered before the release (an empty DLQ answers nothing until then).
-      await new Promise((r) => setTimeout(r, 300));
+      // The poll waits before the release (an empty DLQ answers nothing until then).
+      await pollsWaitingOn(svc, dlq);
       expect((await release(svc.http, q, lock.lockId)).body).toMatchObject({ items_dead_lettered: 1 });
       const res = await poll;
       expect(res.status).toBe(200);

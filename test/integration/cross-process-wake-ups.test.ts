@@ -7,7 +7,7 @@ import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { QueueLoads } from '../../src/queue/runtime/queue-loads.js';
 import { decodeQueueState } from '../../src/queue/runtime/queue-state-payload.js';
 import { sleep, until } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, makeDataDir, pollsWaitingOn, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Long polls woken across processes: two services on one database, a long poll waiting on one,
@@ -38,12 +38,6 @@ async function push(svc: TestService, queueId: string, item: Record<string, unkn
   return performance.now();
 }
 
-/** Resolves once `count` long polls of `svc` wait on `queueId` (their first look done). */
-async function waitingOn(svc: TestService, queueId: string, count = 1): Promise<void> {
-  const events = svc.app.get(QueueEvents);
-  expect(await until(() => events.waitingQueues().includes(queueId) && events.waiting >= count, 10_000)).toBe(true);
-}
-
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 const ms = (n: number): string => `${n.toFixed(1)} ms`;
 
@@ -53,7 +47,7 @@ async function measure(polls: TestService, pushes: TestService, rounds: number):
   for (let i = 0; i < rounds; i++) {
     const q = uniqueQueueId('xp');
     const poll = longPoll(polls, q, 10);
-    await waitingOn(polls, q);
+    await pollsWaitingOn(polls, q);
     const pushed = await push(pushes, q, { round: i });
     const answer = await poll;
     expect(answer.status).toBe(200);
@@ -102,7 +96,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
   it('one push wakes one of several polls waiting in the other process; the rest keep waiting', async () => {
     const q = uniqueQueueId('several');
     const polls = [0, 1, 2].map(() => longPoll(A, q, 8));
-    await waitingOn(A, q, 3);
+    await pollsWaitingOn(A, q, 3);
     await push(B, q, { n: 1 });
     const first = await Promise.race(polls);
     expect(first.body.items).toEqual([{ n: 1 }]);
@@ -124,7 +118,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
   it('a batch push wakes as many polls as items arrived', async () => {
     const q = uniqueQueueId('batch');
     const polls = [0, 1, 2, 3].map(() => longPoll(A, q, 8));
-    await waitingOn(A, q, 4);
+    await pollsWaitingOn(A, q, 4);
     const res = await fetch(`${B.url}/queue/${q}/push/batch`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -148,7 +142,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     const loads = A.app.get(QueueLoads);
     const taken = loads.statesTaken;
     const poll = longPoll(A, q, 10);
-    await waitingOn(A, q);
+    await pollsWaitingOn(A, q);
     const statements = vi.spyOn(A.app.get(UnitOfWork).autocommit, 'query');
     try {
       await push(B, q, { n: 1, text: 'é'.repeat(50) });
@@ -221,7 +215,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     const before = events.wakeUps.recheck;
     const q = uniqueQueueId('fallback');
     const poll = longPoll(A, q, 10);
-    await waitingOn(A, q);
+    await pollsWaitingOn(A, q);
     const pushed = await push(B, q, { n: 1 });
     const answer = await poll;
     expect(answer.body.items).toEqual([{ n: 1 }]);
@@ -236,7 +230,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     expect(await until(() => other!.app.get(ItemNotifications).listening, 10_000)).toBe(true);
     const q = uniqueQueueId('schemas');
     const poll = longPoll(other, q, 2);
-    await waitingOn(other, q);
+    await pollsWaitingOn(other, q);
     await push(B, q, { n: 1 });
     const answer = await poll;
     expect(answer.body).toEqual({ items: [], count: 0 });

@@ -8,6 +8,8 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
 import { embeddedLayout } from '../../src/database/embedded-postgres.js';
+import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
+import { until } from './queue-helpers.js';
 import type { Environment } from '../../src/config/environment.js';
 
 export type EnvOverrides = Partial<Record<keyof Environment, string>>;
@@ -46,6 +48,14 @@ export interface TestService {
   http: TestAgent;
   dataDir: string;
   close(): Promise<void>;
+}
+
+/** Resolves once `count` long polls of `svc` wait on `queueId` (their first look done); fails after 10 s. */
+export async function pollsWaitingOn(svc: TestService, queueId: string, count = 1): Promise<void> {
+  const events = svc.app.get(QueueEvents);
+  if (!(await until(() => events.waitingQueues().includes(queueId) && events.waiting >= count, 10_000))) {
+    throw new Error(`${count} long poll(s) on ${queueId} were not waiting within 10 s (${events.waiting} waiting in all)`);
+  }
 }
 
 /** A fresh data directory for the embedded database (removed by {@link removeDataDir}). */
