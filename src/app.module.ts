@@ -10,6 +10,7 @@ import { DelayModule } from './delay/delay.module.js';
 import { HealthModule } from './health/health.module.js';
 import { LockModule } from './lock/lock.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
+import { ObserversModule } from './metrics/observers.module.js';
 import { QueueModule } from './queue/queue.module.js';
 
 @Module({})
@@ -21,6 +22,7 @@ export class AppModule {
       imports: [
         ConfigModule.forRoot(overrides),
         CommonModule,
+        ObserversModule,
         AuthModule,
         DatabaseModule,
         QueueModule,

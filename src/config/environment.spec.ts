@@ -24,6 +24,8 @@ const DEFAULTS = {
   MAX_PENDING_PER_QUEUE: 1000,
   MAX_WAITING_POLLS: 10_000,
   LOCK_SWEEP_INTERVAL_MS: 1000,
+  DELAY_SWEEP_INTERVAL_MS: 1000,
+  DEDUP_SWEEP_INTERVAL_MS: 10_000,
   DEDUP_WINDOW_SECONDS: 300,
   DB_POOL_SIZE: 10,
   RATE_LIMIT_PER_SECOND: 0,
@@ -212,5 +214,20 @@ describe('parseEnvironment', () => {
     expect(parseEnvironment({ PORT: '65535', SEGMENT_SIZE: '100000' })).toMatchObject({ PORT: 65535, SEGMENT_SIZE: 100_000 });
     expect(parseEnvironment({ DEDUP_WINDOW_SECONDS: '1' }).DEDUP_WINDOW_SECONDS).toBe(1);
     expect(parseEnvironment({ DEDUP_WINDOW_SECONDS: '86400' }).DEDUP_WINDOW_SECONDS).toBe(86_400);
+  });
+
+  it('gives each sweep its own interval; the delay sweep follows LOCK_SWEEP_INTERVAL_MS (its old setting) unless set', () => {
+    expect(parseEnvironment({ LOCK_SWEEP_INTERVAL_MS: '200' })).toMatchObject({
+      LOCK_SWEEP_INTERVAL_MS: 200,
+      DELAY_SWEEP_INTERVAL_MS: 200,
+      DEDUP_SWEEP_INTERVAL_MS: 10_000,
+    });
+    expect(parseEnvironment({ LOCK_SWEEP_INTERVAL_MS: '200', DELAY_SWEEP_INTERVAL_MS: '5000', DEDUP_SWEEP_INTERVAL_MS: '60000' })).toMatchObject({
+      LOCK_SWEEP_INTERVAL_MS: 200,
+      DELAY_SWEEP_INTERVAL_MS: 5000,
+      DEDUP_SWEEP_INTERVAL_MS: 60_000,
+    });
+    expect(() => parseEnvironment({ DELAY_SWEEP_INTERVAL_MS: '49' })).toThrow(/DELAY_SWEEP_INTERVAL_MS/);
+    expect(() => parseEnvironment({ DEDUP_SWEEP_INTERVAL_MS: 'often' })).toThrow(/DEDUP_SWEEP_INTERVAL_MS/);
   });
 });

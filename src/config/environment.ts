@@ -168,12 +168,30 @@ export class Environment {
   @Max(1_000_000)
   MAX_WAITING_POLLS = 10_000;
 
-  /** How often expired acknowledgement locks are swept, and due delayed items made visible on queues nobody calls. */
+  /** How often expired acknowledgement locks are swept on queues nobody calls. */
   @Transform(toInt)
   @IsInt()
   @Min(50)
   @Max(60_000)
   LOCK_SWEEP_INTERVAL_MS = 1000;
+
+  /**
+   * How often due delayed items are made visible on queues nobody calls (and long polls waiting
+   * on them answered); unset, `LOCK_SWEEP_INTERVAL_MS`, which set both before this setting existed.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  DELAY_SWEEP_INTERVAL_MS?: number;
+
+  /** How often expired dedup ids are deleted (housekeeping only: an expired id is never read as live). */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(3_600_000)
+  DEDUP_SWEEP_INTERVAL_MS = 10_000;
 
   /**
    * How long a push's `dedup_id` is remembered per queue, in seconds (1 to 86400): another push
@@ -223,7 +241,15 @@ export class EnvironmentError extends Error {
 
 /** Parses `env` into an {@link Environment}, throwing one error that names every bad variable. */
 export function parseEnvironment(env: Record<string, string | undefined>): Environment {
-  const known = Object.keys(new Environment()).concat('DATABASE_URL', 'DATABASE_SCHEMA', 'CORS_ORIGINS', 'API_KEYS', 'API_KEYS_FILE', 'RATE_LIMIT_BURST');
+  const known = Object.keys(new Environment()).concat(
+    'DATABASE_URL',
+    'DATABASE_SCHEMA',
+    'CORS_ORIGINS',
+    'API_KEYS',
+    'API_KEYS_FILE',
+    'RATE_LIMIT_BURST',
+    'DELAY_SWEEP_INTERVAL_MS',
+  );
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];
@@ -237,5 +263,6 @@ export function parseEnvironment(env: Record<string, string | undefined>): Envir
     );
   }
   parsed.RATE_LIMIT_BURST ??= defaultRateLimitBurst(parsed.RATE_LIMIT_PER_SECOND);
+  parsed.DELAY_SWEEP_INTERVAL_MS ??= parsed.LOCK_SWEEP_INTERVAL_MS;
   return parsed;
 }

@@ -1,13 +1,12 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
+import { AppConfig } from '../config/app-config.js';
 import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { DedupIdRepository } from '../storage/dedup-id.repository.js';
 
 /** Expired dedup ids deleted by one statement at most; a full batch is followed by the next at once. */
 const SWEEP_BATCH = 1000;
-/** Expired ids are dead already (no turn reads them as live): deleting them is only housekeeping. */
-const SWEEP_INTERVAL_MS = 10_000;
 
 /**
  * Deletes expired deduplication ids in bounded batches, so the table holds about one window's
@@ -22,12 +21,13 @@ export class DedupSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly db: DatabaseProvider,
     private readonly dedup: DedupIdRepository,
     private readonly clock: Clock,
+    private readonly config: AppConfig,
   ) {
     this.loop = new SweepLoop(
       new Logger('DedupSweeper'),
       'Dedup sweep',
       () => this.sweep(),
-      () => SWEEP_INTERVAL_MS,
+      () => this.config.env.DEDUP_SWEEP_INTERVAL_MS,
     );
   }
 

@@ -11,7 +11,7 @@ const SWEEP_BATCH = 200;
 
 /**
  * Makes delayed items visible when they are due even if nobody calls their queue: every
- * LOCK_SWEEP_INTERVAL_MS it asks the partial index on `queues.next_due_at` for queues with due
+ * DELAY_SWEEP_INTERVAL_MS it asks the partial index on `queues.next_due_at` for queues with due
  * items and runs one ordinary, empty turn on each. Every turn starts by moving its queue's due
  * items to their priorities (in the turn's one write) and, having moved some, wakes the queue's
  * long polls. Safe with several processes: a queue's turns are serialised by its version check,
@@ -32,7 +32,7 @@ export class DelaySweeper implements OnApplicationBootstrap, OnModuleDestroy {
       new Logger('DelaySweeper'),
       'Delay sweep',
       () => this.sweep(),
-      () => this.config.env.LOCK_SWEEP_INTERVAL_MS,
+      () => this.config.env.DELAY_SWEEP_INTERVAL_MS ?? this.config.env.LOCK_SWEEP_INTERVAL_MS,
     );
   }
 

@@ -1,5 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Clock } from '../common/clock.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { ItemNotifications } from '../database/item-notifications.js';
 import { QueueLoads } from '../queue/runtime/queue-loads.js';
@@ -13,33 +14,22 @@ import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 import { LockRepository } from '../storage/lock.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
-
-const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
+import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
 /** The offloaded-segment and delayed-item counts are read from the database; refresh them at most this often. */
 const STORED_COUNT_TTL_MS = 10_000;
 
 /**
- * The service's Prometheus registry (one per app, so several apps in one process never share
- * state). It observes: operation counters are fed by Fastify's response hooks
- * ({@link OperationMetrics}), the rest mirror the runtime's counters and gauges when scraped.
+ * The service's metrics on the app's registry ({@link MetricsRegistry}). It observes: operation
+ * counters are fed by Fastify's response hooks ({@link OperationMetrics}), the runtime's timings
+ * by the observer it was constructed with ({@link RuntimeHistograms}), and the rest mirror the
+ * runtime's counters and gauges when scraped.
  */
 @Injectable()
 export class MetricsService implements OnModuleInit {
-  readonly registry = new Registry();
-  readonly operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers: [this.registry] });
-  readonly operationDuration = new Histogram({
-    ...METRICS.operationDuration,
-    labelNames: METRICS.operationDuration.labels,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers: [this.registry] });
-  readonly storeDuration = new Histogram({
-    ...METRICS.storeDuration,
-    labelNames: METRICS.storeDuration.labels,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  readonly registry: Registry;
+  readonly operations: Counter;
+  readonly operationDuration: Histogram;
+  readonly acknowledgements: Counter;
   private offloadedCount = { value: 0, at: 0 };
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
@@ -57,7 +47,14 @@ export class MetricsService implements OnModuleInit {
     private readonly wakeUps: QueueWakeUps,
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
-  ) {}
+    private readonly clock: Clock,
+    private readonly metricsRegistry: MetricsRegistry,
+  ) {
+    const registers = [(this.registry = metricsRegistry.registry)];
+    this.operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers });
+    this.operationDuration = new Histogram({ ...METRICS.operationDuration, labelNames: METRICS.operationDuration.labels, buckets: LATENCY_BUCKETS, registers });
+    this.acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers });
+  }
 
   onModuleInit(): void {
     collectDefaultMetrics({ register: this.registry, prefix: DEFAULT_METRICS_PREFIX });
@@ -66,7 +63,6 @@ export class MetricsService implements OnModuleInit {
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
       this.registry.removeSingleMetric(DEFAULT_METRICS_PREFIX + name);
     }
-    this.runner.observer = { turnFinished: (seconds, ok) => this.storeDuration.observe({ outcome: ok ? 'ok' : 'error' }, seconds) };
     this.registerRuntimeMetrics();
   }
 
@@ -104,8 +100,6 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
     fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
     fromStats(METRICS.notificationStates, () => ({ sent: this.notifications.statesSent, kept: this.loads.statesOffered, used: this.loads.statesTaken }));
-    const loadDuration = new Histogram({ ...METRICS.segmentLoadDuration, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-    stats.onLoad = (seconds) => loadDuration.observe(seconds);
     const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
       new Gauge({
         ...def,
@@ -127,9 +121,9 @@ export class MetricsService implements OnModuleInit {
 
   /** A count read from the database at most every STORED_COUNT_TTL_MS; the last one while it cannot be read. */
   private async stored(cached: { value: number; at: number }, read: () => Promise<number>): Promise<number> {
-    if (Date.now() - cached.at > STORED_COUNT_TTL_MS) {
+    if (this.clock.now() - cached.at > STORED_COUNT_TTL_MS) {
       cached.value = this.db.isReady ? await read().catch(() => cached.value) : cached.value;
-      cached.at = Date.now();
+      cached.at = this.clock.now();
     }
     return cached.value;
   }

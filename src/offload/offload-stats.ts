@@ -10,6 +10,4 @@ export class OffloadStats {
   offloadFailures = 0;
   segmentsLoaded = 0;
   loadFailures = 0;
-  /** Called with the seconds each successful load took (the metrics module observes it). */
-  onLoad?: (seconds: number) => void;
 }

@@ -173,7 +173,7 @@ export class QueueService {
    */
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
-    const deadline = Date.now() + (poll ? options.waitSeconds * 1000 : 0);
+    const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = options.requireAck ? newLockId() : '';
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     try {
@@ -191,7 +191,7 @@ export class QueueService {
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
-        const remaining = deadline - Date.now();
+        const remaining = deadline - this.clock.now();
         if (!poll || outcome.items.length > 0 || remaining <= 0) return QueueMapper.pop(outcome, options.requireAck);
         if ((await poll.wait(remaining)) !== 'woken') return QueueMapper.pop(outcome, options.requireAck);
       }

@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { KeyedMutex } from '@pushpop/keyed-mutex';
 import { AppConfig } from '../../config/app-config.js';
+import { Clock } from '../../common/clock.js';
 import type { QueueCore } from '../core/queue-core.js';
 
 /**
@@ -19,11 +20,14 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   readonly turns = new KeyedMutex({ reentrant: false });
   private sweepTimer?: NodeJS.Timeout;
 
-  constructor(private readonly config: AppConfig) {}
+  constructor(
+    private readonly config: AppConfig,
+    private readonly clock: Clock,
+  ) {}
 
   onModuleInit(): void {
     const idle = this.config.env.ACTOR_IDLE_TIMEOUT_MS;
-    this.sweepTimer = setInterval(() => this.deactivateIdle(Date.now() - idle), Math.max(50, Math.min(idle / 2, 10_000)));
+    this.sweepTimer = setInterval(() => this.deactivateIdle(this.clock.now() - idle), Math.max(50, Math.min(idle / 2, 10_000)));
     this.sweepTimer.unref();
   }
 
@@ -38,7 +42,7 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
 
   /** Keeps a queue's actor after a committed turn. */
   set(queueId: string, core: QueueCore): void {
-    this.actors.set(queueId, { core, lastUsed: Date.now() });
+    this.actors.set(queueId, { core, lastUsed: this.clock.now() });
   }
 
   /** Drops a queue's actor from memory; its state stays in the database. */

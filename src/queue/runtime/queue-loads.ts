@@ -57,7 +57,7 @@ export class QueueLoads {
    * from it writes only if the queue's version is still the state's, and checks it if it writes
    * nothing, as for an actor kept in memory.
    */
-  offer(queueId: string, state: LoadedQueue, now = Date.now()): void {
+  offer(queueId: string, state: LoadedQueue, now: number): void {
     this.offered.delete(queueId);
     this.offered.set(queueId, { state, at: now });
     this.statesOffered += 1;
@@ -73,7 +73,7 @@ export class QueueLoads {
   }
 
   /** The state offered for the queue, if recent enough; given once. */
-  take(queueId: string, now = Date.now()): LoadedQueue | undefined {
+  take(queueId: string, now: number): LoadedQueue | undefined {
     const offered = this.offered.get(queueId);
     if (!offered) return undefined;
     this.offered.delete(queueId);

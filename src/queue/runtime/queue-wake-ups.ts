@@ -69,12 +69,12 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
     // that id wakes, if one waits here.
     this.notifications.onState((payload) => {
       const decoded = decodeQueueState(payload);
-      if (decoded && this.events.hasPolls(decoded.queueId)) this.loads.offer(decoded.queueId, decoded.state);
+      if (decoded && this.events.hasPolls(decoded.queueId)) this.loads.offer(decoded.queueId, decoded.state, this.clock.now());
     });
     this.notifications.onListening(() => void this.recheck());
     this.timer = setInterval(() => {
       const interval = this.notifications.listening ? RECHECK_LISTENING_MS : RECHECK_UNLISTENED_MS;
-      if (Date.now() - this.lastRecheck >= interval) void this.recheck();
+      if (this.clock.now() - this.lastRecheck >= interval) void this.recheck();
     }, TICK_MS);
     this.timer.unref();
   }
@@ -110,7 +110,7 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async run(): Promise<void> {
-    this.lastRecheck = Date.now();
+    this.lastRecheck = this.clock.now();
     const ids = this.events.waitingQueues();
     if (ids.length === 0 || !this.db.isReady) return;
     let found: { queueId: string; count: number }[];

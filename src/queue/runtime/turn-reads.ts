@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { DbSession } from '../../database/unit-of-work.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.js';
@@ -7,6 +7,7 @@ import { DelayedItemRepository } from '../../storage/delayed-item.repository.js'
 import { LockRepository } from '../../storage/lock.repository.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import type { RowReader } from '../core/core-driver.js';
+import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentFetch, SegmentRef } from '../core/types.js';
 
 /** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
@@ -72,6 +73,7 @@ export class TurnReads {
     readonly dedupIds: DedupIdRepository,
     private readonly store: OffloadStore,
     private readonly stats: OffloadStats,
+    @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
   ) {}
 
   /** The reader of one attempt at a turn of `queueId` at `now`. */
@@ -131,7 +133,7 @@ export class TurnReads {
       const items = await this.store.load(queueId, key);
       if (ref.purpose === 'use') {
         if (!items) throw new Error(`nothing stored under ${key}`);
-        this.stats.onLoad?.((performance.now() - started) / 1000);
+        this.observer.segmentLoaded((performance.now() - started) / 1000);
       }
       return { entries: items?.map((json, position) => ({ position, json })) };
     } catch (error) {

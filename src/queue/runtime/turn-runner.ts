@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
 import { isTransientConflict } from '../../common/store-errors.js';
@@ -17,6 +17,7 @@ import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
+import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 /**
@@ -42,11 +43,6 @@ export interface TurnOp<T> {
    * queue loads its front segment with its row, so that the pop needs no read of its own.
    */
   readonly readsFront?: boolean;
-}
-
-/** What the metrics module observes of turns. */
-export interface TurnObserver {
-  turnFinished(seconds: number, ok: boolean, operations: number): void;
 }
 
 interface Pending {
@@ -163,7 +159,6 @@ export class TurnRunner {
   /** Copies in a store outside the database that nothing refers to and could not be deleted yet, per queue. */
   private readonly leftovers = new Map<string, Map<string, SegmentId>>();
   private leftoverCount = 0;
-  observer?: TurnObserver;
 
   constructor(
     private readonly config: AppConfig,
@@ -178,6 +173,7 @@ export class TurnRunner {
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
     private readonly reads: TurnReads,
+    @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
   ) {}
 
   /**
@@ -252,21 +248,21 @@ export class TurnRunner {
           for (const ref of error.refs) prefetched.set(refKey(ref), await this.reads.readStore(queueId, ref));
           continue;
         }
-        this.observer?.turnFinished((performance.now() - started) / 1000, false, batch.length);
+        this.observer.turnFinished((performance.now() - started) / 1000, false, batch.length);
         for (const pending of batch) pending.reject(error);
         return;
       }
       if (!prepared.results) {
         // A backlog of due delayed items took this turn: the operations wait for the next one,
         // so nothing they push overtakes an item that was due before them.
-        this.observer?.turnFinished((performance.now() - started) / 1000, true, 0);
+        this.observer.turnFinished((performance.now() - started) / 1000, true, 0);
         await this.committed(queueId, [], prepared);
         backlogTurns += 1;
         attempt = -1;
         started = performance.now();
         continue;
       }
-      this.observer?.turnFinished((performance.now() - started) / 1000, true, batch.length);
+      this.observer.turnFinished((performance.now() - started) / 1000, true, batch.length);
       await this.committed(queueId, batch, prepared);
       return;
     }
@@ -304,7 +300,7 @@ export class TurnRunner {
         // A pop woken by another process's push starts from the state that push committed, when
         // it came with the notification; otherwise the load is batched with the other
         // activations under way (see QueueLoads).
-        const state = readsFront ? this.loads.take(queueId) : undefined;
+        const state = readsFront ? this.loads.take(queueId, this.clock.now()) : undefined;
         offered = state !== undefined;
         loaded = state ?? (await this.loads.load(queueId, readsFront));
       }
