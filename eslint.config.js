@@ -27,6 +27,13 @@ export default tseslint.config(
     },
   },
   {
+    // The browser tests reach into the console's sources and run callbacks in the page: their own tsconfig (DOM, bundler resolution).
+    files: ['test/browser/**/*.ts'],
+    languageOptions: {
+      parserOptions: { project: ['./test/browser/tsconfig.json'], tsconfigRootDir: import.meta.dirname },
+    },
+  },
+  {
     // The admin console is browser code with JSX: its own tsconfigs (DOM, bundler resolution) give the types.
     files: ['apps/admin/**/*.{ts,tsx}'],
     plugins: { 'react-hooks': reactHooks },

@@ -174,7 +174,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     expect(((await popped.json()) as Polled['body']).items).toEqual([{ n: 1 }]);
     await push(B, q, { n: 2 });
     const loads = A.app.get(QueueLoads);
-    loads.offer(q, sent.state);
+    loads.offer(q, sent.state, Date.now());
     const taken = loads.statesTaken;
     const res = await fetch(`${A.url}/queue/${q}/pop?depth=5`, { method: 'POST' });
     expect(((await res.json()) as Polled['body']).items, 'the current item, once').toEqual([{ n: 2 }]);
@@ -186,7 +186,7 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     const locked = await fetch(`${B.url}/queue/${q}/pop?require_ack=true`, { method: 'POST' });
     expect(locked.status).toBe(200);
     await until(() => states.filter((p) => decodeQueueState(p)?.queueId === q).length >= 3, 5000);
-    loads.offer(q, (q3 ?? sent).state);
+    loads.offer(q, (q3 ?? sent).state, Date.now());
     const refused = await fetch(`${A.url}/queue/${q}/pop`, { method: 'POST' });
     expect(refused.status, 'the lock B holds').toBe(423);
     const stillLocked = await fetch(`${B.url}/queue/${q}`);

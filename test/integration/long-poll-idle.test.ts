@@ -23,7 +23,7 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
   let svc: TestService;
   let queues: QueueService;
   let events: QueueEvents;
-  let statements: ReturnType<typeof vi.spyOn>;
+  let statements: MockInstance<(text: string, values?: readonly unknown[], name?: string) => Promise<unknown[]>>;
   let transactions: MockInstance<UnitOfWork['transaction']> | undefined;
   let closed = false;
 

@@ -31,7 +31,7 @@ export const COLLAPSE_AFTER = 3;
  * segments still in state, and the tail. Segments strictly between head and tail are full.
  * Works from the pointers alone, so a chain of a million segments costs a handful of blocks.
  */
-export function segmentChain(p: PriorityInfo, config: QueueConfig): PriorityChain {
+export function segmentChain(p: PriorityInfo, config: Pick<QueueConfig, 'segment_size' | 'buffer_segments'>): PriorityChain {
   const { head_segment: head, tail_segment: tail } = p;
   const size = config.segment_size;
   if (head === tail) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { drive } from './core-driver.js';
+import { drive, type SyncRowReader } from './core-driver.js';
 import { QueueCore } from './queue-core.js';
 import type { LockState } from './types.js';
 import { NOTHING_STORED } from '../../../test/support/core-fake-db.js';

@@ -131,7 +131,7 @@ describe('QueueCore in shared lock mode', () => {
     const fresh = db.load();
     expect(turn(db, fresh, 100, () => fresh.acknowledge('X', 100))).toBe('LOCK_EXPIRED');
     popAck(db, fresh, 100, 1, 'S', 1000);
-    for (const call of [() => fresh.release('X', 100), () => fresh.extendLock('X', 100, 10)])
+    for (const call of [(): unknown => fresh.release('X', 100), (): unknown => fresh.extendLock('X', 100, 10)])
       expect(turn(db, fresh, 100, call), 'after a shared lock too').toBe('LOCK_EXPIRED');
     expect(turn(db, fresh, 100, () => fresh.acknowledge('Y', 100))).toBe('LOCK_NOT_FOUND');
     expect(turn(db, fresh, 100, () => fresh.acknowledge('S', 100))).toBe(1);
