@@ -294,7 +294,10 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     expect(codesOf(op('pop'), '423')).toEqual(['QUEUE_LOCKED']);
     expect(op('pop').responses['429'].description).toContain('MAX_LOCKS_PER_QUEUE');
     // The request body: every field optional, with its range.
-    const body = resolveRef(served, ((put.op as { requestBody?: unknown }).requestBody as { content: Record<string, { schema: { $ref: string } }> }).content['application/json'].schema.$ref);
+    const body = resolveRef(
+      served,
+      ((put.op as { requestBody?: unknown }).requestBody as { content: Record<string, { schema: { $ref: string } }> }).content['application/json'].schema.$ref,
+    );
     expect(body.required ?? []).toEqual([]);
     expect(Object.keys(body.properties ?? {}).sort()).toEqual(['buffer_segments', 'dead_letter_queue', 'lock_mode', 'max_deliveries', 'segment_size']);
     expect(body.properties!.segment_size).toMatchObject({ type: 'integer', minimum: 1, maximum: 10000 });
