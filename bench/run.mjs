@@ -94,6 +94,7 @@ const CONFIG = {
   longPollInFlight: envInt('BENCH_LONGPOLL_IN_FLIGHT', 50, 1, 1024),
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
+  dbPrefix: process.env.BENCH_DB_PREFIX ?? '',
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
   pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
   itemBytes: 200,
@@ -111,6 +112,9 @@ if (!/^postgres(ql)?:\/\/[^/]+$/.test(CONFIG.pgServer)) {
   if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host))
     knobErrors.push(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${host}): CPU is read from /proc of this machine`);
 }
+// lower-case letters, digits and underscores only: the names are used unquoted in SQL, and
+// PostgreSQL keeps at most 63 bytes of a name
+if (!/^[a-z0-9_]{0,30}$/.test(CONFIG.dbPrefix)) knobErrors.push('BENCH_DB_PREFIX must be at most 30 characters of a-z, 0-9 and _ (e.g. mine_)');
 if (!existsSync(CONFIG.pushpopDir) || !statSync(CONFIG.pushpopDir).isDirectory()) knobErrors.push(`BENCH_PUSHPOP_DIR: ${CONFIG.pushpopDir} is not a directory`);
 if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.push('the benchmark reads CPU time from /proc: it runs on Linux only');
 if (knobErrors.length > 0) {
@@ -147,7 +151,13 @@ if (CONFIG.scenarios.includes('longpoll')) {
 
 const PUSHPOP_TARGETS = CONFIG.targets.filter((t) => t.startsWith('pushpop-'));
 const needsMachinePostgres = CONFIG.targets.some((t) => t !== 'pushpop-embedded');
-const DATABASES = { 'pushpop-postgres': 'pushpop_bench', floor: 'bench_floor', pgboss: 'pgboss_bench' };
+/** The benchmark's databases on the machine's PostgreSQL, each name prefixed with BENCH_DB_PREFIX (so that runs side by side do not collide). */
+const DATABASES = Object.fromEntries(
+  Object.entries({ 'pushpop-postgres': 'pushpop_bench', floor: 'bench_floor', pgboss: 'pgboss_bench' }).map(([target, name]) => [
+    target,
+    `${CONFIG.dbPrefix}${name}`,
+  ]),
+);
 const dbUrl = (name) => `${CONFIG.pgServer}/${name}`;
 const MAX_SAMPLES = 5_000_000; // latency samples kept per run (memory bound)
 
@@ -641,7 +651,8 @@ async function adminQuery(sql) {
 }
 
 async function recreateDatabase(name) {
-  if (!/^(bench_\w+|pushpop_bench|pgboss_bench)$/.test(name)) throw new Error(`refusing to recreate database ${name}`);
+  // only the benchmark's own names, with this run's prefix
+  if (!new RegExp(`^${CONFIG.dbPrefix}(bench_\\w+|pushpop_bench|pgboss_bench)$`).test(name)) throw new Error(`refusing to recreate database ${name}`);
   await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await adminQuery(`CREATE DATABASE ${name}`);
 }
@@ -2178,6 +2189,8 @@ async function main() {
       longpoll_processes: CONFIG.longPollProcesses,
       stall_seconds: CONFIG.stallSeconds,
       postgres_server: CONFIG.pgServer,
+      db_prefix: CONFIG.dbPrefix,
+      databases: Object.values(DATABASES),
     },
     notes: [
       'The load generator (autocannon) runs in the benchmark process on the same machine as the targets and PostgreSQL.',
