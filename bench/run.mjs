@@ -26,7 +26,7 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import { fileURLToPath, URL } from 'node:url';
-import { waitingKeys } from './peers/bullmq-names.mjs';
+import { bullName, waitingKeys } from './peers/bullmq-names.mjs';
 import { TABLE as PEER_TABLE } from './peers/queue-table.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
@@ -69,9 +69,15 @@ function envList(name, fallback, allowed) {
   return allowed.filter((x) => list.includes(x));
 }
 
-const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'group-commit', 'floor', 'bullmq-redis', 'pgboss'];
+const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'group-commit', 'floor', 'bullmq-redis', 'bullmq-postgres', 'pgboss'];
 /** The peer servers (bench/peers) by target name. */
-const PEER_SCRIPTS = { 'group-commit': 'group-commit.mjs', floor: 'raw-sql.mjs', 'bullmq-redis': 'bullmq.mjs', pgboss: 'pgboss.mjs' };
+const PEER_SCRIPTS = {
+  'group-commit': 'group-commit.mjs',
+  floor: 'raw-sql.mjs',
+  'bullmq-redis': 'bullmq.mjs',
+  'bullmq-postgres': 'bullmq.mjs',
+  pgboss: 'pgboss.mjs',
+};
 /** Peers whose items are rows of bench/peers/queue-table.mjs. */
 const TABLE_PEERS = ['group-commit', 'floor'];
 /** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
@@ -163,9 +169,13 @@ const PUSHPOP_TARGETS = CONFIG.targets.filter((t) => t.startsWith('pushpop-'));
 const needsMachinePostgres = CONFIG.targets.some((t) => t !== 'pushpop-embedded' && !REDIS_TARGETS.includes(t));
 /** The benchmark's databases on the machine's PostgreSQL, each name prefixed with BENCH_DB_PREFIX (so that runs side by side do not collide). */
 const DATABASES = Object.fromEntries(
-  Object.entries({ 'pushpop-postgres': 'pushpop_bench', 'group-commit': 'bench_group_commit', floor: 'bench_floor', pgboss: 'pgboss_bench' }).map(
-    ([target, name]) => [target, `${CONFIG.dbPrefix}${name}`],
-  ),
+  Object.entries({
+    'pushpop-postgres': 'pushpop_bench',
+    'group-commit': 'bench_group_commit',
+    floor: 'bench_floor',
+    'bullmq-postgres': 'bench_bullmq',
+    pgboss: 'pgboss_bench',
+  }).map(([target, name]) => [target, `${CONFIG.dbPrefix}${name}`]),
 );
 const dbUrl = (name) => `${CONFIG.pgServer}/${name}`;
 const MAX_SAMPLES = 5_000_000; // latency samples kept per run (memory bound)
@@ -905,6 +915,15 @@ async function queueCounts(target, ids) {
       if (e1 || e2) throw e1 ?? e2;
       counts.set(id, Number(waiting) + Number(prioritized));
     });
+    return counts;
+  }
+  if (target.name === 'bullmq-postgres') {
+    // BullMQ's PostgreSQL backend: its jobs in the state `waiting` (with a priority or not)
+    const names = new Map(ids.map((id) => [bullName(id), id]));
+    const { rows } = await target.pool.query(`SELECT queue, count(*)::int AS n FROM bullmq.job WHERE queue = ANY($1) AND state = 'waiting' GROUP BY queue`, [
+      [...names.keys()],
+    ]);
+    for (const row of rows) counts.set(names.get(row.queue), row.n);
     return counts;
   }
   if (TABLE_PEERS.includes(target.name)) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // BullMQ behind pushpop's push and pop routes, for the benchmark: what most Node.js users would
 // pick instead of pushpop. On Redis (the benchmark starts its own redis-server with
-// `--appendonly yes --appendfsync everysec`):
+// `--appendonly yes --appendfsync everysec`), or on BullMQ's own PostgreSQL backend
+// (`createPostgresBackend`, new in BullMQ 6), chosen by the URL:
 //
 //   node bench/peers/bullmq.mjs --database-url=redis://127.0.0.1:6390 --port=8104
+//   node bench/peers/bullmq.mjs --database-url=postgres://postgres@127.0.0.1:5432/bench_bullmq --port=8105
 //
 // One BullMQ Queue (and one Worker, which takes jobs) per queue id, created on first use and
 // kept. Push = `queue.add()`; pop = `worker.getNextJob(token, { block: false })` then
@@ -21,38 +23,63 @@
 // `fetchNext` false, or the completion would take (and lock) the next job as well. A worker's
 // own loop (`autorun`) is not used: it processes jobs in the background, not when a pop asks.
 //
-// Workers normally get a dedicated blocking Redis connection each (for waiting on an empty
-// queue); these never block, so their backends are built without one, and every Queue and
-// Worker shares one ioredis connection (Redis runs commands one at a time anyway; ioredis
-// pipelines what the callers send at once).
+// Workers normally get a dedicated blocking connection each (for waiting on an empty queue: a
+// Redis connection, or a PostgreSQL LISTEN connection); these never block, so their backends
+// are built without one, and every Queue and Worker shares one ioredis connection (Redis runs
+// commands one at a time anyway; ioredis pipelines what the callers send at once), or one `pg`
+// pool of 10 on PostgreSQL (BullMQ's tables in the schema `bullmq`, created at start).
 //
 // Priorities: BullMQ takes the lowest priority number first, but 0 means "no priority" (a plain
 // list taken before every prioritized job), so pushpop's priority p is sent as p + 1. Within a
 // priority BullMQ is FIFO. Items are stored as JSON text (jobs' data), so they come back with
 // their key order; queue ids with `:` are renamed (bullmq-names.mjs).
 
-import { Queue, Worker, createRedisBackend } from 'bullmq';
+import { DEFAULT_SCHEMA, Queue, Worker, createPostgresBackend, createRedisBackend, runMigrations } from 'bullmq';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import console from 'node:console';
 import { createRequire } from 'node:module';
 import process from 'node:process';
 import { bullName, BULL_PREFIX } from './bullmq-names.mjs';
 import { peerOptions, servePeer } from './http-common.mjs';
 
-const { databaseUrl, port, host } = peerOptions('BullMQ peer', ['redis']);
+const { databaseUrl, port, host } = peerOptions('BullMQ peer', ['redis', 'postgres', 'postgresql']);
 const version = createRequire(import.meta.url)('bullmq/package.json').version;
+const onRedis = databaseUrl.startsWith('redis://');
 
-const connection = new Redis(databaseUrl, { connectionName: 'pushpop-bench-bullmq' });
 let errorEvents = 0;
 const onError = (error) => {
   errorEvents += 1;
   if (errorEvents <= 20) console.error(`BullMQ peer: error event: ${error?.message ?? error}`);
 };
+const connection = onRedis
+  ? new Redis(databaseUrl, { connectionName: 'pushpop-bench-bullmq' })
+  : // BullMQ uses a pool it is given as it is: its schema must be on the search path
+    new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'pushpop-bench-bullmq', options: `-c search_path=${DEFAULT_SCHEMA}` });
 connection.on('error', onError);
-await connection.ping();
+// every BullMQ backend (two per queue id) listens to the shared connection's events
+connection.setMaxListeners(0);
+if (!onRedis) {
+  // BullMQ migrates only a pool it builds itself: create its schema on one session first
+  const client = await connection.connect();
+  try {
+    await runMigrations(client, DEFAULT_SCHEMA);
+  } finally {
+    client.release();
+  }
+}
 
-/** The Redis backend, without the dedicated blocking connection a Worker would otherwise open (see above). */
-const nonBlocking = (name, opts, options) => createRedisBackend(name, opts, { ...options, withBlockingConnection: false });
+/** The backend, without the dedicated blocking connection a Worker would otherwise open (see above). */
+const createBackend = onRedis ? createRedisBackend : createPostgresBackend;
+const nonBlocking = (name, opts, options) => createBackend(name, opts, { ...options, withBlockingConnection: false });
+/** Options of every Queue and Worker (the key prefix is Redis's; PostgreSQL has its schema). */
+const base = onRedis ? { connection, prefix: BULL_PREFIX } : { connection };
+
+// Ready before serving (a backend checks the server and BullMQ's schema on its first use).
+const probe = new Queue('pushpop-bench-probe', base, nonBlocking);
+probe.on('error', onError);
+await probe.waitUntilReady();
+await probe.close();
 
 /** queue id → its Queue and Worker, created on first use. */
 const queues = new Map();
@@ -61,8 +88,8 @@ function queueOf(queueId) {
   let entry = queues.get(queueId);
   if (!entry) {
     const name = bullName(queueId);
-    const queue = new Queue(name, { connection, prefix: BULL_PREFIX, defaultJobOptions: { removeOnComplete: true, removeOnFail: true } });
-    const worker = new Worker(name, null, { connection, prefix: BULL_PREFIX, autorun: false }, nonBlocking);
+    const queue = new Queue(name, { ...base, defaultJobOptions: { removeOnComplete: true, removeOnFail: true } }, nonBlocking);
+    const worker = new Worker(name, null, { ...base, autorun: false }, nonBlocking);
     queue.on('error', onError);
     worker.on('error', onError);
     entry = { queue, worker };
@@ -77,7 +104,7 @@ await servePeer({
   name: 'BullMQ peer',
   host,
   port,
-  describe: `BullMQ ${version} on ${databaseUrl}, one shared connection`,
+  describe: `BullMQ ${version} on ${onRedis ? `Redis, one shared connection` : 'PostgreSQL, a pool of 10'}`,
   storage: {
     async push(queueId, _itemJson, item, priority) {
       const job = await queueOf(queueId).queue.add('item', item, { priority: priority + 1 });
@@ -97,14 +124,16 @@ await servePeer({
       return items;
     },
     async ready() {
-      await connection.ping();
+      if (onRedis) await connection.ping();
+      else await connection.query('SELECT 1');
     },
     async close() {
       for (const { queue, worker } of queues.values()) {
         await worker.close();
         await queue.close();
       }
-      await connection.quit();
+      if (onRedis) await connection.quit();
+      else await connection.end();
     },
   },
 });
