@@ -2364,7 +2364,7 @@ async function main() {
     },
     notes: [
       'The load generator (autocannon) runs in the benchmark process on the same machine as the targets and PostgreSQL.',
-      "The machine's PostgreSQL is shared by pushpop-postgres, group-commit, floor and pgboss; it is measured while only one target is loaded (the others idle). Other clients of that server at the time are counted too.",
+      "The machine's PostgreSQL is shared by pushpop-postgres, group-commit, floor, bullmq-postgres and pgboss; it is measured while only one target is loaded (the others idle). Other clients of that server at the time are counted too.",
       'Server CPU is the server process alone (utime+stime, children excluded); PostgreSQL CPU is the whole postmaster tree.',
     ],
   };
