@@ -31,8 +31,9 @@
 //
 // Priorities: BullMQ takes the lowest priority number first, but 0 means "no priority" (a plain
 // list taken before every prioritized job), so pushpop's priority p is sent as p + 1. Within a
-// priority BullMQ is FIFO. Items are stored as JSON text (jobs' data), so they come back with
-// their key order; queue ids with `:` are renamed (bullmq-names.mjs).
+// priority BullMQ is FIFO. Items are a job's data: JSON text on Redis (they come back with their
+// key order), jsonb on PostgreSQL (see raw-sql.mjs). Queue ids with `:` are renamed
+// (bullmq-names.mjs).
 
 import { DEFAULT_SCHEMA, Queue, Worker, createPostgresBackend, createRedisBackend, runMigrations } from 'bullmq';
 import { Redis } from 'ioredis';
