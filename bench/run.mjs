@@ -3,14 +3,16 @@
 // read the numbers: bench/README.md.
 //
 // Starts every target as a child process — pushpop on its embedded database, pushpop on the
-// machine's PostgreSQL, and two peer servers on the same PostgreSQL (bench/peers: a raw-SQL floor
-// and pg-boss), all speaking pushpop's push and pop routes — then, round after round, drives one
+// machine's PostgreSQL, and peer servers (bench/peers: a group-commit and a raw-SQL floor and
+// pg-boss on the same PostgreSQL, BullMQ on a redis-server of its own), all speaking pushpop's
+// push and pop routes — then, round after round, drives one
 // target at a time over loopback HTTP with autocannon through the same scenarios, reading the CPU
-// time of the server process and of PostgreSQL from /proc around every measured window. Prints a
+// time of the server process and of its store (PostgreSQL or Redis) from /proc around every measured window. Prints a
 // table, writes bench/results/latest.md and bench/results/latest.json. Every loop here is bounded
 // both in count and in time; every child process is stopped on exit, also on Ctrl-C.
 
 import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Buffer } from 'node:buffer';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -24,6 +26,8 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { clearInterval, clearTimeout, setInterval, setTimeout } from 'node:timers';
 import { fileURLToPath, URL } from 'node:url';
+import { bullName, waitingKeys } from './peers/bullmq-names.mjs';
+import { TABLE as PEER_TABLE } from './peers/queue-table.mjs';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(benchDir, '..');
@@ -65,7 +69,19 @@ function envList(name, fallback, allowed) {
   return allowed.filter((x) => list.includes(x));
 }
 
-const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'floor', 'pgboss'];
+const ALL_TARGETS = ['pushpop-embedded', 'pushpop-postgres', 'group-commit', 'floor', 'bullmq-redis', 'bullmq-postgres', 'pgboss'];
+/** The peer servers (bench/peers) by target name. */
+const PEER_SCRIPTS = {
+  'group-commit': 'group-commit.mjs',
+  floor: 'raw-sql.mjs',
+  'bullmq-redis': 'bullmq.mjs',
+  'bullmq-postgres': 'bullmq.mjs',
+  pgboss: 'pgboss.mjs',
+};
+/** Peers whose items are rows of bench/peers/queue-table.mjs. */
+const TABLE_PEERS = ['group-commit', 'floor'];
+/** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
+const REDIS_TARGETS = ['bullmq-redis'];
 const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
 const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop'];
@@ -94,6 +110,7 @@ const CONFIG = {
   longPollInFlight: envInt('BENCH_LONGPOLL_IN_FLIGHT', 50, 1, 1024),
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
+  dbPrefix: process.env.BENCH_DB_PREFIX ?? '',
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
   pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
   itemBytes: 200,
@@ -111,6 +128,9 @@ if (!/^postgres(ql)?:\/\/[^/]+$/.test(CONFIG.pgServer)) {
   if (!['127.0.0.1', 'localhost', '::1', '[::1]'].includes(host))
     knobErrors.push(`BENCH_PG_URL must point at a loopback PostgreSQL (got host ${host}): CPU is read from /proc of this machine`);
 }
+// lower-case letters, digits and underscores only: the names are used unquoted in SQL, and
+// PostgreSQL keeps at most 63 bytes of a name
+if (!/^[a-z0-9_]{0,30}$/.test(CONFIG.dbPrefix)) knobErrors.push('BENCH_DB_PREFIX must be at most 30 characters of a-z, 0-9 and _ (e.g. mine_)');
 if (!existsSync(CONFIG.pushpopDir) || !statSync(CONFIG.pushpopDir).isDirectory()) knobErrors.push(`BENCH_PUSHPOP_DIR: ${CONFIG.pushpopDir} is not a directory`);
 if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.push('the benchmark reads CPU time from /proc: it runs on Linux only');
 if (knobErrors.length > 0) {
@@ -146,8 +166,17 @@ if (CONFIG.scenarios.includes('longpoll')) {
 }
 
 const PUSHPOP_TARGETS = CONFIG.targets.filter((t) => t.startsWith('pushpop-'));
-const needsMachinePostgres = CONFIG.targets.some((t) => t !== 'pushpop-embedded');
-const DATABASES = { 'pushpop-postgres': 'pushpop_bench', floor: 'bench_floor', pgboss: 'pgboss_bench' };
+const needsMachinePostgres = CONFIG.targets.some((t) => t !== 'pushpop-embedded' && !REDIS_TARGETS.includes(t));
+/** The benchmark's databases on the machine's PostgreSQL, each name prefixed with BENCH_DB_PREFIX (so that runs side by side do not collide). */
+const DATABASES = Object.fromEntries(
+  Object.entries({
+    'pushpop-postgres': 'pushpop_bench',
+    'group-commit': 'bench_group_commit',
+    floor: 'bench_floor',
+    'bullmq-postgres': 'bench_bullmq',
+    pgboss: 'pgboss_bench',
+  }).map(([target, name]) => [target, `${CONFIG.dbPrefix}${name}`]),
+);
 const dbUrl = (name) => `${CONFIG.pgServer}/${name}`;
 const MAX_SAMPLES = 5_000_000; // latency samples kept per run (memory bound)
 
@@ -389,11 +418,12 @@ function ownTicks(pid) {
 }
 
 /**
- * CPU ticks of a PostgreSQL server: the postmaster's own and its reaped children's
- * (utime+stime+cutime+cstime) plus every live child's (backends, checkpointer, walwriter, ...).
- * A child that exits between two samples moves from the second term to the first.
+ * CPU ticks of a store's server process: its own and its reaped children's
+ * (utime+stime+cutime+cstime) plus every live child's. For a PostgreSQL postmaster the children
+ * are the backends, checkpointer, walwriter, ...; for redis-server, the rewrites of its
+ * append-only file. A child that exits between two samples moves from the second term to the first.
  */
-function postgresTicks(postmaster, stats = allStats()) {
+function treeTicks(postmaster, stats = allStats()) {
   const pm = stats.find((s) => s.pid === postmaster.pid);
   if (!pm || pm.starttime !== postmaster.starttime) return null;
   let ticks = pm.utime + pm.stime + pm.cutime + pm.cstime;
@@ -546,6 +576,97 @@ async function startServer({ label, args, env, cwd, port, readyPath, readyTimeou
   throw new Error(`${label} not ready within ${readyTimeoutSeconds} s:\n${output.slice(-4000)}`);
 }
 
+/**
+ * A redis-server of the benchmark's own for a Redis peer: loopback, a free port (never the
+ * machine's 6379), its data in a fresh temporary directory (removed at the end), the
+ * append-only file fsynced every second (`--appendonly yes --appendfsync everysec`) and no RDB
+ * snapshots (the append-only file is the durability measured). Started in its own process group
+ * like the servers, stopped with SIGTERM (Redis fsyncs and exits), SIGKILL after 10 s.
+ */
+async function startRedis(label) {
+  const port = await freePort();
+  const dir = mkdtempSync(join(os.tmpdir(), 'pushpop-bench-redis-'));
+  tempDirs.add(dir);
+  const args = ['--bind', '127.0.0.1', '--port', String(port), '--dir', dir, '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '', '--logfile', ''];
+  const child = spawn('redis-server', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  const keep = (chunk) => {
+    output += chunk.toString();
+    if (output.length > 100_000) output = output.slice(-50_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  let exitInfo = null;
+  let spawnError = null;
+  const exited = new Promise((r) => {
+    child.on('exit', (code, signal) => r((exitInfo = { code, signal })));
+    child.on('error', (error) => {
+      spawnError = error;
+      r((exitInfo = { code: null, signal: null }));
+    });
+  });
+  const entry = { child, pid: child.pid, exited };
+  if (child.pid) children.add(entry);
+  void exited.then(() => children.delete(entry));
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 200,
+    connectionName: 'pushpop-bench-counts',
+  });
+  client.on('error', () => undefined); // while it starts; commands still reject
+  const redis = {
+    label,
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    dir,
+    client,
+    proc: child.pid ? { pid: child.pid, starttime: readStat(child.pid)?.starttime ?? null } : null,
+    version: /** @type {string | null} */ (null),
+    output: () => output,
+    alive: () => exitInfo === null,
+    async stop() {
+      client.disconnect();
+      if (exitInfo === null) {
+        try {
+          child.kill('SIGTERM');
+        } catch {
+          // gone
+        }
+        if (await Promise.race([exited.then(() => false), sleep(10_000).then(() => true)])) {
+          killGroup(child.pid, 'SIGKILL');
+          await Promise.race([exited, sleep(5000)]);
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+      return exitInfo;
+    },
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exitInfo !== null) {
+      if (spawnError?.code === 'ENOENT') throw new Error('redis-server is not installed (Debian: apt-get install redis-server)');
+      throw new Error(`redis-server exited before it was ready (code ${exitInfo.code}, signal ${exitInfo.signal}):\n${output.slice(-2000)}`);
+    }
+    try {
+      if (client.status === 'wait') await client.connect();
+      if ((await client.ping()) === 'PONG') break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      await redis.stop();
+      throw new Error(`redis-server not ready within 30 s:\n${output.slice(-2000)}`);
+    }
+    await sleep(100);
+  }
+  redis.version = /redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? null;
+  return redis;
+}
+
 function killGroup(pid, signal) {
   try {
     process.kill(-pid, signal);
@@ -641,7 +762,8 @@ async function adminQuery(sql) {
 }
 
 async function recreateDatabase(name) {
-  if (!/^(bench_\w+|pushpop_bench|pgboss_bench)$/.test(name)) throw new Error(`refusing to recreate database ${name}`);
+  // only the benchmark's own names, with this run's prefix
+  if (!new RegExp(`^${CONFIG.dbPrefix}(bench_\\w+|pushpop_bench|pgboss_bench)$`).test(name)) throw new Error(`refusing to recreate database ${name}`);
   await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await adminQuery(`CREATE DATABASE ${name}`);
 }
@@ -649,7 +771,6 @@ async function recreateDatabase(name) {
 // ---------------------------------------------------------------------------------------------
 // targets
 
-const PEER_TABLE = 'queue_items'; // bench/peers/raw-sql.mjs
 const bossName = (queueId) => (/[\w-]/.test(queueId) ? queueId : `q/${queueId}`); // bench/peers/pgboss.mjs
 
 /** Environment of a pushpop child: only what the benchmark sets; everything else at its default. */
@@ -694,6 +815,7 @@ async function startTarget(name, machine) {
     postmaster: /** @type {{ pid: number, starttime: number } | null} */ (null),
     pgLocation: /** @type {string | null} */ (null),
     pgVersion: /** @type {string | null} */ (null),
+    redis: /** @type {Awaited<ReturnType<typeof startRedis>> | null} */ (null),
     dead: /** @type {string | null} */ (null),
     pushRate: /** @type {number | null} */ (null),
     rss: /** @type {{ round: number, kb: number | null }[]} */ ([]),
@@ -719,14 +841,28 @@ async function startTarget(name, machine) {
       env.DATA_DIR = target.dataDir;
     }
   } else {
-    target.db = DATABASES[name];
-    await recreateDatabase(target.db);
+    let storeUrl;
+    if (REDIS_TARGETS.includes(name)) {
+      target.redis = await startRedis(`${name} redis-server`);
+      storeUrl = target.redis.url;
+    } else {
+      target.db = DATABASES[name];
+      await recreateDatabase(target.db);
+      storeUrl = dbUrl(target.db);
+    }
     env = { ...process.env };
     delete env.NODE_OPTIONS;
-    args = [join(benchDir, 'peers', name === 'floor' ? 'raw-sql.mjs' : 'pgboss.mjs'), `--port=${port}`, `--database-url=${dbUrl(target.db)}`];
+    args = [join(benchDir, 'peers', PEER_SCRIPTS[name]), `--port=${port}`, `--database-url=${storeUrl}`];
     readyPath = '/health/ready';
   }
-  const { proc, readySeconds } = await startServer({ label: name, args, env, cwd, port, readyPath });
+  let started;
+  try {
+    started = await startServer({ label: name, args, env, cwd, port, readyPath });
+  } catch (error) {
+    if (target.redis) await target.redis.stop();
+    throw error;
+  }
+  const { proc, readySeconds } = started;
   target.proc = proc;
   target.url = proc.url;
   target.readySeconds = round(readySeconds, 1);
@@ -741,12 +877,15 @@ async function startTarget(name, machine) {
       const pglite = packageVersion('@electric-sql/pglite', pushpopDir);
       target.pgVersion = pglite ? `PGlite ${pglite} (in process)` : 'in process';
     }
+  } else if (target.redis) {
+    target.pgLocation = 'redis-server (started for it)';
+    target.pgVersion = target.redis.version ? `Redis ${target.redis.version}` : 'Redis';
   } else {
     target.postmaster = machine.postmaster;
     target.pgLocation = 'machine PostgreSQL (shared)';
     target.pgVersion = machine.version;
   }
-  if (target.kind === 'peer') target.pool = new pg.Pool({ connectionString: dbUrl(target.db), max: 2, application_name: 'pushpop-bench-counts' });
+  if (target.kind === 'peer' && target.db) target.pool = new pg.Pool({ connectionString: dbUrl(target.db), max: 2, application_name: 'pushpop-bench-counts' });
   return target;
 }
 
@@ -762,7 +901,32 @@ async function queueCounts(target, ids) {
     });
     return counts;
   }
-  if (target.name === 'floor') {
+  if (target.redis) {
+    // BullMQ: the jobs waiting without a priority (a list) and with one (a sorted set)
+    const pipeline = target.redis.client.pipeline();
+    for (const id of ids) {
+      const keys = waitingKeys(id);
+      pipeline.llen(keys.wait);
+      pipeline.zcard(keys.prioritized);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    ids.forEach((id, i) => {
+      const [[e1, waiting], [e2, prioritized]] = [results[2 * i] ?? [new Error('no reply')], results[2 * i + 1] ?? [new Error('no reply')]];
+      if (e1 || e2) throw e1 ?? e2;
+      counts.set(id, Number(waiting) + Number(prioritized));
+    });
+    return counts;
+  }
+  if (target.name === 'bullmq-postgres') {
+    // BullMQ's PostgreSQL backend: its jobs in the state `waiting` (with a priority or not)
+    const names = new Map(ids.map((id) => [bullName(id), id]));
+    const { rows } = await target.pool.query(`SELECT queue, count(*)::int AS n FROM bullmq.job WHERE queue = ANY($1) AND state = 'waiting' GROUP BY queue`, [
+      [...names.keys()],
+    ]);
+    for (const row of rows) counts.set(names.get(row.queue), row.n);
+    return counts;
+  }
+  if (TABLE_PEERS.includes(target.name)) {
     const { rows } = await target.pool.query(`SELECT queue_id AS id, count(*)::int AS n FROM ${PEER_TABLE} WHERE queue_id = ANY($1) GROUP BY queue_id`, [ids]);
     for (const row of rows) counts.set(row.id, row.n);
     return counts;
@@ -962,12 +1126,16 @@ async function cannon({ url, connections, seconds, amount, requests, sequence })
   };
 }
 
-/** CPU of the target's server process and of its PostgreSQL, and of this process (the load generator). */
+/** The process whose tree is the target's store: its PostgreSQL's postmaster, or the redis-server started for it. */
+const storeProcess = (target) => target.postmaster ?? target.redis?.proc ?? null;
+
+/** CPU of the target's server process and of its store (PostgreSQL or Redis), and of this process (the load generator). */
 function sampleCpu(target) {
-  const stats = target.postmaster ? allStats() : null;
+  const store = storeProcess(target);
+  const stats = store ? allStats() : null;
   return {
     server: ownTicks(target.proc.pid),
-    postgres: target.postmaster ? postgresTicks(target.postmaster, stats) : null,
+    store: store ? treeTicks(store, stats) : null,
     loadgen: process.cpuUsage(),
   };
 }
@@ -978,9 +1146,9 @@ function cpuPerRequest(before, after, requests) {
   const loadgenUs = after.loadgen.user + after.loadgen.system - (before.loadgen.user + before.loadgen.system);
   return {
     server_cpu_s: before.server === null || after.server === null ? null : round((after.server - before.server) / CLK_TCK, 2),
-    postgres_cpu_s: before.postgres === null || after.postgres === null ? null : round((after.postgres - before.postgres) / CLK_TCK, 2),
+    store_cpu_s: before.store === null || after.store === null ? null : round((after.store - before.store) / CLK_TCK, 2),
     server_us_per_req: round(perReq(before.server, after.server), 1),
-    postgres_us_per_req: round(perReq(before.postgres, after.postgres), 1),
+    store_us_per_req: round(perReq(before.store, after.store), 1),
     loadgen_us_per_req: requests === 0 ? null : round(loadgenUs / requests, 1),
   };
 }
@@ -1060,9 +1228,9 @@ function record(target, scenario, roundNo, r, cpu, extra = {}) {
   if (row.check && row.check.ok === false) bad.push(`check failed: ${row.check.detail}`);
   if (row.ran_dry) bad.push(`ran dry: ${row.ran_dry_detail}`);
   for (const b of bad) problems.push(`${target.name} ${scenario} round ${roundNo}: ${b}`);
-  const pgCpu = target.postmaster ? `${fmtNum(cpu.postgres_us_per_req)} µs/req` : target.pgLocation === 'in process' ? 'in process' : '-';
+  const storeCpu = storeProcess(target) ? `${fmtNum(cpu.store_us_per_req)} µs/req` : target.pgLocation === 'in process' ? 'in process' : '-';
   progress(
-    `    ${fmtNum(row.req_per_s)} req/s, p50 ${fmtMs(r.latency.p50)} ms, p99 ${fmtMs(r.latency.p99)} ms, CPU server ${fmtNum(cpu.server_us_per_req)} µs/req, PostgreSQL ${pgCpu}` +
+    `    ${fmtNum(row.req_per_s)} req/s, p50 ${fmtMs(r.latency.p50)} ms, p99 ${fmtMs(r.latency.p99)} ms, CPU server ${fmtNum(cpu.server_us_per_req)} µs/req, ${target.redis ? 'Redis' : 'PostgreSQL'} ${storeCpu}` +
       (r.non2xx ? `, non-2xx ${r.non2xx}` : '') +
       (r.errors ? `, errors ${r.errors}` : '') +
       (row.empty_pops ? `, empty pops ${row.empty_pops}` : '') +
@@ -1617,14 +1785,14 @@ async function longPollRun(target, roundNo, processes, name) {
     const cpu0 = {
       server: ownTicks(target.proc.pid),
       pusher: processes === 2 ? ownTicks(pusher.pid) : null,
-      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+      postgres: target.postmaster ? treeTicks(target.postmaster) : null,
     };
     await sleep(windowMs);
     const xact1 = await transactionsOf(monitor);
     const cpu1 = {
       server: ownTicks(target.proc.pid),
       pusher: processes === 2 ? ownTicks(pusher.pid) : null,
-      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+      postgres: target.postmaster ? treeTicks(target.postmaster) : null,
     };
     const windowSeconds = (performance.now() - t0) / 1000;
     inWindow = false;
@@ -1650,7 +1818,7 @@ async function longPollRun(target, roundNo, processes, name) {
     const cpu2 = {
       server: ownTicks(target.proc.pid),
       pusher: processes === 2 ? ownTicks(pusher.pid) : null,
-      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+      postgres: target.postmaster ? treeTicks(target.postmaster) : null,
     };
     const pushStarted = performance.now();
     await forEachLimit(ids, CONFIG.longPollInFlight, async (id, i) => {
@@ -1662,7 +1830,7 @@ async function longPollRun(target, roundNo, processes, name) {
     const cpu3 = {
       server: ownTicks(target.proc.pid),
       pusher: processes === 2 ? ownTicks(pusher.pid) : null,
-      postgres: target.postmaster ? postgresTicks(target.postmaster) : null,
+      postgres: target.postmaster ? treeTicks(target.postmaster) : null,
     };
     const busy = (a, b) => (a === null || b === null ? null : round(((b - a) / CLK_TCK / pushSeconds) * 100, 1));
     const pushCpu = {
@@ -1902,9 +2070,10 @@ function summarizeRows(targets) {
         p50_ms: round(median(okRows.map((r) => r.latency_ms.p50)), 3),
         p99_ms: round(median(okRows.map((r) => r.latency_ms.p99)), 3),
         server_us_per_req: round(median(okRows.map((r) => r.cpu.server_us_per_req)), 1),
-        postgres_us_per_req: round(median(okRows.map((r) => r.cpu.postgres_us_per_req)), 1),
+        store_us_per_req: round(median(okRows.map((r) => r.cpu.store_us_per_req)), 1),
         loadgen_us_per_req: round(median(okRows.map((r) => r.cpu.loadgen_us_per_req)), 1),
-        postgres_location: t.pgLocation,
+        store: t.redis ? 'redis' : 'postgres',
+        store_location: t.pgLocation,
         non_2xx: okRows.reduce((n, r) => n + r.non_2xx, 0),
         http_429: okRows.reduce((n, r) => n + r.http_429, 0),
         errors: okRows.reduce((n, r) => n + r.errors + r.timeouts, 0),
@@ -1917,15 +2086,18 @@ function summarizeRows(targets) {
   }
   for (const s of out) {
     const peer = (name) => out.find((x) => x.target === name && x.scenario === s.scenario)?.req_per_s;
-    s.ratio_to_floor = s.req_per_s && peer('floor') ? round(s.req_per_s / peer('floor'), 3) : null;
-    s.ratio_to_pgboss = s.req_per_s && peer('pgboss') ? round(s.req_per_s / peer('pgboss'), 3) : null;
+    const ratio = (name) => (s.req_per_s && peer(name) ? round(s.req_per_s / peer(name), 3) : null);
+    s.ratio_to_group_commit = ratio('group-commit');
+    s.ratio_to_floor = ratio('floor');
+    s.ratio_to_bullmq = ratio('bullmq-redis');
+    s.ratio_to_pgboss = ratio('pgboss');
   }
   return out;
 }
 
-function pgCell(s) {
-  if (s.postgres_location === 'in process') return 'in process¹';
-  return fmtNum(s.postgres_us_per_req);
+function storeCell(s) {
+  if (s.store_location === 'in process') return 'in process¹';
+  return fmtNum(s.store_us_per_req);
 }
 
 function notesOf(s) {
@@ -1939,29 +2111,31 @@ function notesOf(s) {
   return notes.join('; ');
 }
 
-const HEADERS = ['target', 'scenario', 'req/s', 'vs floor', 'vs pg-boss', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'PostgreSQL CPU µs/req'];
-const RIGHT = [false, false, true, true, true, true, true, true, true];
+// "vs pg-boss" is in latest.json (ratio_to_pgboss), not in the table, which is wide enough
+const HEADERS = ['target', 'scenario', 'req/s', 'vs group-commit', 'vs floor', 'vs BullMQ', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'store CPU µs/req'];
+const RIGHT = [false, false, true, true, true, true, true, true, true, true];
 
 function tableCells(s) {
   return [
     s.target,
     s.title,
     fmtNum(s.req_per_s),
+    fmtRatio(s.ratio_to_group_commit, 1),
     fmtRatio(s.ratio_to_floor, 1),
-    fmtRatio(s.ratio_to_pgboss, 1),
+    fmtRatio(s.ratio_to_bullmq, 1),
     fmtMs(s.p50_ms),
     fmtMs(s.p99_ms),
     fmtNum(s.server_us_per_req),
-    pgCell(s),
+    storeCell(s),
   ];
 }
 
 function footnotes(meta, targets, summary) {
   const lines = [];
-  const inProcess = summary.some((s) => s.postgres_location === 'in process');
+  const inProcess = summary.some((s) => s.store_location === 'in process');
   if (summary.some((s) => !s.scenario.startsWith('depth-') && !s.scenario.startsWith('delayed-'))) {
     lines.push(
-      `Medians over ${CONFIG.rounds} round(s) of ${CONFIG.seconds} s per measurement (after ${CONFIG.warmupSeconds} s of unmeasured warm-up), ${CONFIG.connections} keep-alive connections, ${CONFIG.itemBytes}-byte JSON items at a random priority 0-${CONFIG.priorities - 1}, pop depth 1. "vs floor" and "vs pg-boss" divide req/s by the floor's and pg-boss's in the same scenario.`,
+      `Medians over ${CONFIG.rounds} round(s) of ${CONFIG.seconds} s per measurement (after ${CONFIG.warmupSeconds} s of unmeasured warm-up), ${CONFIG.connections} keep-alive connections, ${CONFIG.itemBytes}-byte JSON items at a random priority 0-${CONFIG.priorities - 1}, pop depth 1. "vs group-commit", "vs floor" and "vs BullMQ" divide req/s by the group-commit floor's, the raw-SQL floor's and BullMQ on Redis's in the same scenario (latest.json also has the ratio to pg-boss).`,
     );
   }
   if (summary.some((s) => s.scenario.startsWith('depth-'))) {
@@ -1980,7 +2154,7 @@ function footnotes(meta, targets, summary) {
     );
   }
   lines.push(
-    'CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole PostgreSQL postmaster tree (backends, background processes, children that exited).',
+    'CPU per request is read from /proc around each measured window: the server process alone (its children not included), and the whole tree of its store: the PostgreSQL postmaster (backends, background processes, children that exited), or for bullmq-redis the redis-server the benchmark started for it (its threads and its children).',
   );
   const shared = targets.filter((t) => t.pgLocation === 'machine PostgreSQL (shared)').map((t) => t.name);
   lines.push(
@@ -1994,7 +2168,7 @@ function footnotes(meta, targets, summary) {
     lines.push(`${child.name}'s PostgreSQL column is its own embedded server (a child process of the service, ${child.pgVersion ?? 'version unknown'}).`);
   if (inProcess) lines.push('¹ the embedded database runs inside the service process (PGlite): its CPU is in the server column.');
   lines.push(
-    `${meta.date}, ${meta.cpus} CPU(s), load average ${meta.loadavg_start.join(' / ')} at the start and ${(meta.loadavg_end ?? []).join(' / ')} at the end; pushpop ${meta.pushpop.git_commit ?? '(no git)'}${meta.pushpop.git_dirty ? ' (uncommitted changes)' : ''}${meta.pushpop.build_stale ? ' (build older than its sources)' : ''}; Node ${meta.node}; PostgreSQL ${meta.postgres.machine ?? '-'}${meta.postgres.embedded ? `, embedded: ${meta.postgres.embedded}` : ''}.`,
+    `${meta.date}, ${meta.cpus} CPU(s), load average ${meta.loadavg_start.join(' / ')} at the start and ${(meta.loadavg_end ?? []).join(' / ')} at the end; pushpop ${meta.pushpop.git_commit ?? '(no git)'}${meta.pushpop.git_dirty ? ' (uncommitted changes)' : ''}${meta.pushpop.build_stale ? ' (build older than its sources)' : ''}; Node ${meta.node}; PostgreSQL ${meta.postgres.machine ?? '-'}${meta.postgres.embedded ? `, embedded: ${meta.postgres.embedded}` : ''}${meta.redis ? `; Redis ${meta.redis}` : ''}.`,
   );
   const rss = targets.filter((t) => t.rss.length > 0).map((t) => `${t.name} ${fmtMb(t.rss[t.rss.length - 1].kb)}`);
   if (rss.length) lines.push(`Server process RSS after its last scenario: ${rss.join(', ')}.`);
@@ -2155,7 +2329,14 @@ async function main() {
     loadavg_end: null,
     pushpop: { dir: pushpopDir, ...gitInfo(pushpopDir), build_stale: buildIsStale, version: null },
     postgres: { machine: null, embedded: null },
-    versions: { autocannon: packageVersion('autocannon'), pg: packageVersion('pg'), 'pg-boss': packageVersion('pg-boss') },
+    redis: /** @type {string | null} */ (null),
+    versions: {
+      autocannon: packageVersion('autocannon'),
+      pg: packageVersion('pg'),
+      'pg-boss': packageVersion('pg-boss'),
+      bullmq: packageVersion('bullmq'),
+      ioredis: packageVersion('ioredis'),
+    },
     config: {
       targets: CONFIG.targets,
       scenarios: CONFIG.scenarios,
@@ -2178,10 +2359,12 @@ async function main() {
       longpoll_processes: CONFIG.longPollProcesses,
       stall_seconds: CONFIG.stallSeconds,
       postgres_server: CONFIG.pgServer,
+      db_prefix: CONFIG.dbPrefix,
+      databases: Object.values(DATABASES),
     },
     notes: [
       'The load generator (autocannon) runs in the benchmark process on the same machine as the targets and PostgreSQL.',
-      "The machine's PostgreSQL is shared by pushpop-postgres, floor and pgboss; it is measured while only one target is loaded (the others idle). Other clients of that server at the time are counted too.",
+      "The machine's PostgreSQL is shared by pushpop-postgres, group-commit, floor, bullmq-postgres and pgboss; it is measured while only one target is loaded (the others idle). Other clients of that server at the time are counted too.",
       'Server CPU is the server process alone (utime+stime, children excluded); PostgreSQL CPU is the whole postmaster tree.',
     ],
   };
@@ -2240,6 +2423,7 @@ async function main() {
           `  ${name} ready in ${t.readySeconds} s on ${t.url} (pid ${t.proc.pid}; PostgreSQL: ${t.pgLocation}${t.postmaster ? `, postmaster pid ${t.postmaster.pid}` : ''})`,
         );
         if (name === 'pushpop-embedded') meta.postgres.embedded = t.pgVersion;
+        if (t.redis) meta.redis = t.redis.version;
       } catch (error) {
         problems.push(`${name}: FAILED to start: ${errorText(error)}`);
         progress(`  ${name} FAILED to start: ${error instanceof Error ? error.message : String(error)}`);
@@ -2299,6 +2483,10 @@ async function main() {
       }
       const exit = await t.proc.stop();
       if (t.pool) await t.pool.end().catch(() => undefined);
+      if (t.redis) {
+        const redisExit = await t.redis.stop();
+        if (redisExit && redisExit.code !== 0 && !interrupted) problems.push(`${t.name}: its redis-server exited with code ${redisExit.code} when stopped`);
+      }
       if (t.postmaster && t.name === 'pushpop-embedded' && isAlive(t.postmaster)) {
         await sleep(2000);
         if (await stopOrphanPostmaster(t.postmaster))
@@ -2346,6 +2534,7 @@ async function main() {
         postgres: t.pgLocation,
         postgres_version: t.pgVersion,
         postmaster_pid: t.postmaster?.pid ?? null,
+        redis: t.redis ? { pid: t.redis.proc?.pid ?? null, port: t.redis.port, version: t.redis.version } : null,
         rss_kb_by_round: t.rss,
         rss_kb_end: t.rssEnd ?? null,
         depth_fill: t.depthFill,

@@ -1,4 +1,4 @@
-// The HTTP side of the benchmark's peer servers (bench/peers/raw-sql.mjs, bench/peers/pgboss.mjs):
+// The HTTP side of the benchmark's peer servers (bench/peers/*.mjs):
 // a node:http server with the push and pop routes of pushpop's contract, the same request
 // validation and error bodies, option parsing and a clean shutdown. Each peer supplies only its
 // storage: `push(queueId, itemJson, item, priority)` and `pop(queueId, depth)`.
@@ -134,7 +134,9 @@ export function toHttpError(error) {
   if (loggedErrors <= 20 || loggedErrors % 1000 === 0) console.error(`[${loggedErrors}] ${code || error?.name || 'error'}: ${error?.message ?? error}`);
   if (
     UNAVAILABLE_CODES.has(code) ||
-    /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end/i.test(String(error?.message))
+    /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|Connection is closed|Reached the max retries per request/i.test(
+      String(error?.message),
+    )
   ) {
     return new HttpError(503, 'STORE_UNAVAILABLE', 'The database is unavailable; retry shortly', { 'Retry-After': '2' });
   }
@@ -235,13 +237,16 @@ export function option(name, envName, fallback) {
   return env === undefined || env === '' ? fallback : env;
 }
 
-/** Port, host and database URL of a peer from `--port`, `--host`, `--database-url` or PORT, HOST, DATABASE_URL. */
-export function peerOptions(peerName) {
+/**
+ * Port, host and database URL of a peer from `--port`, `--host`, `--database-url` or PORT, HOST,
+ * DATABASE_URL. `schemes` are the URL schemes the peer's store takes (PostgreSQL by default).
+ */
+export function peerOptions(peerName, schemes = ['postgres', 'postgresql']) {
   const databaseUrl = option('database-url', 'DATABASE_URL', null);
   const port = Number(option('port', 'PORT', '8100'));
   const host = option('host', 'HOST', '127.0.0.1');
-  if (!databaseUrl || !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    console.error(`${peerName}: give the database as --database-url=postgres://... or DATABASE_URL`);
+  if (!databaseUrl || !schemes.some((scheme) => databaseUrl.startsWith(`${scheme}://`))) {
+    console.error(`${peerName}: give the database as --database-url=${schemes[0]}://... or DATABASE_URL`);
     process.exit(2);
   }
   if (!Number.isInteger(port) || port < 0 || port > 65535) {

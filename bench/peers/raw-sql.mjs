@@ -11,21 +11,15 @@
 import pg from 'pg';
 import process from 'node:process';
 import { peerOptions, servePeer } from './http-common.mjs';
-
-const TABLE = 'queue_items';
+import { POP, PUSH, TABLE, byPriorityThenId, createSchema } from './queue-table.mjs';
 
 const { databaseUrl, port, host } = peerOptions('raw-sql peer');
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 10, application_name: 'pushpop-bench-floor' });
 pool.on('error', (error) => process.stderr.write(`raw-sql peer: idle client error: ${error.message}\n`));
 
-await pool.query(`CREATE TABLE IF NOT EXISTS ${TABLE} (id bigserial PRIMARY KEY, queue_id text NOT NULL, priority int NOT NULL, item jsonb NOT NULL)`);
-await pool.query(`CREATE INDEX IF NOT EXISTS ${TABLE}_queue_priority_id ON ${TABLE} (queue_id, priority, id)`);
+await createSchema(pool);
 
-// Named statements: each pooled connection parses and plans them once.
-const PUSH = `INSERT INTO ${TABLE} (queue_id, priority, item) VALUES ($1, $2, $3::jsonb)`;
-const POP = `DELETE FROM ${TABLE} WHERE id IN (SELECT id FROM ${TABLE} WHERE queue_id = $1 ORDER BY priority, id LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING priority, id, item::text AS item`;
-
-const byPriorityThenId = (a, b) => a.priority - b.priority || (BigInt(a.id) < BigInt(b.id) ? -1 : 1);
+// Named statements (queue-table.mjs): each pooled connection parses and plans them once.
 
 await servePeer({
   name: 'raw-sql peer',
