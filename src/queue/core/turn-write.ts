@@ -45,7 +45,7 @@ export function turnWrite(
   const returned = writes.returnedRows();
   const upserts: LockState[] = [];
   const deletes: string[] = [];
-  for (const [id, lock] of writes.sharedLocks) {
+  for (const [id, lock] of writes.sharedLockWrites()) {
     if (lock) upserts.push(lock);
     else deletes.push(id);
   }

@@ -5,6 +5,7 @@ export const FIRST_POSITION = -2_147_483_648;
 export const WHOLE_SEGMENT = 2_147_483_647;
 
 const key = (priority: number, segment: number): string => `${priority}:${segment}`;
+const NO_SHARED_LOCKS: ReadonlyMap<string, LockState | null> = new Map();
 
 /**
  * The row changes of one turn, accumulated operation by operation and netted so that one
@@ -37,14 +38,25 @@ export class WriteSet {
   sharedChanged = false;
   /** The queue's settings change. */
   settingsChanged = false;
-  /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). */
-  readonly sharedLocks = new Map<string, LockState | null>();
+  private sharedLocksOf?: Map<string, LockState | null>;
+  /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). Made on first use, as the rarer maps here. */
+  get sharedLocks(): Map<string, LockState | null> {
+    return (this.sharedLocksOf ??= new Map());
+  }
   /**
    * Given-back items to add (an entry) or remove (null), by priority and origin. An item given
    * back and popped again in the same turn nets to nothing, unless it was stored before the
    * turn (then the removal stays).
    */
-  private readonly returned = new Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }>();
+  /** The shared-lock writes, without making the map when there are none. */
+  sharedLockWrites(): ReadonlyMap<string, LockState | null> {
+    return this.sharedLocksOf ?? NO_SHARED_LOCKS;
+  }
+
+  private returnedOf?: Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }>;
+  private get returned(): Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }> {
+    return (this.returnedOf ??= new Map());
+  }
   /** Items for the tail of the dead-letter queue, in order. */
   readonly deadLetters: HeldItem[] = [];
   metadataChanged = false;
@@ -79,7 +91,8 @@ export class WriteSet {
   returnedRows(): { inserts: (ReturnedEntry & { priority: number })[]; deletes: (ItemOrigin & { priority: number })[] } {
     const inserts: (ReturnedEntry & { priority: number })[] = [];
     const deletes: (ItemOrigin & { priority: number })[] = [];
-    for (const { priority, origin, entry, stored } of this.returned.values()) {
+    if (!this.returnedOf) return { inserts, deletes };
+    for (const { priority, origin, entry, stored } of this.returnedOf.values()) {
       if (stored) deletes.push({ priority, segment: origin.segment, position: origin.position });
       if (entry) inserts.push({ priority, ...entry });
     }
@@ -90,7 +103,7 @@ export class WriteSet {
   pendingReturned(priority: number): { removed: Set<string>; added: ReturnedEntry[] } {
     const removed = new Set<string>();
     const added: ReturnedEntry[] = [];
-    for (const { priority: p, origin, entry, stored } of this.returned.values()) {
+    for (const { priority: p, origin, entry, stored } of this.returnedOf?.values() ?? []) {
       if (p !== priority) continue;
       if (stored) removed.add(`${origin.segment}:${origin.position}`);
       if (entry) added.push(entry);
@@ -131,8 +144,8 @@ export class WriteSet {
       this.dedupInserts.length === 0 &&
       !this.sharedChanged &&
       !this.settingsChanged &&
-      this.sharedLocks.size === 0 &&
-      this.returned.size === 0 &&
+      (this.sharedLocksOf?.size ?? 0) === 0 &&
+      (this.returnedOf?.size ?? 0) === 0 &&
       this.deadLetters.length === 0
     );
   }

@@ -313,12 +313,18 @@ export class TurnRunner {
     const now = this.clock.now();
     const countBefore = actor.count;
     const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
+    // A core call that needs no rows answers at once: awaited only when the driver had to read
+    // (an await of a plain value still costs a promise and a trip through the microtask queue,
+    // half a dozen times per turn).
     const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
-    const dueMoved = (await run(() => actor.moveDueItems(now))) ?? 0;
-    const lockExpired = await run(() => actor.expireLock(now));
-    const sharedExpired = await run(() => actor.expireSharedLocks(now));
+    let dueMoved = run(() => actor.moveDueItems(now));
+    if (dueMoved instanceof Promise) dueMoved = await dueMoved;
+    let lockExpired = run(() => actor.expireLock(now));
+    if (lockExpired instanceof Promise) lockExpired = await lockExpired;
+    let sharedExpired = run(() => actor.expireSharedLocks(now));
+    if (sharedExpired instanceof Promise) sharedExpired = await sharedExpired;
     let results: unknown[] | undefined;
     if (!actor.hasDueItems(now) || runOpsInBacklog) {
       results = [];
@@ -326,10 +332,15 @@ export class TurnRunner {
         const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
         await run(() => actor.checkDedupIds(dedupIds));
       }
-      for (const pending of batch) results.push(await run(() => pending.op.apply(actor, now)));
+      for (const pending of batch) {
+        const outcome = run(() => pending.op.apply(actor, now));
+        results.push(outcome instanceof Promise ? await outcome : outcome);
+      }
     }
-    await run(() => actor.loadBack());
-    const moves = await run(() => actor.planOffload());
+    const loaded = run(() => actor.loadBack());
+    if (loaded instanceof Promise) await loaded;
+    let moves = run(() => actor.planOffload());
+    if (moves instanceof Promise) moves = await moves;
     const inDatabase = this.store.inDatabase;
     const failedSaves: SegmentId[] = [];
     let offloaded: OffloadMove[] = [];
@@ -361,7 +372,7 @@ export class TurnRunner {
         : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
-    return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved: dueMoved ?? 0, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
