@@ -18,12 +18,21 @@ export class DatabaseOffloadStore extends OffloadStore {
     return true;
   }
 
-  async save(queueId: string, key: string, items: readonly string[]): Promise<void> {
+  async save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[]): Promise<void> {
     await this.uow.autocommit.query(
-      `INSERT INTO offloaded_segments (queue_id, key, items) VALUES ($1, $2, $3::text[])
-       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()`,
-      [queueId, key, items],
+      `INSERT INTO offloaded_segments (queue_id, key, items, dead_lettered_from) VALUES ($1, $2, $3::text[], $4::varchar[])
+       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, dead_lettered_from = EXCLUDED.dead_lettered_from, created_at = now()`,
+      [queueId, key, items, from ?? null],
     );
+  }
+
+  override async loadSegment(queueId: string, key: string): Promise<{ items: string[]; from?: (string | null)[] } | undefined> {
+    const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null }>(
+      `SELECT items, dead_lettered_from FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
+      [queueId, key],
+    );
+    const row = rows[0];
+    return row && (row.dead_lettered_from ? { items: row.items, from: row.dead_lettered_from } : { items: row.items });
   }
 
   async load(queueId: string, key: string): Promise<string[] | undefined> {

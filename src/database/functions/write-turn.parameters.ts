@@ -37,6 +37,9 @@ const savedLock = (w: StoredTurnWrite): StoredLock | undefined => (w.lock?.op ==
 const writesSettings = (w: StoredTurnWrite): boolean => w.expectedVersion === null || w.settingsChanged === true;
 /** `list.map(f)`, or undefined for an empty list (a full-only parameter not given). */
 const mapped = <T, R>(list: readonly T[], f: (t: T) => R): R[] | undefined => (list.length > 0 ? list.map(f) : undefined);
+/** The queue each row was dead-lettered from (null: never), or undefined when none was (a full-only parameter not given). */
+const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] | undefined =>
+  rows.some((r) => r.from !== undefined) ? rows.map((r) => r.from ?? null) : undefined;
 const heldBy = (lock: StoredLock | undefined, f: (item: StoredHeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
 
 /**
@@ -142,6 +145,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
               positions: l.items.map((i) => i.origin?.position ?? 0),
               items: l.items.map((i) => i.json),
               deliveries: l.items.map((i) => i.deliveries ?? 1),
+              ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
               created: l.createdAt,
               expires: l.expiresAt,
             })),
@@ -172,6 +176,22 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   },
   { name: 'p_dlq_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.json) : undefined) },
   { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
+  // The queue each item was dead-lettered from (null: never), parallel to the rows inserted, the exclusive lock's items,
+  // the given-back items added and the items of the segments saved (in their concatenated order); not given when none was.
+  { name: 'p_ins_from', type: 'varchar[]', form: 'full', unset: NONE, value: (w) => fromOf(w.inserts) },
+  { name: 'p_lock_from', type: 'varchar[]', form: 'full', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
+  { name: 'p_ret_from', type: 'varchar[]', form: 'full', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
+  {
+    name: 'p_save_from',
+    type: 'varchar[]',
+    form: 'full',
+    unset: NONE,
+    value: (w) => (w.storeSaves.some((s) => s.from) ? w.storeSaves.flatMap((s) => s.from ?? s.items.map(() => null)) : undefined),
+  },
+  // Redriven items: the queue each goes to, its priority and its item, in order.
+  { name: 'p_rd_queue', type: 'varchar[]', form: 'full', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
+  { name: 'p_rd_priority', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
+  { name: 'p_rd_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
 ];
 
 const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2 };
