@@ -134,7 +134,7 @@ export class TurnReads {
         this.stats.onLoad?.((performance.now() - started) / 1000);
       }
       const from = segment?.from;
-      return { entries: segment?.items.map((json, position) => (from?.[position] ? { position, json, from: from[position]! } : { position, json })) };
+      return { entries: segment?.items.map((json, position) => (from?.[position] ? { position, json, from: from[position] } : { position, json })) };
     } catch (error) {
       if (ref.purpose === 'use') {
         this.stats.loadFailures += 1;
