@@ -188,7 +188,7 @@ function literal(p: WriteTurnParameter): string {
   return `'{}'`;
 }
 
-const declare = (form: 'short' | 'full', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
+const declare = (form: 'short' | 'redrive', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
   name: 'pushpop_write_turn',
   parameters: parametersOf(form).map(({ name, type }) => ({ name, type })),
   returns: 'boolean',
@@ -197,18 +197,31 @@ const declare = (form: 'short' | 'full', language: DatabaseFunction['language'],
 });
 
 /** The full form: every parameter. */
-export const WRITE_TURN_FULL = declare('full', 'plpgsql', writeTurnBody(true));
+export const WRITE_TURN_FULL = declare('redrive', 'plpgsql', writeTurnBody(true));
 /** The short form; see {@link writeTurnBody}. */
 export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
 
-const oldest = parametersOf('oldest');
-/** The oldest form: the short one with nothing delayed and no dedup id. */
-export const WRITE_TURN_OLDEST: DatabaseFunction = {
-  name: 'pushpop_write_turn',
-  parameters: oldest.map(({ name, type }) => ({ name, type })),
-  returns: 'boolean',
-  language: 'sql',
-  body: `
-  SELECT pushpop_write_turn(${[...oldest.map((p) => p.name), ...parametersOf('short').slice(oldest.length).map(literal)].join(', ')})
+/** A wrapper with the parameters of `form`, calling the next form (oldest: the short one; full: the one with every parameter) with "nothing to write" for the rest. */
+const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
+  const own = parametersOf(form);
+  return {
+    name: 'pushpop_write_turn',
+    parameters: own.map(({ name, type }) => ({ name, type })),
+    returns: 'boolean',
+    language: 'sql',
+    body: `
+  SELECT pushpop_write_turn(${[
+    ...own.map((p) => p.name),
+    ...parametersOf(form === 'oldest' ? 'short' : 'redrive')
+      .slice(own.length)
+      .map(literal),
+  ].join(', ')})
 `,
+  };
 };
+
+/** The full form of the release before redrive (see {@link WriteTurnForm}). */
+export const WRITE_TURN_BEFORE_REDRIVE: DatabaseFunction = wrapper('full');
+
+/** The oldest form: the short one with nothing delayed and no dedup id. */
+export const WRITE_TURN_OLDEST: DatabaseFunction = wrapper('oldest');
