@@ -2,7 +2,7 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeWithin, lockItems, popAck, pushAll, release } from '../support/lock-helpers.js';
 import { drain, range } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Redrive over HTTP (CONTRACT.md, "Redrive"): dead letters remember the queue they came from,
@@ -142,6 +142,26 @@ describe(`redrive (${databaseKind})`, () => {
       expect({ status: res.status, code: res.body.error_code }, JSON.stringify(body)).toEqual({ status: 400, code: 'VALIDATION_FAILED' });
     }
     expect(ids(await drain<Item>(svc.http, q))).toEqual(['stay']);
+  });
+
+  it('another process holding both queues in memory sees the redrive: nothing popped twice, nothing missed', async () => {
+    const other = await startService({ env: { SEGMENT_SIZE: '5', BUFFER_SEGMENTS: '1', ...sharedDatabase(svc) } });
+    try {
+      const [a, dlq] = [uniqueQueueId('rd-2p'), uniqueQueueId('rd-2p-dlq')];
+      await deadLetter(svc.http, a, dlq, [{ id: 'p1' }, { id: 'p2' }, { id: 'p3' }]);
+      // The other process activates both queues: the dead-letter queue with its items, the source empty.
+      expect((await other.http.get(`/queue/${dlq}`)).body.count).toBe(3);
+      expect((await other.http.post(`/queue/${a}/pop`)).body.count).toBe(0);
+
+      expect((await redrive(svc.http, dlq, { max_items: 2 })).body).toEqual({ success: true, items_moved: 2, items_left: 1 });
+      // Its cached actors are outdated now; their version checks make them read the queues again.
+      expect(ids(await drain<Item>(other.http, dlq))).toEqual(['p3']);
+      expect(ids(await drain<Item>(other.http, a))).toEqual(['p1', 'p2']);
+      expect(ids(await drain<Item>(svc.http, dlq))).toEqual([]);
+    } finally {
+      await closeWithin(() => other.close());
+      removeDataDir(other.dataDir);
+    }
   });
 
   it('counts the items moved in pushpop_items_redriven_total', async () => {
