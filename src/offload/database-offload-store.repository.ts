@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { OffloadStore } from './offload-store.js';
+import { OffloadStore, type StoredSegment } from './offload-store.js';
 
 /**
  * The default offload store: a table of its own in the service's database, keyed by queue id
@@ -26,18 +26,13 @@ export class DatabaseOffloadStore extends OffloadStore {
     );
   }
 
-  override async loadSegment(queueId: string, key: string): Promise<{ items: string[]; from?: (string | null)[] } | undefined> {
+  async load(queueId: string, key: string): Promise<StoredSegment | undefined> {
     const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null }>(
       `SELECT items, dead_lettered_from FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
       [queueId, key],
     );
     const row = rows[0];
     return row && (row.dead_lettered_from ? { items: row.items, from: row.dead_lettered_from } : { items: row.items });
-  }
-
-  async load(queueId: string, key: string): Promise<string[] | undefined> {
-    const rows = await this.uow.autocommit.query<{ items: string[] }>(`SELECT items FROM offloaded_segments WHERE queue_id = $1 AND key = $2`, [queueId, key]);
-    return rows[0]?.items;
   }
 
   async delete(queueId: string, keys: readonly string[]): Promise<void> {

@@ -128,7 +128,7 @@ export class TurnReads {
     const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
     const started = performance.now();
     try {
-      const segment = await this.store.loadSegment(queueId, key);
+      const segment = await this.store.load(queueId, key);
       if (ref.purpose === 'use') {
         if (!segment) throw new Error(`nothing stored under ${key}`);
         this.stats.onLoad?.((performance.now() - started) / 1000);
