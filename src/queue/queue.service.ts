@@ -66,7 +66,8 @@ export interface PushEntry {
 export const REDRIVE_BATCH = 1000;
 /**
  * Items never dead-lettered a redrive without a destination looks past at most (each later
- * batch takes them from the front and puts them back, so they cost every batch).
+ * batch takes them from the front and puts them back, so they cost every batch); a batch also
+ * takes at most `REDRIVE_SEGMENTS_PER_BATCH` segments' worth (see the core's `Redrive`).
  */
 export const REDRIVE_MAX_LEFT = 10_000;
 

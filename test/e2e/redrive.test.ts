@@ -67,6 +67,44 @@ describe(`redrive (${databaseKind})`, () => {
     expect(ids(await drain<Item>(svc.http, b))).toEqual(['b1']);
   });
 
+  it('looks past more items never dead-lettered than one batch takes, which stay in their order', async () => {
+    const [a, dlq] = [uniqueQueueId('rd-past'), uniqueQueueId('rd-past-dlq')];
+    const plain = range(1500).map((i) => ({ item: { id: `p${i}` } }));
+    // A batch takes at most 32 segments' worth: with segments of 100, 3200 items.
+    await settle(svc.http, dlq, { segment_size: 100 });
+    await pushAll(svc.http, dlq, plain.slice(0, 1000));
+    await pushAll(svc.http, dlq, plain.slice(1000));
+    await deadLetter(svc.http, a, dlq, [{ id: 'd1' }, { id: 'd2' }]);
+    expect((await redrive(svc.http, dlq)).body).toEqual({ success: true, items_moved: 2, items_left: 1500 });
+    expect(ids(await drain<Item>(svc.http, a))).toEqual(['d1', 'd2']);
+    expect(ids(await drain<Item>(svc.http, dlq))).toEqual(plain.map((p) => p.item.id));
+  });
+
+  it('a queue of small segments is redriven in smaller batches; items left are looked past up to 32 segments', async () => {
+    // SEGMENT_SIZE 5 here: a batch takes at most 160 items, most of its segments from the offload store.
+    const [a, dlq] = [uniqueQueueId('rd-small'), uniqueQueueId('rd-small-dlq')];
+    const names = range(400).map((i) => `s${i}`);
+    // A pop takes 100 items at most: four rounds of dead letters.
+    for (let k = 0; k < 400; k += 100)
+      await deadLetter(
+        svc.http,
+        a,
+        dlq,
+        names.slice(k, k + 100).map((id) => ({ id })),
+      );
+    expect((await redrive(svc.http, dlq, { max_items: 100000 })).body).toEqual({ success: true, items_moved: 400, items_left: 0 });
+    expect(ids(await drain<Item>(svc.http, a))).toEqual(names);
+    // 200 items never dead-lettered in front of a dead letter: more than 160, so it stays.
+    await pushAll(
+      svc.http,
+      dlq,
+      range(200).map((i) => ({ item: { id: `p${i}` } })),
+    );
+    await deadLetter(svc.http, a, dlq, [{ id: 'late' }]);
+    expect((await redrive(svc.http, dlq)).body).toEqual({ success: true, items_moved: 0, items_left: 201 });
+    expect((await redrive(svc.http, dlq, { destination: a, max_items: 201 })).body).toEqual({ success: true, items_moved: 201, items_left: 0 });
+  });
+
   it('moves everything to a destination given, at most max_items from the front, lowest priority first', async () => {
     const [dlq, target] = [uniqueQueueId('rd-dst-src'), uniqueQueueId('rd-dst')];
     await pushAll(svc.http, dlq, [

@@ -137,6 +137,22 @@ describe('redrive', () => {
     expect(write.inserts.map((i) => [i.json, i.from])).toEqual([[json(1), undefined]]);
   });
 
+  it('takes at most 32 segments of items per batch, and stops looking past items left once they fill that', () => {
+    const small = { segmentSize: 1, bufferSegments: 1 };
+    const core = deadLetterQueue(
+      Array.from({ length: 40 }, (_, n) => ({ n, from: n < 35 ? null : 'a' })),
+      small,
+    );
+    expect(batch(core, { limit: 1000 })).toEqual({ moved: 0, left: 32, done: false, count: 40 });
+    expect(batch(core, { limit: 1000, skip: 32 })).toEqual({ moved: 0, left: 0, done: true, count: 40 });
+    const moving = deadLetterQueue(
+      Array.from({ length: 40 }, (_, n) => ({ n, from: 'a' })),
+      small,
+    );
+    expect(batch(moving, { limit: 1000 })).toEqual({ moved: 32, left: 0, done: false, count: 8 });
+    expect(batch(moving, { limit: 1000 })).toEqual({ moved: 8, left: 0, done: true, count: 0 });
+  });
+
   it('a queue that does not exist has nothing to redrive', () => {
     const core = QueueCore.absent(SETTINGS);
     expect(drive(core, () => core.redrive({ queueId: 'dlq', limit: 10, skip: 0 }), NOTHING_STORED)).toBeUndefined();

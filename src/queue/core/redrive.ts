@@ -3,6 +3,13 @@ import type { QueueFront } from './queue-front.js';
 import type { CoreContext } from './turn-state.js';
 import type { HeldItem } from './types.js';
 
+/**
+ * Segments' worth of items one batch takes from the front at most. Offloaded segments come back
+ * one per round of reads (the core driver allows `MAX_READ_ROUNDS`, 50): a queue with small
+ * segments gets smaller batches rather than a turn that cannot finish.
+ */
+export const REDRIVE_SEGMENTS_PER_BATCH = 32;
+
 /** One batch of a redrive, as asked for. */
 export interface RedriveRequest {
   /** The queue redriven: an item dead-lettered from it stays where it is. */
@@ -21,7 +28,10 @@ export interface RedriveBatch {
   readonly moved: number;
   /** Items this batch looked at and left where they were (never dead-lettered, no destination given). */
   readonly left: number;
-  /** Nothing is left to look at behind this batch (the front ran out, or stopped at a segment that could not be read). */
+  /**
+   * Nothing more for later batches: the front ran out, stopped at a segment that could not be
+   * read, or the items left in place fill all that one batch may take.
+   */
   readonly done: boolean;
 }
 
@@ -31,9 +41,10 @@ export interface RedriveBatch {
  * queue, with their delivery counts starting again at 0. Items held by live locks are not at
  * the front, so they stay.
  *
- * A batch takes `skip + limit` items from the front and puts back, where they were and in
- * their order, the `skip` items earlier batches left and those it leaves itself: what stays on
- * the queue keeps its order and its delivery counts exactly. The moved items leave in the
+ * A batch takes `skip + limit` items from the front (at most {@link REDRIVE_SEGMENTS_PER_BATCH}
+ * segments' worth) and puts back, where they were and in their order, the `skip` items earlier
+ * batches left and those it leaves itself: what stays on the queue keeps its order and its
+ * delivery counts exactly. The moved items leave in the
  * turn's write, which adds them to their destinations in the same statement (see
  * `TurnWrite.redriven`): an item is never in both queues, and never lost.
  */
@@ -47,7 +58,8 @@ export class Redrive {
   /** Runs one batch; throws the core's `Missing*` errors before changing anything. */
   batch(request: RedriveRequest): RedriveBatch {
     const turn = this.ctx.turn;
-    const wanted = request.skip + request.limit;
+    const wanted = Math.min(request.skip + request.limit, REDRIVE_SEGMENTS_PER_BATCH * this.ctx.settings.segmentSize);
+    if (wanted <= request.skip) return { moved: 0, left: 0, done: true };
     const items: HeldItem[] = [];
     const blocked = this.front.take(wanted, items, undefined);
     const kept = new Map<number, HeldItem[]>();
