@@ -87,7 +87,7 @@ describe(`redrive: 100,000 items, and a SIGKILL in the middle (${databaseKind})`
     let build: ServiceBuild | undefined;
     const children: ChildService[] = [];
     const start = async (): Promise<ChildService> => {
-      const child = await startChildService({ build: build!, dataDir, env: { SEGMENT_SIZE: '20', BUFFER_SEGMENTS: '1' } });
+      const child = await startChildService({ build: build!, dataDir, env: { SEGMENT_SIZE: '50', BUFFER_SEGMENTS: '1' } });
       children.push(child);
       return child;
     };
