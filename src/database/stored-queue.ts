@@ -30,12 +30,15 @@ export interface StoredHeldItem {
   readonly json: string;
   readonly origin?: StoredOrigin;
   readonly deliveries?: number;
+  /** The queue it was dead-lettered from; absent: never dead-lettered. */
+  readonly from?: string;
 }
 
 /** A `returned_items` row. */
 export interface StoredReturnedEntry extends StoredOrigin {
   readonly json: string;
   readonly deliveries: number;
+  readonly from?: string;
 }
 
 /** The queue row's settings. */
@@ -76,6 +79,8 @@ export interface StoredDelayedItem {
   readonly seq: number;
   readonly priority: number;
   readonly json: string;
+  /** The queue it was dead-lettered from (dead letters wait here until their queue's next turn); absent: none. */
+  readonly from?: string;
 }
 
 /** A `queues` row with its lock. */
@@ -94,6 +99,8 @@ export interface StoredEntry {
   readonly json: string;
   /** Absent: 0. */
   readonly deliveries?: number;
+  /** The queue it was dead-lettered from; absent: never dead-lettered. */
+  readonly from?: string;
 }
 
 /** A queue row loaded for an activation, with the rows of its front segment when they were asked for. */
@@ -120,10 +127,11 @@ export interface StoredTurnWrite {
     readonly position: number;
     readonly json: string;
     readonly deliveries?: number;
+    readonly from?: string;
   }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: StoredLock } | { readonly op: 'delete' } | undefined;
-  /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store). */
-  readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[] }[];
+  /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store); `from` parallel to `items`, absent when no item was dead-lettered. */
+  readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[]; readonly from?: readonly (string | null)[] }[];
   /** Keys deleted from the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeDeletes: readonly string[];
   /** The queue row's delayed columns after the turn; null: unchanged (the statement leaves them alone). */
@@ -144,7 +152,9 @@ export interface StoredTurnWrite {
   readonly returnedDeletes: readonly (StoredOrigin & { readonly priority: number })[];
   /** Items for the tail of another queue (its dead-letter queue), in order. */
   readonly deadLetters: { readonly queueId: string; readonly items: readonly StoredHeldItem[] } | null;
-  /** With dead letters: the turn's time (they are due then) and the settings and version of a dead-letter queue the turn creates. */
+  /** Items a redrive moves to the tails of other queues (due at once there), in order; their delivery counts start again at 0. */
+  readonly redriven: readonly { readonly queueId: string; readonly priority: number; readonly json: string }[];
+  /** With dead letters or redriven items: the turn's time (they are due then) and the settings and version of a queue the turn creates for them. */
   readonly deadLetterDefaults?: { readonly segmentSize: number; readonly bufferSegments: number; readonly version: number; readonly now: number };
 }
 

@@ -32,6 +32,10 @@ export const METRICS = {
     name: 'pushpop_items_dead_lettered_total',
     help: "Items that reached their queue's max_deliveries when their lock expired or was released, moved to its dead-letter queue",
   },
+  itemsRedriven: {
+    name: 'pushpop_items_redriven_total',
+    help: 'Items a redrive moved from the front of a queue to the tail of another (POST /queue/{queue_id}/redrive)',
+  },
   liveLocks: {
     name: 'pushpop_live_locks',
     help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)',

@@ -90,6 +90,7 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.delayedItemsDue, () => queueStats.delayedItemsDue);
     fromStats(METRICS.duplicatesSkipped, () => queueStats.duplicatesSkipped);
     fromStats(METRICS.itemsDeadLettered, () => queueStats.itemsDeadLettered);
+    fromStats(METRICS.itemsRedriven, () => queueStats.itemsRedriven);
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork } from '../database/unit-of-work.js';
-import { OffloadStore } from './offload-store.js';
+import { OffloadStore, type StoredSegment } from './offload-store.js';
 
 /**
  * The default offload store: a table of its own in the service's database, keyed by queue id
@@ -18,17 +18,21 @@ export class DatabaseOffloadStore extends OffloadStore {
     return true;
   }
 
-  async save(queueId: string, key: string, items: readonly string[]): Promise<void> {
+  async save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[]): Promise<void> {
     await this.uow.autocommit.query(
-      `INSERT INTO offloaded_segments (queue_id, key, items) VALUES ($1, $2, $3::text[])
-       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()`,
-      [queueId, key, items],
+      `INSERT INTO offloaded_segments (queue_id, key, items, dead_lettered_from) VALUES ($1, $2, $3::text[], $4::varchar[])
+       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, dead_lettered_from = EXCLUDED.dead_lettered_from, created_at = now()`,
+      [queueId, key, items, from ?? null],
     );
   }
 
-  async load(queueId: string, key: string): Promise<string[] | undefined> {
-    const rows = await this.uow.autocommit.query<{ items: string[] }>(`SELECT items FROM offloaded_segments WHERE queue_id = $1 AND key = $2`, [queueId, key]);
-    return rows[0]?.items;
+  async load(queueId: string, key: string): Promise<StoredSegment | undefined> {
+    const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null }>(
+      `SELECT items, dead_lettered_from FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
+      [queueId, key],
+    );
+    const row = rows[0];
+    return row && (row.dead_lettered_from ? { items: row.items, from: row.dead_lettered_from } : { items: row.items });
   }
 
   async delete(queueId: string, keys: readonly string[]): Promise<void> {

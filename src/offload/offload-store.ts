@@ -26,20 +26,28 @@ export abstract class OffloadStore {
   /**
    * Stores a segment under `key`, replacing anything stored there before.
    * @param items - the segment's items as JSON texts, in order (never empty)
+   * @param from - parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was.
+   *   A store keeps it with the segment and gives it back from {@link load}.
    */
-  abstract save(queueId: string, key: string, items: readonly string[]): Promise<void>;
+  abstract save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[]): Promise<void>;
 
   /**
    * Reads a segment.
-   * @returns its items as saved, or undefined when nothing is stored under `key`
+   * @returns its items as saved, with `from` when it was saved with one, or undefined when nothing is stored under `key`
    */
-  abstract load(queueId: string, key: string): Promise<string[] | undefined>;
+  abstract load(queueId: string, key: string): Promise<StoredSegment | undefined>;
 
   /** Deletes segments of a queue; keys with nothing stored are ignored. */
   abstract delete(queueId: string, keys: readonly string[]): Promise<void>;
 
   /** Number of segments stored over all queues (for metrics). */
   abstract countSegments(): Promise<number>;
+}
+
+/** A segment as an offload store keeps it: its items as JSON texts, in order, and where each was dead-lettered from (absent: none was). */
+export interface StoredSegment {
+  readonly items: string[];
+  readonly from?: (string | null)[];
 }
 
 /** The seed's key of an offloaded segment. */

@@ -15,7 +15,9 @@ import {
   QueueInfoDto,
   QueueListDto,
   QueueSettingsDto,
+  RedriveResponseDto,
 } from './dto/queue-responses.dto.js';
+import { RedriveRequestDto } from './dto/redrive.dto.js';
 import { QueueSettingsRequestDto } from './dto/queue-settings.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
@@ -27,6 +29,9 @@ import { QueueService } from './queue.service.js';
 
 /** What push and batch push answer about their items. */
 const ITEM_ERRORS: ErrorCodes = { 400: ['ITEM_TOO_DEEP'], 413: ['ITEM_TOO_LARGE'] };
+
+/** Items a redrive moves when `max_items` is not given. */
+const DEFAULT_REDRIVE_ITEMS = 10_000;
 
 /** What acknowledge, extend-lock and release answer about the lock, in the order they are checked. */
 const LOCK_ERRORS: ErrorCodes = { 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'] };
@@ -207,6 +212,23 @@ export class QueueController {
   @ApiErrors({ 400: ['VALIDATION_FAILED'], 503: ['STORE_UNAVAILABLE'] }, AUTH_ERRORS)
   async listQueues(@Query() query: ListQueuesQueryDto): Promise<QueueListDto> {
     return this.queues.listQueues(query.prefix ?? '', query.limit ?? 100, query.cursor);
+  }
+
+  /**
+   * Moves up to `max_items` items (default 10000) from the front of the queue (lowest priority
+   * first, FIFO) to the tail of their priority on `destination`, or, without one, back to the
+   * queue each was dead-lettered from (items never dead-lettered stay where they are). Moved
+   * items' delivery counts start again at 0; items held by live locks stay. Every item moves
+   * exactly once, in batches of up to 1000 that each commit on their own: if the process dies
+   * in the middle, the batches committed are moved and the rest is still on the queue.
+   */
+  @Post('queue/:queue_id/redrive')
+  @Scopes('admin')
+  @ApiErrors(COMMON_QUEUE_ERRORS, BODY_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async redrive(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: RedriveRequestDto): Promise<RedriveResponseDto> {
+    return this.queues.redrive(queueId, body.destination, body.max_items ?? DEFAULT_REDRIVE_ITEMS);
   }
 
   /** Deletes a queue with all its segments, offloaded segments and lock. */

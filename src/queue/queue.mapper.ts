@@ -4,6 +4,7 @@ import type { QueueListRow } from '../database/stored-queue.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
+  RedriveResponseDto,
   ExtendLockResponseDto,
   PopResponseDto,
   PriorityInfoDto,
@@ -104,5 +105,9 @@ export const QueueMapper = {
 
   deleteQueue(itemsDeleted: number): DeleteQueueResponseDto {
     return { success: true, items_deleted: itemsDeleted };
+  },
+
+  redrive(itemsMoved: number, itemsLeft: number): RedriveResponseDto {
+    return { success: true, items_moved: itemsMoved, items_left: itemsLeft };
   },
 };

@@ -29,6 +29,7 @@ import type {
   QueueInfoDto,
   QueueListDto,
   QueueSettingsDto,
+  RedriveResponseDto,
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 import { encodeItem } from './item-codec.js';
@@ -60,6 +61,15 @@ export interface PushEntry {
   delay_seconds?: number;
   dedup_id?: string;
 }
+
+/** Items one batch of a redrive moves at most: one turn, one statement, one transaction. */
+export const REDRIVE_BATCH = 1000;
+/**
+ * Items never dead-lettered a redrive without a destination looks past at most (each later
+ * batch takes them from the front and puts them back, so they cost every batch); a batch also
+ * takes at most `REDRIVE_SEGMENTS_PER_BATCH` segments' worth (see the core's `Redrive`).
+ */
+export const REDRIVE_MAX_LEFT = 10_000;
 
 /** Why putting settings was refused, found inside the turn. */
 type SettingsRefusal =
@@ -296,6 +306,38 @@ export class QueueService {
     const page = rows.slice(0, limit);
     const next = rows.length > limit ? Buffer.from(page.at(-1)!.queueId, 'utf8').toString('base64url') : null;
     return QueueMapper.queueList(page, this.clock.now(), next);
+  }
+
+  /**
+   * Redrive (see `Redrive` in the core): batches of up to {@link REDRIVE_BATCH} items, each a
+   * turn of the queue whose one statement removes the items and adds them to their
+   * destinations (locking the queues' rows in `queue_id` order, moving their versions on), so
+   * every item moves exactly once even if the process dies between two batches. Items left in
+   * place are looked past by the next batch (`skip`); if a consumer pops some of them meanwhile,
+   * a later batch may leave a dead-lettered item in place, never move one twice.
+   */
+  async redrive(queueId: string, destination: string | undefined, maxItems: number): Promise<RedriveResponseDto> {
+    if (destination === queueId) throw new ValidationFailedError('destination must not be the queue itself');
+    if (destination !== undefined && !isQueueId(destination)) {
+      throw new ValidationFailedError('destination must be a queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
+    }
+    let moved = 0;
+    let skip = 0;
+    let left = 0;
+    for (let first = true; moved < maxItems && skip < REDRIVE_MAX_LEFT; first = false) {
+      const limit = Math.min(REDRIVE_BATCH, maxItems - moved);
+      const request = { queueId, limit, skip, ...(destination !== undefined ? { destination } : {}) };
+      const batch = await this.turn(queueId, { weight: limit, apply: (core) => core.redrive(request) });
+      if (!batch) {
+        if (first) throw new QueueNotFoundError(queueId);
+        break;
+      }
+      moved += batch.moved;
+      skip += batch.left;
+      left = batch.count;
+      if (batch.done) break;
+    }
+    return QueueMapper.redrive(moved, left);
   }
 
   async deleteQueue(queueId: string): Promise<DeleteQueueResponseDto> {

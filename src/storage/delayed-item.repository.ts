@@ -8,10 +8,10 @@ import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
  * the primary key `(queue_id, due_at, seq)`.
  */
 const LOAD_DUE = `
-  (SELECT due_at, seq, priority, item FROM delayed_items
+  (SELECT due_at, seq, priority, item, dead_lettered_from FROM delayed_items
     WHERE queue_id = $1 AND due_at <= to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT $3)
   UNION ALL
-  (SELECT due_at, seq, NULL, NULL FROM delayed_items
+  (SELECT due_at, seq, NULL, NULL, NULL FROM delayed_items
     WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
 
 /**
@@ -32,7 +32,7 @@ export class DelayedItemRepository {
     limit: number,
     session: DbSession = this.uow.autocommit,
   ): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
-    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null }>(
+    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null; dead_lettered_from: string | null }>(
       LOAD_DUE,
       [queueId, now, limit + 1],
       'pushpop_load_due',
@@ -41,7 +41,14 @@ export class DelayedItemRepository {
     let later: number | null = null;
     for (const row of rows) {
       if (row.item === null) later = row.due_at.getTime();
-      else due.push({ dueAt: row.due_at.getTime(), seq: Number(row.seq), priority: row.priority!, json: row.item });
+      else
+        due.push({
+          dueAt: row.due_at.getTime(),
+          seq: Number(row.seq),
+          priority: row.priority!,
+          json: row.item,
+          ...(row.dead_lettered_from !== null ? { from: row.dead_lettered_from } : {}),
+        });
     }
     due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     if (due.length > limit) return { items: due.slice(0, limit), nextDueAt: due[limit].dueAt };

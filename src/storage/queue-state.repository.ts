@@ -20,6 +20,7 @@ interface RawQueueRow {
   lock_segments: string[] | null;
   lock_positions: number[] | null;
   lock_deliveries: number[] | null;
+  lock_from: (string | null)[] | null;
   lock_created_at: Date | null;
   lock_expires_at: Date | null;
   delayed_count: string;
@@ -40,6 +41,7 @@ interface RawFront {
   front_positions: number[] | null;
   front_items: string[] | null;
   front_deliveries: number[] | null;
+  front_from: (string | null)[] | null;
 }
 
 /** The columns of a queue row and its exclusive lock (`queues q LEFT JOIN queue_locks l`), as {@link RawQueueRow}. */
@@ -47,7 +49,7 @@ const QUEUE_COLUMNS = `
          q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
          q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
-         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries,
+         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries, l.dead_lettered_from AS lock_from,
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at`;
 
 const LOAD_QUEUE = `
@@ -58,7 +60,7 @@ const LOAD_QUEUE = `
 /** The front segment's columns ({@link RawFront}), from {@link frontJoins}. */
 const FRONT_COLUMNS = `
          f.priority AS front_priority, f.segment AS front_segment,
-         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries`;
+         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries, h.dead_lettered_from AS front_from`;
 
 /**
  * When `condition` holds for the queue row `q`: the rows of the head segment of its lowest
@@ -74,7 +76,7 @@ const frontJoins = (condition: string): string => `
        ORDER BY p.key::int LIMIT 1) f ON true
     LEFT JOIN LATERAL (
       SELECT array_agg(s.position ORDER BY s.position) AS positions, array_agg(s.item ORDER BY s.position) AS items,
-             array_agg(s.deliveries ORDER BY s.position) AS deliveries
+             array_agg(s.deliveries ORDER BY s.position) AS deliveries, array_agg(s.dead_lettered_from ORDER BY s.position) AS dead_lettered_from
         FROM segment_items s
        WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true`;
 
@@ -128,7 +130,7 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
         : {
             lockId: raw.lock_id,
             state: raw.lock_state!,
-            items: heldItems(raw.lock_priorities!, raw.lock_items!, raw.lock_segments, raw.lock_positions, raw.lock_deliveries),
+            items: heldItems(raw.lock_priorities!, raw.lock_items!, raw.lock_segments, raw.lock_positions, raw.lock_deliveries, raw.lock_from),
             createdAt: raw.lock_created_at!.getTime(),
             expiresAt: raw.lock_expires_at!.getTime(),
           },
@@ -141,7 +143,7 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
 function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
   const queue = toStoredQueue(row);
   if (row.front_priority === null || row.front_positions === null) return { queue };
-  const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i]));
+  const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i], row.front_from?.[i] ?? null));
   return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } };
 }
 
@@ -268,8 +270,15 @@ export class QueueStateRepository {
     segments: readonly { priority: number; segment: number }[],
     session: DbSession = this.uow.autocommit,
   ): Promise<Map<string, StoredEntry[]>> {
-    const rows = await session.query<{ priority: number; segment: string; position: number; item: string; deliveries: number }>(
-      `SELECT s.priority, s.segment, s.position, s.item, s.deliveries
+    const rows = await session.query<{
+      priority: number;
+      segment: string;
+      position: number;
+      item: string;
+      deliveries: number;
+      dead_lettered_from: string | null;
+    }>(
+      `SELECT s.priority, s.segment, s.position, s.item, s.deliveries, s.dead_lettered_from
          FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment
         WHERE s.queue_id = $1
         ORDER BY s.priority, s.segment, s.position`,
@@ -281,7 +290,7 @@ export class QueueStateRepository {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);
       if (!list) out.set(key, (list = []));
-      list.push(toEntry(row.position, row.item, row.deliveries));
+      list.push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from));
     }
     return out;
   }

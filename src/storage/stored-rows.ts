@@ -9,6 +9,7 @@ export interface RawLockRow {
   segments: string[] | null;
   positions: number[] | null;
   deliveries: number[] | null;
+  dead_lettered_from: (string | null)[] | null;
   created_at: Date;
   expires_at: Date;
 }
@@ -20,11 +21,16 @@ export function heldItems(
   segments: string[] | null,
   positions: number[] | null,
   deliveries: number[] | null,
+  from: (string | null)[] | null = null,
 ): StoredHeldItem[] {
   return items.map((json, i) => {
-    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number } = { priority: priorities[i], json };
+    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number; from?: string } = {
+      priority: priorities[i],
+      json,
+    };
     if (segments && positions) item.origin = { segment: Number(segments[i]), position: positions[i] };
     if (deliveries) item.deliveries = deliveries[i];
+    if (from && from[i] !== null && from[i] !== undefined) item.from = from[i]!;
     return item;
   });
 }
@@ -33,13 +39,14 @@ export function toStoredLock(row: RawLockRow): StoredLock {
   return {
     lockId: row.lock_id,
     state: row.state,
-    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries),
+    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries, row.dead_lettered_from),
     createdAt: row.created_at.getTime(),
     expiresAt: row.expires_at.getTime(),
   };
 }
 
-/** A segment row as the core takes it (no `deliveries` for an item never delivered). */
-export function toEntry(position: number, json: string, deliveries: number): StoredEntry {
-  return deliveries > 0 ? { position, json, deliveries } : { position, json };
+/** A segment row as the core takes it (no `deliveries` for an item never delivered, no `from` for one never dead-lettered). */
+export function toEntry(position: number, json: string, deliveries: number, from: string | null = null): StoredEntry {
+  const entry = deliveries > 0 ? { position, json, deliveries } : { position, json };
+  return from === null ? entry : { ...entry, from };
 }

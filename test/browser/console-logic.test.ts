@@ -133,8 +133,9 @@ describe('what a key may do', () => {
     expect(allowed(['produce'])).toEqual(['push']);
     expect(allowed(['consume'])).toEqual(['lock', 'pop']);
     expect(allowed(['produce', 'consume'])).toEqual(['lock', 'pop', 'push']);
-    expect(allowed(['admin'])).toEqual(['delete', 'lock', 'metrics', 'pop', 'push', 'read', 'settings']);
+    expect(allowed(['admin'])).toEqual(['delete', 'lock', 'metrics', 'pop', 'push', 'read', 'redrive', 'settings']);
     expect(allowed(['read', 'produce', 'consume'])).not.toContain('settings');
+    expect(allowed(['read', 'produce', 'consume'])).not.toContain('redrive');
     expect(allowed([])).toEqual([]);
     expect(allows(['read', 'produce', 'consume'], 'delete')).toBe(false);
   });

@@ -46,6 +46,7 @@ const ROUTES: Route[] = [
   { operation: 'getState', method: 'get', path: (q) => `/queue/${q}/state/metadata`, scope: 'read' },
   { operation: 'listQueues', method: 'get', path: () => '/queues', scope: 'read' },
   { operation: 'deleteQueue', method: 'delete', path: (q) => `/queue/${q}`, scope: 'admin' },
+  { operation: 'redrive', method: 'post', path: (q) => `/queue/${q}/redrive`, scope: 'admin', body: { max_items: 1 } },
   { operation: 'metrics', method: 'get', path: () => '/metrics', scope: 'read' },
   { operation: 'whoami', method: 'get', path: () => '/whoami', scope: null },
 ];

@@ -50,6 +50,7 @@ const ROUTES: RouteSpec[] = [
   { name: 'putSettings', method: 'PUT', path: (q) => `/queue/${q}/settings`, scope: 'admin', body: true },
   { name: 'listQueues', method: 'GET', path: () => '/queues', scope: 'read', body: false },
   { name: 'deleteQueue', method: 'DELETE', path: (q) => `/queue/${q}`, scope: 'admin', body: false },
+  { name: 'redrive', method: 'POST', path: (q) => `/queue/${q}/redrive`, scope: 'admin', body: true },
   { name: 'metrics', method: 'GET', path: () => '/metrics', scope: 'read', body: false },
   { name: 'whoami', method: 'GET', path: () => '/whoami', scope: 'any', body: false },
 ];

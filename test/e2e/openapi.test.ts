@@ -65,6 +65,7 @@ const QUEUE_OPERATIONS = [
   'getState',
   'listQueues',
   'deleteQueue',
+  'redrive',
 ];
 const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);

@@ -189,6 +189,7 @@ const sharedCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   { arbitrary: fc.constantFrom(-1, 0, 1).map((deltaMs): QueueCommand => ({ kind: 'advanceToExpiry', deltaMs })), weight: 4 },
   { arbitrary: settingsArb.map((settings): QueueCommand => ({ kind: 'settings', settings })), weight: 2 },
   { arbitrary: fc.integer({ min: 1, max: 5 }).map((depth): QueueCommand => ({ kind: 'popDeadLetters', depth })), weight: 2 },
+  { arbitrary: fc.integer({ min: 1, max: 4 }).map((maxItems): QueueCommand => ({ kind: 'redriveDeadLetters', maxItems })), weight: 2 },
 ];
 
 const commandArb = ({ priorities, maxBatch, ack = false, producers = false, shared = false }: CommandShape): fc.Arbitrary<QueueCommand> =>
@@ -278,6 +279,8 @@ function describeCommand(c: QueueCommand): string {
       return `settings ${JSON.stringify(c.settings)}`;
     case 'popDeadLetters':
       return `pop the dead-letter queue depth ${c.depth}`;
+    case 'redriveDeadLetters':
+      return `redrive the dead-letter queue, max_items ${c.maxItems}`;
     case 'advance':
       return `advance ${c.ms} ms`;
     case 'advanceToExpiry':
@@ -467,6 +470,18 @@ class ModelRunner {
         this.expectStatus(res, 200);
         const { items } = this.as(expected, 'pop');
         expect(res.body, `${this.label}: the dead-letter queue`).toStrictEqual({ items, count: items.length });
+        return;
+      }
+      case 'redriveDeadLetters': {
+        const res = await http.post(`/queue/${this.deadLetterQueueId}/redrive`).send({ max_items: command.maxItems });
+        const want = this.as(expected, 'redriven');
+        if (!want.exists) {
+          this.expectStatus(res, 404);
+          expect(res.body, this.label).toMatchObject({ statusCode: 404, error_code: 'QUEUE_NOT_FOUND' });
+          return;
+        }
+        this.expectStatus(res, 200);
+        expect(res.body, `${this.label}: the dead-letter queue redriven`).toStrictEqual({ success: true, items_moved: want.moved, items_left: want.left });
         return;
       }
       case 'inspect':

@@ -108,6 +108,8 @@ export type QueueCommand =
   | { kind: 'settings'; settings: SettingsChoice }
   /** A plain pop of the dead-letter queue. */
   | { kind: 'popDeadLetters'; depth: number }
+  /** `POST /queue/{dead-letter queue}/redrive` without a destination: dead letters back to this queue's tails. */
+  | { kind: 'redriveDeadLetters'; maxItems: number }
   /** Moves the simulated clock forward (no request). */
   | { kind: 'advance'; ms: number }
   /** Moves the simulated clock to the current lock's expiry + `deltaMs` (no-op without an unexpired lock, or if that is in the past). */
@@ -154,6 +156,8 @@ export type ModelOutcome =
       settings: ModelSettings;
     }
   | { kind: 'delete'; exists: boolean; itemsDeleted: number }
+  /** A redrive of the dead-letter queue: 404 when it does not exist, else how many items moved and how many are left. */
+  | { kind: 'redriven'; exists: boolean; moved: number; left: number }
   | { kind: 'deactivate' }
   | { kind: 'advance'; now: number };
 
@@ -505,6 +509,23 @@ export class QueueModel {
     return n;
   }
 
+  /**
+   * Redrive of this queue (a dead-letter queue, every item a dead letter of `origin`): up to
+   * `max` items from the front join `origin` as items due now (after anything due before them,
+   * as the service adds them to its delayed items), delivery counts starting again at 0.
+   */
+  redriveTo(origin: QueueModel, max: number): { moved: number; left: number } {
+    const taken = this.take(max);
+    for (const h of taken) origin.addDue(h.item, h.priority);
+    return { moved: taken.length, left: this.count() };
+  }
+
+  /** An item due now, ordered after the delayed items already there (see {@link redriveTo}). */
+  private addDue(item: Item, priority: number): void {
+    this.created = true;
+    this.delayedItems.push({ dueAt: this.clock, seq: this.delayedSeq++, item, priority });
+  }
+
   /** Items waiting over all priorities (locked items left out). */
   count(): number {
     let n = 0;
@@ -582,6 +603,10 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
       return { kind: 'deactivate' };
     case 'popDeadLetters':
       return { kind: 'pop', items: model.deadLetters.pop(command.depth) };
+    case 'redriveDeadLetters': {
+      if (!model.deadLetters.exists) return { kind: 'redriven', exists: false, moved: 0, left: 0 };
+      return { kind: 'redriven', exists: true, ...model.deadLetters.redriveTo(model, command.maxItems) };
+    }
     default:
       break;
   }

@@ -8,7 +8,7 @@
 export type Scope = 'produce' | 'consume' | 'read' | 'admin';
 
 /** The console's controls, grouped by the scope each needs. */
-export type Action = 'read' | 'metrics' | 'push' | 'pop' | 'lock' | 'settings' | 'delete';
+export type Action = 'read' | 'metrics' | 'push' | 'pop' | 'lock' | 'settings' | 'delete' | 'redrive';
 
 /** The scope each action needs (besides `admin`), as the service checks it. */
 export const ACTION_SCOPE: Readonly<Record<Action, Scope>> = {
@@ -19,6 +19,7 @@ export const ACTION_SCOPE: Readonly<Record<Action, Scope>> = {
   lock: 'consume',
   settings: 'admin',
   delete: 'admin',
+  redrive: 'admin',
 };
 
 const ACTION_TEXT: Readonly<Record<Action, string>> = {
@@ -29,6 +30,7 @@ const ACTION_TEXT: Readonly<Record<Action, string>> = {
   lock: 'Acknowledging, extending or releasing a lock',
   settings: 'Changing a queue’s settings',
   delete: 'Deleting a queue',
+  redrive: 'Redriving a queue’s items',
 };
 
 /** Who the console is, from `GET /whoami`: a key's name and scopes, or `null` when the service has no keys. */

@@ -31,6 +31,9 @@ export type SharedLocksInfo = Schemas['SharedLocksInfoDto'];
 export type QueueList = Schemas['QueueListDto'];
 export type QueueSummary = Schemas['QueueSummaryDto'];
 export type DeleteQueueResponse = Schemas['DeleteQueueResponseDto'];
+/** `POST /queue/{queue_id}/redrive`: where the items go (absent: where each was dead-lettered from) and how many at most. */
+export type RedriveRequest = Schemas['RedriveRequestDto'];
+export type RedriveResponse = Schemas['RedriveResponseDto'];
 /** Every `error_code` the service answers; each operation's error bodies narrow it to the codes that operation can answer. */
 export type ErrorCode = Schemas['ErrorCode'];
 /** The body of every error answer: `statusCode`, a stable `error_code` to branch on, and `message`. */

@@ -173,6 +173,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queue/{queue_id}/redrive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Moves up to `max_items` items (default 10000) from the front of the queue (lowest priority
+         *     first, FIFO) to the tail of their priority on `destination`, or, without one, back to the
+         *     queue each was dead-lettered from (items never dead-lettered stay where they are). Moved
+         *     items' delivery counts start again at 0; items held by live locks stay. Every item moves
+         *     exactly once, in batches of up to 1000 that each commit on their own: if the process dies
+         *     in the middle, the batches committed are moved and the rest is still on the queue.
+         */
+        post: operations["redrive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queue/{queue_id}/release": {
         parameters: {
             query?: never;
@@ -582,6 +606,34 @@ export interface components {
             count: number;
             locked: boolean;
             queue_id: string;
+        };
+        RedriveRequestDto: {
+            /**
+             * @description The queue every moved item goes to (to the tail of its priority), not this queue itself.
+             *     Absent: each item goes back to the queue it was dead-lettered from, and items that were
+             *     never dead-lettered stay where they are.
+             * @example orders
+             */
+            destination?: string;
+            /**
+             * @description Items to move at most, 1-100000, taken from the front (lowest priority first, FIFO).
+             * @default 10000
+             * @example 10000
+             */
+            max_items?: number;
+        };
+        RedriveResponseDto: {
+            /**
+             * @description Items still on the queue afterwards, not counting items held by locks (as `count` does not).
+             * @example 0
+             */
+            items_left: number;
+            /**
+             * @description Items moved to the tails of their priorities on their destinations.
+             * @example 250
+             */
+            items_moved: number;
+            success: boolean;
         };
         ReleaseResponseDto: {
             /** @description Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
@@ -1702,6 +1754,149 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
+            415: {
+                headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    redrive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RedriveRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedriveResponseDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "PAYLOAD_TOO_LARGE";
                     };
                 };
             };

@@ -23,4 +23,8 @@ export class DelayedItemEntity {
   /** The item as JSON text, exactly as pushed (see `segment_items.item`). */
   @Column({ type: 'text' })
   item: string;
+
+  /** The queue the item was dead-lettered from; null: never dead-lettered. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
+  deadLetteredFrom: string | null;
 }

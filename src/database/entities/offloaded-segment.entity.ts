@@ -16,4 +16,8 @@ export class OffloadedSegmentEntity {
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;
+
+  /** Per item, parallel to `items`: the queue it was dead-lettered from (null: never); null when none was. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, array: true, nullable: true })
+  deadLetteredFrom: (string | null)[] | null;
 }

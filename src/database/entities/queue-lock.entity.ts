@@ -43,4 +43,8 @@ export class QueueLockEntity {
   /** Deliveries of each held item, counting this lock. */
   @Column({ type: 'integer', array: true, nullable: true })
   deliveries: number[] | null;
+
+  /** Per item, parallel to `items`: the queue it was dead-lettered from (null: never); null when none was. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, array: true, nullable: true })
+  deadLetteredFrom: (string | null)[] | null;
 }

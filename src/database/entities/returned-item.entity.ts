@@ -24,4 +24,8 @@ export class ReturnedItemEntity {
 
   @Column({ type: 'integer' })
   deliveries: number;
+
+  /** The queue the item was dead-lettered from; null: never dead-lettered. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
+  deadLetteredFrom: string | null;
 }

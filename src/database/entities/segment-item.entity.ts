@@ -32,4 +32,8 @@ export class SegmentItemEntity {
   /** Times the item was handed out under a lock (items given back to the front by an exclusive lock); 0 for items never delivered. */
   @Column({ type: 'integer', default: 0 })
   deliveries: number;
+
+  /** The queue the item was dead-lettered from; null: never dead-lettered. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
+  deadLetteredFrom: string | null;
 }

@@ -40,4 +40,8 @@ export class SharedLockEntity {
 
   @Column({ name: 'expires_at', type: 'timestamptz' })
   expiresAt: Date;
+
+  /** Per item, parallel to `items`: the queue it was dead-lettered from (null: never); null when none was. */
+  @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, array: true, nullable: true })
+  deadLetteredFrom: (string | null)[] | null;
 }

@@ -12,7 +12,9 @@ import { parametersOf, type WriteTurnParameter } from './write-turn.parameters.j
  * fixed: the version check first, then deletes before inserts (a priority emptied and refilled
  * in one turn reuses segment and position numbers), then the lock, the offloaded segments, the
  * delayed items and dedup ids, the shared locks and given-back items (those popped again deleted
- * before those given back: an item may be both in one turn), and last the dead letters.
+ * before those given back: an item may be both in one turn), and last the dead letters and the
+ * redriven items (added to other queues' delayed items, due at once, bumping those queues'
+ * versions, their rows locked first in `queue_id` order).
  */
 function writeTurnBody(full: boolean): string {
   /** Text of the full body only. */
@@ -20,11 +22,13 @@ function writeTurnBody(full: boolean): string {
   return `
 DECLARE
   v_from integer := 1;${f(`
-  v_seq bigint;`)}
+  v_seq bigint;
+  v_dest varchar;
+  v_n bigint;`)}
 BEGIN${f(`
-  -- Dead letters lock two queue rows: both first, in queue_id order (no deadlock between two such turns).
-  IF p_dlq_id IS NOT NULL THEN
-    PERFORM 1 FROM queues WHERE queue_id IN (p_queue_id, p_dlq_id) ORDER BY queue_id FOR UPDATE;
+  -- Dead letters and redriven items lock several queue rows: all first, in queue_id order (no deadlock between two such turns).
+  IF p_dlq_id IS NOT NULL OR cardinality(p_rd_queue) > 0 THEN
+    PERFORM 1 FROM queues WHERE queue_id = p_queue_id OR queue_id = p_dlq_id OR queue_id = ANY(p_rd_queue) ORDER BY queue_id FOR UPDATE;
   END IF;`)}
   -- Null delayed${f(' or shared')} columns: they stay as they are.
   IF p_expected IS NULL THEN
@@ -74,26 +78,27 @@ BEGIN${f(`
      WHERE s.queue_id = p_queue_id AND s.priority = d.priority AND s.segment = d.segment AND s.position BETWEEN d.first AND d.through;
   END IF;
   IF cardinality(p_ins_priority) > 0 THEN${f(`
-    -- p_ins_deliveries may be shorter (empty when no item was delivered before): unnest pads it with nulls.`)}
-    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries')})
-    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0)')}
-      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries')})${f(`
+    -- p_ins_deliveries and p_ins_from may be shorter (empty when no item was delivered or dead-lettered): unnest pads them with nulls.`)}
+    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries, dead_lettered_from')})
+    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0), i.from_queue')}
+      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}'), coalesce(p_ins_from, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries, from_queue')})${f(`
      WHERE i.priority IS NOT NULL`)};
   END IF;
   IF p_lock_op = 'upsert' THEN
-    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries')})
+    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries, dead_lettered_from')})
     VALUES (p_queue_id, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, to_timestamp(p_lock_created / 1000.0), to_timestamp(p_lock_expires / 1000.0)${f(`,
-            p_lock_segments, p_lock_positions, p_lock_deliveries`)})
+            p_lock_segments, p_lock_positions, p_lock_deliveries, p_lock_from`)})
     ON CONFLICT (queue_id) DO UPDATE SET lock_id = EXCLUDED.lock_id, state = EXCLUDED.state, priorities = EXCLUDED.priorities,
       items = EXCLUDED.items, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at${f(`,
-      segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries`)};
+      segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from`)};
   ELSIF p_lock_op = 'delete' THEN
     DELETE FROM queue_locks WHERE queue_id = p_queue_id;
   END IF;
   FOR i IN 1 .. coalesce(cardinality(p_save_keys), 0) LOOP
-    INSERT INTO offloaded_segments (queue_id, key, items)
-    VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1])
-    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now();
+    INSERT INTO offloaded_segments (queue_id, key, items${f(', dead_lettered_from')})
+    VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1]${f(`,
+            CASE WHEN cardinality(p_save_from) > 0 THEN p_save_from[v_from : v_from + p_save_lengths[i] - 1] END`)})
+    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()${f(', dead_lettered_from = EXCLUDED.dead_lettered_from')};
     v_from := v_from + p_save_lengths[i];
   END LOOP;
   IF cardinality(p_delete_keys) > 0 THEN
@@ -119,13 +124,14 @@ BEGIN${f(`
     DELETE FROM shared_locks WHERE queue_id = p_queue_id AND lock_id = ANY(p_sl_deletes);
   END IF;
   IF jsonb_array_length(coalesce(p_sl_upserts, '[]')) > 0 THEN
-    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, created_at, expires_at)
-    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries,
+    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, created_at, expires_at)
+    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues,
            to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
       FROM jsonb_to_recordset(p_sl_upserts) AS l(id varchar, state varchar, priorities integer[], segments bigint[], positions integer[],
-                                                  items text[], deliveries integer[], created double precision, expires double precision)
+                                                  items text[], deliveries integer[], from_queues varchar[], created double precision, expires double precision)
     ON CONFLICT (queue_id, lock_id) DO UPDATE SET state = EXCLUDED.state, priorities = EXCLUDED.priorities, segments = EXCLUDED.segments,
-      positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, expires_at = EXCLUDED.expires_at;
+      positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
+      expires_at = EXCLUDED.expires_at;
   END IF;
   IF cardinality(p_retdel_priority) > 0 THEN
     DELETE FROM returned_items r
@@ -133,9 +139,11 @@ BEGIN${f(`
      WHERE r.queue_id = p_queue_id AND r.priority = d.priority AND r.segment = d.segment AND r.position = d.position;
   END IF;
   IF cardinality(p_ret_priority) > 0 THEN
-    INSERT INTO returned_items (queue_id, priority, segment, position, item, deliveries)
-    SELECT p_queue_id, r.priority, r.segment, r.position, r.item, r.deliveries
-      FROM unnest(p_ret_priority, p_ret_segment, p_ret_position, p_ret_item, p_ret_deliveries) AS r(priority, segment, position, item, deliveries);
+    INSERT INTO returned_items (queue_id, priority, segment, position, item, deliveries, dead_lettered_from)
+    SELECT p_queue_id, r.priority, r.segment, r.position, r.item, r.deliveries, r.from_queue
+      FROM unnest(p_ret_priority, p_ret_segment, p_ret_position, p_ret_item, p_ret_deliveries, coalesce(p_ret_from, '{}'))
+           AS r(priority, segment, position, item, deliveries, from_queue)
+     WHERE r.priority IS NOT NULL;
   END IF;
   -- Dead letters: due at once on the dead-letter queue (created if need be), whose version moves on.
   IF p_dlq_id IS NOT NULL AND cardinality(p_dlq_item) > 0 THEN
@@ -146,9 +154,25 @@ BEGIN${f(`
       next_due_at = least(coalesce(queues.next_due_at, EXCLUDED.next_due_at), EXCLUDED.next_due_at),
       delayed_seq = queues.delayed_seq + EXCLUDED.delayed_seq
     RETURNING delayed_seq INTO v_seq;
-    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
-    SELECT p_dlq_id, to_timestamp(p_now / 1000.0), v_seq - cardinality(p_dlq_item) + d.ord - 1, d.priority, d.item
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item, dead_lettered_from)
+    SELECT p_dlq_id, to_timestamp(p_now / 1000.0), v_seq - cardinality(p_dlq_item) + d.ord - 1, d.priority, d.item, p_queue_id
       FROM unnest(p_dlq_priority, p_dlq_item) WITH ORDINALITY AS d(priority, item, ord);
+  END IF;
+  -- Redriven items: due at once on their destinations (each created if need be, its version moving on), in the order given.
+  IF cardinality(p_rd_queue) > 0 THEN
+    FOR v_dest, v_n IN SELECT d.q, count(*) FROM unnest(p_rd_queue) AS d(q) GROUP BY d.q LOOP
+      INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq)
+      VALUES (v_dest, p_dlq_version, p_dlq_segment_size, p_dlq_buffer_segments, 0, '{}', v_n, to_timestamp(p_now / 1000.0), v_n)
+      ON CONFLICT (queue_id) DO UPDATE SET version = queues.version + 1, updated_at = now(),
+        delayed_count = queues.delayed_count + EXCLUDED.delayed_count,
+        next_due_at = least(coalesce(queues.next_due_at, EXCLUDED.next_due_at), EXCLUDED.next_due_at),
+        delayed_seq = queues.delayed_seq + EXCLUDED.delayed_seq
+      RETURNING delayed_seq INTO v_seq;
+      INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
+      SELECT v_dest, to_timestamp(p_now / 1000.0), v_seq - v_n + row_number() OVER (ORDER BY d.ord) - 1, d.priority, d.item
+        FROM unnest(p_rd_queue, p_rd_priority, p_rd_item) WITH ORDINALITY AS d(q, priority, item, ord)
+       WHERE d.q = v_dest;
+    END LOOP;
   END IF;`)}
   RETURN true;
 END
@@ -164,7 +188,7 @@ function literal(p: WriteTurnParameter): string {
   return `'{}'`;
 }
 
-const declare = (form: 'short' | 'full', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
+const declare = (form: 'short' | 'redrive', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
   name: 'pushpop_write_turn',
   parameters: parametersOf(form).map(({ name, type }) => ({ name, type })),
   returns: 'boolean',
@@ -173,18 +197,31 @@ const declare = (form: 'short' | 'full', language: DatabaseFunction['language'],
 });
 
 /** The full form: every parameter. */
-export const WRITE_TURN_FULL = declare('full', 'plpgsql', writeTurnBody(true));
+export const WRITE_TURN_FULL = declare('redrive', 'plpgsql', writeTurnBody(true));
 /** The short form; see {@link writeTurnBody}. */
 export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
 
-const oldest = parametersOf('oldest');
-/** The oldest form: the short one with nothing delayed and no dedup id. */
-export const WRITE_TURN_OLDEST: DatabaseFunction = {
-  name: 'pushpop_write_turn',
-  parameters: oldest.map(({ name, type }) => ({ name, type })),
-  returns: 'boolean',
-  language: 'sql',
-  body: `
-  SELECT pushpop_write_turn(${[...oldest.map((p) => p.name), ...parametersOf('short').slice(oldest.length).map(literal)].join(', ')})
+/** A wrapper with the parameters of `form`, calling the next form (oldest: the short one; full: the one with every parameter) with "nothing to write" for the rest. */
+const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
+  const own = parametersOf(form);
+  return {
+    name: 'pushpop_write_turn',
+    parameters: own.map(({ name, type }) => ({ name, type })),
+    returns: 'boolean',
+    language: 'sql',
+    body: `
+  SELECT pushpop_write_turn(${[
+    ...own.map((p) => p.name),
+    ...parametersOf(form === 'oldest' ? 'short' : 'redrive')
+      .slice(own.length)
+      .map(literal),
+  ].join(', ')})
 `,
+  };
 };
+
+/** The full form of the release before redrive (see {@link WriteTurnForm}). */
+export const WRITE_TURN_BEFORE_REDRIVE: DatabaseFunction = wrapper('full');
+
+/** The oldest form: the short one with nothing delayed and no dedup id. */
+export const WRITE_TURN_OLDEST: DatabaseFunction = wrapper('oldest');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../stored-queue.js';
 import { functionSignature } from './database-function.js';
 import { DATABASE_FUNCTIONS } from './database-functions.js';
-import { WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
+import { WRITE_TURN_BEFORE_REDRIVE, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
 import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS, writeTurnValues } from './write-turn.parameters.js';
 
 /** A push of one item onto an existing exclusive queue: what most turns write. */
@@ -30,6 +30,7 @@ const push: StoredTurnWrite = {
   returnedInserts: [],
   returnedDeletes: [],
   deadLetters: null,
+  redriven: [],
 };
 
 const index = (name: string): number => WRITE_TURN_PARAMETERS.findIndex((p) => p.name === name);
@@ -61,6 +62,13 @@ describe('the parameters of pushpop_write_turn', () => {
   it('the oldest form passes its own parameters on, and "nothing" for the others', () => {
     expect(WRITE_TURN_OLDEST.body).toContain('p_queue_id, p_expected, p_version,');
     expect(WRITE_TURN_OLDEST.body).toContain("p_delete_keys, NULL, NULL, NULL, '{}', '{}', '{}', '{}', NULL, NULL, '{}', '{}')");
+  });
+
+  it('the full form of the release before redrive keeps its signature, passing "nothing" for where items came from and redriven items', () => {
+    const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
+    expect(WRITE_TURN_BEFORE_REDRIVE.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_from')));
+    expect(WRITE_TURN_BEFORE_REDRIVE.body).toContain("p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}')");
+    expect(WRITE_TURN_BEFORE_REDRIVE.language).toBe('sql');
   });
 
   it("the short body uses none of the full form's own parameters", () => {
@@ -102,10 +110,37 @@ describe('the parameters of pushpop_write_turn', () => {
       'dead letters',
       { deadLetters: { queueId: 'dlq', items: [{ priority: 0, json: '{}' }] }, deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } },
     ],
+    ['an item dead-lettered before inserted', { inserts: [{ priority: 0, segment: 0, position: 0, json: '{}', from: 'orders' }] }],
+    ['an item dead-lettered before given back', { returnedInserts: [{ priority: 0, segment: 0, position: 0, json: '{}', deliveries: 1, from: 'orders' }] }],
+    ['a segment with a dead-lettered item offloaded', { storeSaves: [{ key: 'k', items: ['{}', '{}'], from: [null, 'orders'] }] }],
+    [
+      'redriven items',
+      { redriven: [{ queueId: 'orders', priority: 0, json: '{}' }], deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } },
+    ],
   ])('%s: the full form', (_, change) => {
     const values = writeTurnValues('q1', { ...push, ...change });
     expect(values).toHaveLength(WRITE_TURN_PARAMETERS.length);
     expect(values.filter((v) => v === undefined)).toEqual([]);
+  });
+
+  it('where items were dead-lettered from is bound parallel to their rows, null for the others', () => {
+    const values = writeTurnValues('q1', {
+      ...push,
+      inserts: [
+        { priority: 0, segment: 0, position: 0, json: '{"a":1}' },
+        { priority: 0, segment: 0, position: 1, json: '{"b":1}', from: 'orders' },
+      ],
+      storeSaves: [
+        { key: 'k1', items: ['1', '2'] },
+        { key: 'k2', items: ['3'], from: ['mail'] },
+      ],
+    });
+    expect(valueOf(values, 'p_ins_from')).toEqual([null, 'orders']);
+    expect(valueOf(values, 'p_save_from')).toEqual([null, null, 'mail']);
+    const locked = writeTurnValues('q1', { ...push, lock: { op: 'upsert', lock: { ...lock, items: [{ ...lock.items[0], from: 'orders' }] } } });
+    expect(valueOf(locked, 'p_lock_from')).toEqual(['orders']);
+    const shared = writeTurnValues('q1', { ...push, sharedLockUpserts: [{ ...lock, items: [{ ...lock.items[0], from: 'orders' }] }] });
+    expect(JSON.parse(valueOf(shared, 'p_sl_upserts') as string)[0].from_queues).toEqual(['orders']);
   });
 
   it('in the full form, what the write does not give is bound as "nothing to write"', () => {
@@ -116,6 +151,7 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(valueOf(values, 'p_sl_upserts')).toBe('[]');
     expect(valueOf(values, 'p_ret_priority')).toEqual([]);
     expect(valueOf(values, 'p_dlq_id')).toBeNull();
+    expect([valueOf(values, 'p_ins_from'), valueOf(values, 'p_lock_from'), valueOf(values, 'p_rd_queue')]).toEqual([[], null, []]);
     const created = writeTurnValues('q1', { ...push, expectedVersion: null });
     expect([valueOf(created, 'p_lock_mode'), valueOf(created, 'p_max_deliveries'), valueOf(created, 'p_dead_letter_queue')]).toEqual(['shared', 3, 'dlq']);
     // The next write of the short form is not affected by this one.

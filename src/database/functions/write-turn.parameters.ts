@@ -8,9 +8,15 @@ import type { StoredHeldItem, StoredLock, StoredTurnWrite } from '../stored-queu
  * - `short`: what most turns write (items, the exclusive lock's removal, offloaded segments,
  *   delayed items, dedup ids). Fewer parameters to bind and a smaller body: PostgreSQL spends
  *   about a fifth less on a push than through `full`;
- * - `full`: everything, settings, shared locks, given-back items and dead letters as well.
+ * - `full`: settings, shared locks, given-back items and dead letters as well: the full form of
+ *   the release before redrive, still callable by a process of that release during a rolling
+ *   upgrade (a wrapper over `redrive`);
+ * - `redrive`: everything, where dead letters came from and redriven items as well.
+ *
+ * A write that gives none of the parameters beyond `short` takes the short form; otherwise the
+ * form with every parameter (`redrive`).
  */
-export type WriteTurnForm = 'oldest' | 'short' | 'full';
+export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'redrive';
 
 /** One parameter of `pushpop_write_turn`: its SQL name and type, the form that brings it, and its value. */
 export interface WriteTurnParameter {
@@ -37,6 +43,9 @@ const savedLock = (w: StoredTurnWrite): StoredLock | undefined => (w.lock?.op ==
 const writesSettings = (w: StoredTurnWrite): boolean => w.expectedVersion === null || w.settingsChanged === true;
 /** `list.map(f)`, or undefined for an empty list (a full-only parameter not given). */
 const mapped = <T, R>(list: readonly T[], f: (t: T) => R): R[] | undefined => (list.length > 0 ? list.map(f) : undefined);
+/** The queue each row was dead-lettered from (null: never), or undefined when none was (a full-only parameter not given). */
+const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] | undefined =>
+  rows.some((r) => r.from !== undefined) ? rows.map((r) => r.from ?? null) : undefined;
 const heldBy = (lock: StoredLock | undefined, f: (item: StoredHeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
 
 /**
@@ -142,6 +151,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
               positions: l.items.map((i) => i.origin?.position ?? 0),
               items: l.items.map((i) => i.json),
               deliveries: l.items.map((i) => i.deliveries ?? 1),
+              ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
               created: l.createdAt,
               expires: l.expiresAt,
             })),
@@ -172,9 +182,25 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   },
   { name: 'p_dlq_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.json) : undefined) },
   { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
+  // The queue each item was dead-lettered from (null: never), parallel to the rows inserted, the exclusive lock's items,
+  // the given-back items added and the items of the segments saved (in their concatenated order); not given when none was.
+  { name: 'p_ins_from', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => fromOf(w.inserts) },
+  { name: 'p_lock_from', type: 'varchar[]', form: 'redrive', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
+  { name: 'p_ret_from', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
+  {
+    name: 'p_save_from',
+    type: 'varchar[]',
+    form: 'redrive',
+    unset: NONE,
+    value: (w) => (w.storeSaves.some((s) => s.from) ? w.storeSaves.flatMap((s) => s.from ?? s.items.map(() => null)) : undefined),
+  },
+  // Redriven items: the queue each goes to, its priority and its item, in order.
+  { name: 'p_rd_queue', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
+  { name: 'p_rd_priority', type: 'integer[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
+  { name: 'p_rd_item', type: 'text[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
 ];
 
-const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2 };
+const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, redrive: 3 };
 
 /** The parameters a form takes, in signature order. */
 export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[] {
@@ -187,7 +213,8 @@ WRITE_TURN_PARAMETERS.forEach((p, i) => {
 });
 
 const SHORT = parametersOf('short');
-const FULL_ONLY = WRITE_TURN_PARAMETERS.filter((p) => p.form === 'full');
+/** The parameters beyond the short form: a write giving one of them takes the form with every parameter. */
+const FULL_ONLY = WRITE_TURN_PARAMETERS.filter((p) => FORM_ORDER[p.form] > FORM_ORDER.short);
 /** Number of parameters of the short form; a values array longer than this is for the full form. */
 export const SHORT_FORM_LENGTH = SHORT.length;
 

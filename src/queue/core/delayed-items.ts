@@ -77,7 +77,7 @@ export class DelayedItems {
     turn.dueFetch = undefined;
     turn.movedDue = true;
     const moved = fetched.items.slice(0, limit).filter((d) => d.dueAt <= now);
-    for (const d of moved) this.segments.append(d.priority, d.json);
+    for (const d of moved) this.segments.append(d.priority, d.json, d.from);
     if (moved.length > 0) {
       const last = moved[moved.length - 1];
       turn.writes.delayedDeleteThrough = { dueAt: last.dueAt, seq: last.seq };

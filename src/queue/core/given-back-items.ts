@@ -60,7 +60,8 @@ export class GivenBackItems {
     const out: HeldItem[] = [];
     for (const entry of cache.entries.slice(cache.offset, cache.offset + take)) {
       turn.writes.removeReturned(priority, entry);
-      out.push({ priority, json: entry.json, origin: { segment: entry.segment, position: entry.position }, deliveries: entry.deliveries });
+      const item: HeldItem = { priority, json: entry.json, origin: { segment: entry.segment, position: entry.position }, deliveries: entry.deliveries };
+      out.push(entry.from === undefined ? item : { ...item, from: entry.from });
     }
     cache.offset += out.length;
     meta.returned = (meta.returned ?? 0) - out.length;
@@ -91,17 +92,27 @@ export class GivenBackItems {
       list.push(item);
       back.set(item.priority, list);
     }
+    this.putBack(back, fromShared);
+    this.settle(items);
+    if (deadLettered > 0) turn.touch();
+    return { returned: items.length - deadLettered, deadLettered };
+  }
+
+  /**
+   * Puts items taken from the front back where they were, per priority in their order: among
+   * the given-back items (by origin) when they come from a shared lock or such items wait,
+   * else at the front of their priority. Items taken from the front and put back at once keep
+   * their places exactly (a redrive leaves them so).
+   */
+  putBack(byPriority: ReadonlyMap<number, readonly HeldItem[]>, fromShared = false): void {
     const toFront: HeldItem[] = [];
-    for (const [priority, list] of back) {
+    for (const [priority, list] of byPriority) {
       const meta = this.segments.get(priority);
       const keyed = list.every((i) => i.origin !== undefined);
       if (meta && keyed && (fromShared || (meta.returned ?? 0) > 0)) this.addReturned(priority, meta, list);
       else toFront.push(...list);
     }
     this.segments.returnToFront(toFront);
-    this.settle(items);
-    if (deadLettered > 0) turn.touch();
-    return { returned: items.length - deadLettered, deadLettered };
   }
 
   /** Items a shared lock held are no longer held (acknowledged, or about to be given back). */
@@ -124,7 +135,13 @@ export class GivenBackItems {
   /** Items go back among the given-back items of their priority, each by where it was pushed. */
   private addReturned(priority: number, meta: PriorityMetadata, items: readonly HeldItem[]): void {
     const turn = this.ctx.turn;
-    const entries = items.map((i) => ({ segment: i.origin!.segment, position: i.origin!.position, json: i.json, deliveries: i.deliveries ?? 0 }));
+    const entries: ReturnedEntry[] = items.map((i) => ({
+      segment: i.origin!.segment,
+      position: i.origin!.position,
+      json: i.json,
+      deliveries: i.deliveries ?? 0,
+      ...(i.from !== undefined ? { from: i.from } : {}),
+    }));
     for (const entry of entries) turn.writes.addReturned(priority, entry);
     meta.returned = (meta.returned ?? 0) + entries.length;
     const cache = turn.returnedCache.get(priority);

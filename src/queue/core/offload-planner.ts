@@ -51,7 +51,11 @@ export class OffloadPlanner {
       for (let segment = first; segment < meta.tail_segment; segment++) {
         const cached = this.segments.cached(priority, segment);
         if (!cached) missing.push(...this.segments.refsFor(priority, segment));
-        else moves.push({ priority, segment, items: cached.entries.slice(cached.offset).map((e) => e.json) });
+        else {
+          const entries = cached.entries.slice(cached.offset);
+          const move = { priority, segment, items: entries.map((e) => e.json) };
+          moves.push(entries.some((e) => e.from !== undefined) ? { ...move, from: entries.map((e) => e.from ?? null) } : move);
+        }
       }
     }
     if (missing.length > 0) throw new MissingSegments(missing);

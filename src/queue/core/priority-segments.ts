@@ -110,8 +110,11 @@ export class PrioritySegments {
     return segmentSize;
   }
 
-  /** Appends one item at the tail of its priority; a full tail segment (`next_position == segment_size`) gets a successor. */
-  append(priority: number, json: string): void {
+  /**
+   * Appends one item at the tail of its priority; a full tail segment (`next_position == segment_size`) gets a successor.
+   * @param from - the queue it was dead-lettered from (absent: a plain push)
+   */
+  append(priority: number, json: string, from?: string): void {
     const turn = this.ctx.turn;
     const meta = this.priorities.get(priority) ?? this.addPriority(priority);
     if (meta.next_position >= this.ctx.settings.segmentSize) {
@@ -120,7 +123,7 @@ export class PrioritySegments {
       // A new segment number: nothing is stored under it.
       this.cacheSegment(priority, meta.tail_segment, []);
     }
-    const entry: SegmentEntry = { position: meta.next_position, json };
+    const entry: SegmentEntry = from === undefined ? { position: meta.next_position, json } : { position: meta.next_position, json, from };
     meta.next_position += 1;
     meta.count += 1;
     turn.writes.insert(priority, meta.tail_segment, [entry]);
@@ -149,9 +152,12 @@ export class PrioritySegments {
       const existing = this.priorities.get(priority);
       const meta = existing ?? this.addPriority(priority);
       const start = existing ? meta.head_position - held.length : 0;
-      const entries: SegmentEntry[] = held.map(({ json, deliveries }, i) =>
-        deliveries ? { position: start + i, json, deliveries } : { position: start + i, json },
-      );
+      const entries: SegmentEntry[] = held.map(({ json, deliveries, from }, i) => ({
+        position: start + i,
+        json,
+        ...(deliveries ? { deliveries } : {}),
+        ...(from !== undefined ? { from } : {}),
+      }));
       meta.count += entries.length;
       if (existing) meta.head_position = start;
       else meta.next_position = entries.length;
@@ -177,7 +183,8 @@ export class PrioritySegments {
     const seg = this.cached(priority, segment)!;
     for (let i = 0; i < take; i++) {
       const entry = seg.entries[seg.offset + i];
-      items.push({ priority, json: entry.json, origin: { segment, position: entry.position }, deliveries: entry.deliveries ?? 0 });
+      const item: HeldItem = { priority, json: entry.json, origin: { segment, position: entry.position }, deliveries: entry.deliveries ?? 0 };
+      items.push(entry.from === undefined ? item : { ...item, from: entry.from });
     }
     seg.offset += take;
     this.cachedItems -= take;

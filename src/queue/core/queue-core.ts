@@ -8,6 +8,7 @@ import { PrioritySegments } from './priority-segments.js';
 import { QueueFront } from './queue-front.js';
 import { changeSettings, lockModeOf } from './queue-settings.js';
 import { QueueInspection, type QueueView, type StateLookup } from './queue-inspection.js';
+import { Redrive, type RedriveBatch, type RedriveRequest } from './redrive.js';
 import { SharedLocks, type SharedExpiryOutcome } from './shared-locks.js';
 import { TurnState, type CoreContext } from './turn-state.js';
 import { deleteQueueWrite, turnWrite } from './turn-write.js';
@@ -35,6 +36,7 @@ import type {
 export { MAX_DUE_PER_TURN } from './delayed-items.js';
 export { MAX_EXPIRED_LOCKS_PER_TURN, type SharedExpiryOutcome } from './shared-locks.js';
 export type { GiveBackOutcome } from './given-back-items.js';
+export type { RedriveBatch, RedriveRequest } from './redrive.js';
 export type { PriorityView, QueueView, StateLookup } from './queue-inspection.js';
 
 /** What a pop decided. */
@@ -86,6 +88,7 @@ export class QueueCore {
   private readonly front: QueueFront;
   private readonly locks: LockOperations;
   private readonly inspection: QueueInspection;
+  private readonly redriver: Redrive;
   /** What the turn's write is made of besides the turn itself. */
   private readonly parts: Parameters<typeof turnWrite>[2];
 
@@ -117,6 +120,7 @@ export class QueueCore {
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
     this.locks = new LockOperations(ctx, this.exclusive, this.shared, this.givenBack);
     this.inspection = new QueueInspection(ctx, this.segments, this.exclusive, this.shared, this.delayed);
+    this.redriver = new Redrive(ctx, this.front, this.givenBack);
     this.parts = { segments: this.segments, shared: this.shared, delayed: this.delayed };
   }
 
@@ -328,6 +332,15 @@ export class QueueCore {
     this.exists = true;
     this.current.touch();
     return next;
+  }
+
+  /**
+   * One batch of a redrive (see {@link Redrive}); with the items left on the queue after it
+   * (not counting those held by locks), or undefined when the queue does not exist.
+   */
+  redrive(request: RedriveRequest): (RedriveBatch & { readonly count: number }) | undefined {
+    if (!this.exists) return undefined;
+    return { ...this.redriver.batch(request), count: this.count };
   }
 
   /** Hands over what `MissingLockRows` asked for. */

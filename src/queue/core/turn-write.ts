@@ -26,6 +26,7 @@ export function deleteQueueWrite(version: number, settings: QueueSettings): Turn
     returnedInserts: [],
     returnedDeletes: [],
     deadLetters: null,
+    redriven: [],
   };
 }
 
@@ -73,5 +74,6 @@ export function turnWrite(
     returnedInserts: returned.inserts,
     returnedDeletes: returned.deletes,
     deadLetters: writes.deadLetters.length > 0 && deadLetterQueue ? { queueId: deadLetterQueue, items: writes.deadLetters } : null,
+    redriven: writes.redriven,
   };
 }

@@ -77,6 +77,8 @@ export interface ItemOrigin {
 export interface ReturnedEntry extends ItemOrigin {
   readonly json: string;
   readonly deliveries: number;
+  /** See {@link SegmentEntry.from}. */
+  readonly from?: string;
 }
 
 /** One item of a segment: its position in the segment and its JSON text, exactly as pushed. */
@@ -85,6 +87,8 @@ export interface SegmentEntry {
   readonly json: string;
   /** Times the item was handed out under a lock (an item given back by an exclusive lock); absent: 0. */
   readonly deliveries?: number;
+  /** The queue the item was dead-lettered from (where a redrive sends it back); absent: never dead-lettered. */
+  readonly from?: string;
 }
 
 /** An item with the priority it came from (what a lock holds and gives back). */
@@ -95,6 +99,8 @@ export interface HeldItem {
   readonly origin?: ItemOrigin;
   /** Times handed out under a lock, counting the lock holding it; absent: 0 (a plain pop) or unknown. */
   readonly deliveries?: number;
+  /** See {@link SegmentEntry.from}. */
+  readonly from?: string;
 }
 
 /** A queue's acknowledgement lock (times in epoch milliseconds). */
@@ -134,6 +140,8 @@ export interface DelayedItem {
   readonly seq: number;
   readonly priority: number;
   readonly json: string;
+  /** See {@link SegmentEntry.from} (dead letters wait here until their queue's next turn). */
+  readonly from?: string;
 }
 
 /** What the runner found for {@link MissingDueItems}: the due items, in `(dueAt, seq)` order. */
@@ -284,6 +292,15 @@ export interface OffloadMove {
   readonly priority: number;
   readonly segment: number;
   readonly items: readonly string[];
+  /** Parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was. */
+  readonly from?: readonly (string | null)[];
+}
+
+/** An item a redrive sends to the tail of its priority on `queueId` (its delivery count starts again at 0). */
+export interface RedrivenItem {
+  readonly queueId: string;
+  readonly priority: number;
+  readonly json: string;
 }
 
 /** The rows a turn writes, in the order they must be applied: queue row, deletes, inserts, lock. */
@@ -306,6 +323,7 @@ export interface TurnWrite {
     readonly position: number;
     readonly json: string;
     readonly deliveries?: number;
+    readonly from?: string;
   }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
   /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */
@@ -318,6 +336,8 @@ export interface TurnWrite {
   readonly returnedDeletes: readonly (ItemOrigin & { readonly priority: number })[];
   /** Items that reached `maxDeliveries`, for the tail of the dead-letter queue, in order. */
   readonly deadLetters: { readonly queueId: string; readonly items: readonly HeldItem[] } | null;
+  /** Items a redrive moves to other queues, in order (due at once there, like dead letters); empty: none. */
+  readonly redriven: readonly RedrivenItem[];
   /** The queue row's summary of its delayed items after the turn; null when the turn left them as they were. */
   readonly delayed: DelayedSummary | null;
   /** Delayed items pushed by the turn. */

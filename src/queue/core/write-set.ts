@@ -1,4 +1,4 @@
-import type { DelayedItem, HeldItem, ItemOrigin, LockState, ReturnedEntry, SegmentEntry } from './types.js';
+import type { DelayedItem, HeldItem, ItemOrigin, LockState, RedrivenItem, ReturnedEntry, SegmentEntry } from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -59,6 +59,8 @@ export class WriteSet {
   }
   /** Items for the tail of the dead-letter queue, in order. */
   readonly deadLetters: HeldItem[] = [];
+  /** Items a redrive sends to other queues, in order. */
+  readonly redriven: RedrivenItem[] = [];
   metadataChanged = false;
 
   insert(priority: number, segment: number, entries: readonly SegmentEntry[]): void {
@@ -146,7 +148,8 @@ export class WriteSet {
       !this.settingsChanged &&
       (this.sharedLocksOf?.size ?? 0) === 0 &&
       (this.returnedOf?.size ?? 0) === 0 &&
-      this.deadLetters.length === 0
+      this.deadLetters.length === 0 &&
+      this.redriven.length === 0
     );
   }
 
@@ -154,12 +157,13 @@ export class WriteSet {
     return [...this.deletes.values()];
   }
 
-  insertRows(): { priority: number; segment: number; position: number; json: string; deliveries?: number }[] {
-    const rows: { priority: number; segment: number; position: number; json: string; deliveries?: number }[] = [];
+  insertRows(): { priority: number; segment: number; position: number; json: string; deliveries?: number; from?: string }[] {
+    const rows: { priority: number; segment: number; position: number; json: string; deliveries?: number; from?: string }[] = [];
     for (const { priority, segment, rows: byPosition } of this.inserts.values()) {
       for (const position of [...byPosition.keys()].sort((a, b) => a - b)) {
-        const { json, deliveries } = byPosition.get(position)!;
-        rows.push(deliveries ? { priority, segment, position, json, deliveries } : { priority, segment, position, json });
+        const { json, deliveries, from } = byPosition.get(position)!;
+        const row = deliveries ? { priority, segment, position, json, deliveries } : { priority, segment, position, json };
+        rows.push(from === undefined ? row : { ...row, from });
       }
     }
     return rows;

@@ -168,6 +168,22 @@ export class DeleteQueueResponseDto {
   items_deleted: number;
 }
 
+export class RedriveResponseDto {
+  success: boolean;
+  /**
+   * Items moved to the tails of their priorities on their destinations.
+   * @example 250
+   */
+  @ApiProperty({ type: 'integer' })
+  items_moved: number;
+  /**
+   * Items still on the queue afterwards, not counting items held by locks (as `count` does not).
+   * @example 0
+   */
+  @ApiProperty({ type: 'integer' })
+  items_left: number;
+}
+
 export class AcknowledgeResponseDto {
   success: boolean;
   /** @example "Successfully acknowledged 2 item(s)" */

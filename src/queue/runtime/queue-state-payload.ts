@@ -42,7 +42,14 @@ export function decodeQueueState(payload: string): { queueId: string; state: Loa
     return undefined;
   if (!isObject(front) || !isInteger(front.priority) || !isInteger(front.segment) || !Array.isArray(front.entries)) return undefined;
   if (
-    !front.entries.every((e) => isObject(e) && isInteger(e.position) && typeof e.json === 'string' && (e.deliveries === undefined || isInteger(e.deliveries)))
+    !front.entries.every(
+      (e) =>
+        isObject(e) &&
+        isInteger(e.position) &&
+        typeof e.json === 'string' &&
+        (e.deliveries === undefined || isInteger(e.deliveries)) &&
+        (e.from === undefined || typeof e.from === 'string'),
+    )
   )
     return undefined;
   return { queueId: parsed.q, state: parsed.s as unknown as LoadedQueue };

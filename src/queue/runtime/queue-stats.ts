@@ -16,6 +16,8 @@ export class QueueStats {
   duplicatesSkipped = 0;
   /** Items that reached their queue's `max_deliveries` and went to its dead-letter queue. */
   itemsDeadLettered = 0;
+  /** Items a redrive moved to the tail of another queue. */
+  itemsRedriven = 0;
   /** Items put back at the front of their queue, by reason. */
   readonly itemsRedelivered = { expired: 0, released: 0 };
 }

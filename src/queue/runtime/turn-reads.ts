@@ -130,12 +130,13 @@ export class TurnReads {
     const key = offloadedSegmentKey(ref.priority, ref.segment, queueId);
     const started = performance.now();
     try {
-      const items = await this.store.load(queueId, key);
+      const segment = await this.store.load(queueId, key);
       if (ref.purpose === 'use') {
-        if (!items) throw new Error(`nothing stored under ${key}`);
+        if (!segment) throw new Error(`nothing stored under ${key}`);
         this.observer.segmentLoaded((performance.now() - started) / 1000);
       }
-      return { entries: items?.map((json, position) => ({ position, json })) };
+      const from = segment?.from;
+      return { entries: segment?.items.map((json, position) => (from?.[position] ? { position, json, from: from[position] } : { position, json })) };
     } catch (error) {
       if (ref.purpose === 'use') {
         this.stats.loadFailures += 1;

@@ -358,9 +358,9 @@ export class TurnRunner {
       const defaults = this.config.queueDefaults;
       const stored: StoredTurnWrite = {
         ...write,
-        storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items })) : [],
+        storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items, ...(m.from ? { from: m.from } : {}) })) : [],
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
-        ...(write.deadLetters ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
+        ...(write.deadLetters || write.redriven.length > 0 ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       if (!(await this.queueState.writeTurn(queueId, stored, session))) throw new VersionConflict();
     } else if (!locked && (!activated || reader.read || offered)) {
@@ -413,6 +413,19 @@ export class TurnRunner {
       this.events.wake(target, write.deadLetters.items.length, 'local');
       this.notifications.announce(target);
       this.logger.log(`${write.deadLetters.items.length} item(s) of queue ${queueId} reached their delivery limit and went to queue ${target}`);
+    }
+    if (write && write.redriven.length > 0) {
+      // The destinations' rows moved on: their actors here reload at their next turns, which move
+      // the redriven items to their tails (so does the delay sweep, with no traffic).
+      const counts = new Map<string, number>();
+      for (const item of write.redriven) counts.set(item.queueId, (counts.get(item.queueId) ?? 0) + 1);
+      this.queueStats.itemsRedriven += write.redriven.length;
+      for (const [target, n] of counts) {
+        this.registry.deactivate(target);
+        this.events.wake(target, n, 'local');
+        this.notifications.announce(target);
+      }
+      this.logger.log(`${write.redriven.length} item(s) of queue ${queueId} redriven to ${[...counts.keys()].join(', ')}`);
     }
     if (write && core.count > 0) {
       // Long polls of this process waiting on the queue take what the turn left (after pushes,
@@ -470,7 +483,7 @@ export class TurnRunner {
     for (const move of moves) {
       if (failed.has(move.priority)) continue;
       try {
-        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items);
+        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items, move.from);
       } catch (error) {
         failed.add(move.priority);
         failedSaves.push(move);

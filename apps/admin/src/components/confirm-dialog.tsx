@@ -1,4 +1,4 @@
-import { useEffect, useRef, type ReactNode } from 'react';
+import { useEffect, useId, useRef, type ReactNode } from 'react';
 
 interface Props {
   open: boolean;
@@ -13,6 +13,8 @@ interface Props {
 /** A modal in the page (`<dialog>`), not `window.confirm`: Escape or Cancel closes it. */
 export function ConfirmDialog({ open, title, confirmLabel, busy, children, onConfirm, onCancel }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
+  // Several dialogs may live on one page: each its own title id.
+  const titleId = useId();
   useEffect(() => {
     const dialog = ref.current;
     if (!dialog) return;
@@ -23,13 +25,13 @@ export function ConfirmDialog({ open, title, confirmLabel, busy, children, onCon
     <dialog
       ref={ref}
       className="dialog"
-      aria-labelledby="confirm-title"
+      aria-labelledby={titleId}
       onCancel={(event) => {
         event.preventDefault();
         onCancel();
       }}
     >
-      <h2 id="confirm-title">{title}</h2>
+      <h2 id={titleId}>{title}</h2>
       <div className="dialog-body">{children}</div>
       <div className="dialog-actions">
         <button type="button" className="btn" onClick={onCancel} autoFocus>

@@ -11,6 +11,7 @@ import { TrashIcon } from './icons';
 import { LockCard, type HeldLock } from './lock-card';
 import { PopForm } from './pop-form';
 import { PushForm } from './push-form';
+import { RedriveCard } from './redrive-card';
 import { ResultPanel, type ActionResult } from './result-panel';
 import { SegmentChain, SegmentLegend, type SegmentRef } from './segment-chain';
 import { SegmentItems } from './segment-items';
@@ -212,6 +213,7 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
             </div>
             <PopForm queueId={queueId} onPopped={popped} />
           </section>
+          {info && <RedriveCard queueId={queueId} waiting={info.count} onRedriven={message} />}
         </div>
         <div className="column">
           <ResultPanel result={result} />
