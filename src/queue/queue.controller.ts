@@ -20,7 +20,7 @@ import { QueueSettingsRequestDto } from './dto/queue-settings.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
-import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
+import { ExtendLockRequestDto, LockRequestDto, ReleaseRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
@@ -131,14 +131,19 @@ export class QueueController {
     return this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
   }
 
-  /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
+  /**
+   * Gives a lock's items back, to the front of their original priorities, after the queue's
+   * retry delay (or `delay_seconds`, 0-900, for this release); items that reached
+   * `max_deliveries` go to the dead-letter queue. `items_delayed` counts the items waiting out
+   * a delay. Errors as for acknowledge.
+   */
   @Post('queue/:queue_id/release')
   @Scopes('consume')
   @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
-    return this.queues.release(queueId, body.lock_id);
+  async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ReleaseRequestDto): Promise<ReleaseResponseDto> {
+    return this.queues.release(queueId, body.lock_id, body.delay_seconds);
   }
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
@@ -176,6 +181,12 @@ export class QueueController {
       lockMode: body.lock_mode,
       maxDeliveries: body.max_deliveries,
       deadLetterQueue: body.dead_letter_queue,
+      paused: body.paused,
+      retryDelaySeconds: body.retry_delay_seconds,
+      retryBackoff: body.retry_backoff,
+      retryDelayMaxSeconds: body.retry_delay_max_seconds,
+      maxInFlight: body.max_in_flight,
+      maxPopsPerSecond: body.max_pops_per_second,
     });
   }
 

@@ -557,7 +557,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect(ids(lock.items)).toEqual(['a0', 'a1', 'b0', 'b1']);
       await pushAll(svc.http, q, [...entries(1, 'b3'), ...entries(0, 'a2'), ...entries(2, 'c0')]);
       const res = await release(svc.http, q, lock.lockId);
-      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true, items_returned: 4 } });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true, items_returned: 4, items_delayed: 0 } });
       expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({
         count: 9,
         lock: null,
@@ -641,7 +641,7 @@ describe(`lock expiry by the background sweep; returned batches larger than a se
     await pushAll(svc.http, rel, entries(0, ...n('a', 12, 14)));
 
     const released = await release(svc.http, rel, relLock.lockId);
-    expect(released.body).toEqual({ success: true, items_returned: 8 });
+    expect(released.body).toEqual({ success: true, items_returned: 8, items_delayed: 0 });
 
     const deadline = Math.max(spillLock.expiresAt, wholeLock.expiresAt) * 1000 + 1500;
     expect(await waitForListedCount(spill, 17, deadline), 'spill: items back').toBeDefined();

@@ -122,7 +122,7 @@ describe(`generated API client (${databaseKind})`, () => {
 
     // Release: the items go back to the front of priority 0.
     const released = ok(await client.POST('/queue/{queue_id}/release', { ...path(q), body: { lock_id: lockId } }));
-    expect(released).toEqual({ success: true, items_returned: 2 });
+    expect(released).toEqual({ success: true, items_returned: 2, items_delayed: 0 });
 
     const again = ok(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 10, require_ack: true } } }));
     expect(again.items).toEqual([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);

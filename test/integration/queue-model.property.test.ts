@@ -1,3 +1,4 @@
+import { DEFAULT_CONTROLS } from '../support/controls.js';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -443,6 +444,7 @@ class ModelRunner {
           success: true,
           items_returned: want.count,
           ...(want.deadLettered > 0 ? { items_dead_lettered: want.deadLettered } : {}),
+          items_delayed: 0,
         });
         return;
       }
@@ -504,6 +506,7 @@ class ModelRunner {
       lock_mode: settings.lockMode,
       max_deliveries: settings.maxDeliveries,
       dead_letter_queue: settings.deadLetters ? this.deadLetterQueueId : null,
+      ...DEFAULT_CONTROLS,
     };
   }
 

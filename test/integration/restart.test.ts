@@ -1,3 +1,4 @@
+import { DEFAULT_CONTROLS } from '../support/controls.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { answer, range, seededRandom, testSeed, until, within } from '../support/queue-helpers.js';
@@ -153,6 +154,7 @@ describe('restart', () => {
         lock_mode: 'exclusive',
         max_deliveries: null,
         dead_letter_queue: null,
+        ...DEFAULT_CONTROLS,
       });
       const metaBefore = await answer(svc.http.get(`/queue/${q}/state/metadata`));
       expect(metaBefore.status).toBe(200);

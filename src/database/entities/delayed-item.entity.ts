@@ -23,4 +23,14 @@ export class DelayedItemEntity {
   /** The item as JSON text, exactly as pushed (see `segment_items.item`). */
   @Column({ type: 'text' })
   item: string;
+
+  /** An item given back and waiting out its retry delay: where it was pushed (it returns to the front of its priority in push order) and its deliveries; null for a pushed item. */
+  @Column({ name: 'origin_segment', type: 'bigint', nullable: true })
+  originSegment: string | null;
+
+  @Column({ name: 'origin_position', type: 'integer', nullable: true })
+  originPosition: number | null;
+
+  @Column({ type: 'integer', nullable: true })
+  deliveries: number | null;
 }

@@ -64,6 +64,35 @@ export class QueueEntity {
   @Column({ name: 'next_lock_expiry', type: 'timestamptz', nullable: true })
   nextLockExpiry: Date | null;
 
+  /** Pops hand out nothing while set. */
+  @Column({ type: 'boolean', default: false })
+  paused: boolean;
+
+  /** Base retry delay of items given back (0: at once), `retry_backoff` `fixed` or `exponential`, capped by `retry_delay_max_seconds`. */
+  @Column({ name: 'retry_delay_seconds', type: 'integer', default: 0 })
+  retryDelaySeconds: number;
+
+  @Column({ name: 'retry_backoff', type: 'varchar', length: 16, default: 'exponential' })
+  retryBackoff: 'fixed' | 'exponential';
+
+  @Column({ name: 'retry_delay_max_seconds', type: 'integer', default: 900 })
+  retryDelayMaxSeconds: number;
+
+  /** Items held by live locks at most; null: no limit. */
+  @Column({ name: 'max_in_flight', type: 'integer', nullable: true })
+  maxInFlight: number | null;
+
+  /** Items handed out by pops per second at most; null: no limit. */
+  @Column({ name: 'max_pops_per_second', type: 'double precision', nullable: true })
+  maxPopsPerSecond: number | null;
+
+  /** The pop budget (a token bucket shared by every process): tokens left at `pop_tokens_at` (epoch ms); null: full. */
+  @Column({ name: 'pop_tokens', type: 'double precision', nullable: true })
+  popTokens: number | null;
+
+  @Column({ name: 'pop_tokens_at', type: 'double precision', nullable: true })
+  popTokensAt: number | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;
 

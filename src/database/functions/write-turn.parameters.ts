@@ -8,9 +8,12 @@ import type { StoredHeldItem, StoredLock, StoredTurnWrite } from '../stored-queu
  * - `short`: what most turns write (items, the exclusive lock's removal, offloaded segments,
  *   delayed items, dedup ids). Fewer parameters to bind and a smaller body: PostgreSQL spends
  *   about a fifth less on a push than through `full`;
- * - `full`: everything, settings, shared locks, given-back items and dead letters as well.
+ * - `full`: everything of the second release: settings, shared locks, given-back items and dead
+ *   letters as well. Still callable by a process of that release (a wrapper over `latest`);
+ * - `latest`: everything: the controls of the third release too (pause, retry delays, delivery
+ *   limits and the pop budget, delayed items given back with their origins).
  */
-export type WriteTurnForm = 'oldest' | 'short' | 'full';
+export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'latest';
 
 /** One parameter of `pushpop_write_turn`: its SQL name and type, the form that brings it, and its value. */
 export interface WriteTurnParameter {
@@ -26,7 +29,7 @@ export interface WriteTurnParameter {
    * For a parameter a shorter form lacks: what it is when not given (bound by the full form,
    * and passed by the oldest form's wrapper), meaning "nothing to write".
    */
-  readonly unset?: null | false | string | readonly never[];
+  readonly unset?: null | false | string | number | readonly never[];
 }
 
 const NONE: readonly never[] = Object.freeze([]);
@@ -172,9 +175,71 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   },
   { name: 'p_dlq_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.json) : undefined) },
   { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
+  // The controls (written with the settings; unset: their defaults).
+  { name: 'p_paused', type: 'boolean', form: 'latest', unset: false, value: (w) => (writesSettings(w) && w.settings.paused ? true : undefined) },
+  {
+    name: 'p_retry_delay',
+    type: 'integer',
+    form: 'latest',
+    unset: 0,
+    value: (w) => (writesSettings(w) && (w.settings.retryDelaySeconds ?? 0) !== 0 ? w.settings.retryDelaySeconds : undefined),
+  },
+  {
+    name: 'p_retry_backoff',
+    type: 'text',
+    form: 'latest',
+    unset: 'exponential',
+    value: (w) => (writesSettings(w) && (w.settings.retryBackoff ?? 'exponential') !== 'exponential' ? w.settings.retryBackoff : undefined),
+  },
+  {
+    name: 'p_retry_delay_max',
+    type: 'integer',
+    form: 'latest',
+    unset: 900,
+    value: (w) => (writesSettings(w) && (w.settings.retryDelayMaxSeconds ?? 900) !== 900 ? w.settings.retryDelayMaxSeconds : undefined),
+  },
+  {
+    name: 'p_max_in_flight',
+    type: 'integer',
+    form: 'latest',
+    unset: null,
+    value: (w) => (writesSettings(w) ? (w.settings.maxInFlight ?? undefined) : undefined),
+  },
+  {
+    name: 'p_max_pops',
+    type: 'double precision',
+    form: 'latest',
+    unset: null,
+    value: (w) => (writesSettings(w) ? (w.settings.maxPopsPerSecond ?? undefined) : undefined),
+  },
+  // The pop budget after the turn (null: unchanged).
+  { name: 'p_pop_tokens', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.tokens },
+  { name: 'p_pop_tokens_at', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.at },
+  // Origins and deliveries of delayed items given back (waiting out a retry delay), parallel to p_dl_*; unnest pads them with nulls.
+  {
+    name: 'p_dl_segment',
+    type: 'bigint[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.segment ?? null) : undefined),
+  },
+  {
+    name: 'p_dl_position',
+    type: 'integer[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.position ?? null) : undefined),
+  },
+  {
+    name: 'p_dl_deliveries',
+    type: 'integer[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => (d.origin ? (d.deliveries ?? 0) : null)) : undefined),
+  },
 ];
 
-const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2 };
+const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, latest: 3 };
 
 /** The parameters a form takes, in signature order. */
 export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[] {
@@ -187,7 +252,7 @@ WRITE_TURN_PARAMETERS.forEach((p, i) => {
 });
 
 const SHORT = parametersOf('short');
-const FULL_ONLY = WRITE_TURN_PARAMETERS.filter((p) => p.form === 'full');
+const FULL_ONLY = WRITE_TURN_PARAMETERS.filter((p) => FORM_ORDER[p.form] > FORM_ORDER.short);
 /** Number of parameters of the short form; a values array longer than this is for the full form. */
 export const SHORT_FORM_LENGTH = SHORT.length;
 

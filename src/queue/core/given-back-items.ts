@@ -1,4 +1,6 @@
+import type { DelayedItems } from './delayed-items.js';
 import type { PrioritySegments } from './priority-segments.js';
+import { retryDelayMs } from './queue-settings.js';
 import type { CoreContext } from './turn-state.js';
 import { MissingLockRows, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
 
@@ -8,6 +10,14 @@ export interface GiveBackOutcome {
   readonly returned: number;
   /** Items that reached `maxDeliveries` and went to the dead-letter queue. */
   readonly deadLettered: number;
+  /** Of `returned`, items waiting out a retry delay (among the delayed items) before they are back. */
+  readonly delayed: number;
+}
+
+/** When items are given back, for their retry delay: the time, and a delay that replaces the queue's (a release's `delay_seconds`). */
+export interface GiveBackTime {
+  readonly now: number;
+  readonly delayMs?: number;
 }
 
 /** Orders given-back items by where they were pushed. */
@@ -21,6 +31,9 @@ const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment
  * priority's when a pop needs them.
  */
 export class GivenBackItems {
+  /** Where items waiting out a retry delay go (set by the core: the parts are made in turn). */
+  delayed?: DelayedItems;
+
   constructor(
     private readonly ctx: CoreContext,
     private readonly segments: PrioritySegments,
@@ -75,16 +88,27 @@ export class GivenBackItems {
    * their priority wait, among the given-back items (by origin); otherwise to the front of
    * their priority, as the seeds' exclusive lock does.
    */
-  giveBack(items: readonly HeldItem[], fromShared: boolean): GiveBackOutcome {
+  giveBack(items: readonly HeldItem[], fromShared: boolean, at?: GiveBackTime): GiveBackOutcome {
     const { maxDeliveries, deadLetterQueue } = this.ctx.settings;
     const turn = this.ctx.turn;
     const back = new Map<number, HeldItem[]>();
     let deadLettered = 0;
+    let delayed = 0;
     if (fromShared) this.unhold(items);
     for (const item of items) {
       if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
         turn.writes.deadLetters.push(item);
         deadLettered += 1;
+        continue;
+      }
+      // A retry delay: the item waits among the delayed items, its priority kept alive meanwhile.
+      const delayMs = at ? (at.delayMs ?? retryDelayMs(this.ctx.settings, item.deliveries ?? 0)) : 0;
+      if (delayMs > 0 && this.delayed) {
+        const retry = item.origin ? { origin: item.origin, deliveries: item.deliveries ?? 0 } : undefined;
+        this.delayed.add(at!.now + delayMs, item.priority, item.json, retry);
+        const meta = this.segments.get(item.priority);
+        if (meta && retry) meta.retrying = (meta.retrying ?? 0) + 1;
+        delayed += 1;
         continue;
       }
       const list = back.get(item.priority) ?? [];
@@ -100,8 +124,38 @@ export class GivenBackItems {
     }
     this.segments.returnToFront(toFront);
     this.settle(items);
-    if (deadLettered > 0) turn.touch();
-    return { returned: items.length - deadLettered, deadLettered };
+    if (deadLettered > 0 || delayed > 0) {
+      this.ctx.markPresent();
+      turn.touch();
+    }
+    return { returned: items.length - deadLettered, deadLettered, delayed };
+  }
+
+  /**
+   * Items whose retry delay ended go back to where they were in push order: among the
+   * given-back items of their priority (by origin, popped before the segments' items) while the
+   * priority's entry lives on (it does while they wait, see {@link PriorityMetadata.retrying});
+   * otherwise (an exclusive lock emptied the priority before it gave them back) to its front.
+   */
+  placeRetried(items: readonly HeldItem[]): void {
+    const byPriority = new Map<number, HeldItem[]>();
+    for (const item of items) {
+      const list = byPriority.get(item.priority) ?? [];
+      list.push(item);
+      byPriority.set(item.priority, list);
+    }
+    const toFront: HeldItem[] = [];
+    for (const [priority, list] of byPriority) {
+      const meta = this.segments.get(priority);
+      if (!meta) {
+        toFront.push(...list.sort((a, b) => byOrigin(a.origin!, b.origin!)));
+        continue;
+      }
+      meta.retrying = Math.max(0, (meta.retrying ?? 0) - list.length);
+      if (meta.retrying === 0) delete meta.retrying;
+      this.addReturned(priority, meta, list);
+    }
+    this.segments.returnToFront(toFront);
   }
 
   /** Items a shared lock held are no longer held (acknowledged, or about to be given back). */

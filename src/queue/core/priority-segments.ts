@@ -198,7 +198,7 @@ export class PrioritySegments {
     if (segment < meta.tail_segment) {
       meta.head_segment = segment + 1;
       meta.head_position = 0;
-    } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0) {
+    } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0 || (meta.retrying ?? 0) > 0) {
       // The segments are empty but the priority lives on (given-back items, or items under
       // shared locks): the next push continues after the last item, so push order stays the
       // order of (segment, position). A full tail is left for the next segment number, so that
@@ -223,10 +223,10 @@ export class PrioritySegments {
     this.ctx.turn.returnedCache.delete(priority);
   }
 
-  /** Drops the entry of a priority with nothing left in segments, given back or held. */
+  /** Drops the entry of a priority with nothing left in segments, given back, held or waiting out a retry delay. */
   dropIfEmpty(priority: number): void {
     const meta = this.priorities.get(priority);
-    if (meta && meta.count === 0 && !meta.returned && !meta.held) {
+    if (meta && meta.count === 0 && !meta.returned && !meta.held && !meta.retrying) {
       this.ctx.turn.writes.deleteSegment(priority, meta.tail_segment);
       this.dropSegment(priority, meta.tail_segment);
       this.dropPriority(priority);

@@ -39,7 +39,11 @@ export type { PriorityView, QueueView, StateLookup } from './queue-inspection.js
 
 /** What a pop decided. */
 export type PopOutcome =
-  | { readonly items: HeldItem[]; readonly lock?: LockState }
+  /**
+   * What the pop took (perhaps nothing). `paused`: the queue is paused, nothing was handed out;
+   * `limited`: a delivery limit left no room (`in_flight`) or budget (`rate`), nothing was handed out.
+   */
+  | { readonly items: HeldItem[]; readonly lock?: LockState; readonly paused?: true; readonly limited?: 'in_flight' | 'rate' }
   /** An unexpired lock exists: every pop is refused until it ends (exclusive mode). */
   | { readonly locked: LockState }
   /** Shared mode: the queue has as many live locks as it may (a pop with ack only). */
@@ -112,6 +116,8 @@ export class QueueCore {
     this.givenBack = new GivenBackItems(ctx, this.segments);
     this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
+    this.givenBack.delayed = this.delayed;
+    this.delayed.placeRetried = (items) => this.givenBack.placeRetried(items);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
@@ -160,6 +166,16 @@ export class QueueCore {
   /** Items waiting (not held by a lock), given-back ones included. */
   get count(): number {
     return this.segments.count;
+  }
+
+  /** Whether pops hand out nothing (the queue is paused). */
+  get paused(): boolean {
+    return this.currentSettings.paused === true;
+  }
+
+  /** Items a pop could take now: none while the queue is paused, else {@link count}. What wakes long polls. */
+  get available(): number {
+    return this.paused ? 0 : this.segments.count;
   }
 
   /** Delayed items: stored apart from the segments, invisible until due and moved. */
@@ -263,6 +279,8 @@ export class QueueCore {
    * items are held by a new lock; while an exclusive lock is active every pop is refused.
    */
   pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome {
+    // Paused: nothing is handed out, before any other answer (423 included).
+    if (this.paused) return { items: [], paused: true };
     const shared = this.lockMode === 'shared';
     if (!shared && this.exclusive.isActive) return { locked: this.exclusive.lock! };
     if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
@@ -309,9 +327,12 @@ export class QueueCore {
     return this.locks.release(lockId, now).returned;
   }
 
-  /** {@link release}, telling items given back from items dead-lettered. */
-  releaseLock(lockId: string, now: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
-    return this.locks.release(lockId, now);
+  /**
+   * {@link release}, telling items given back from items dead-lettered and items waiting out a
+   * retry delay; `delayMs` replaces the queue's retry delay for this release.
+   */
+  releaseLock(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+    return this.locks.release(lockId, now, delayMs);
   }
 
   /**

@@ -62,7 +62,7 @@ interface SegmentId {
 
 interface Prepared {
   core: QueueCore;
-  /** Items waiting on the queue as committed before this turn. */
+  /** Items a pop could take on the queue as committed before this turn (none while paused). */
   countBefore: number;
   write: TurnWrite | undefined;
   /** The operations' outcomes; undefined: they did not run (a turn of its own for a backlog of due delayed items). */
@@ -315,7 +315,7 @@ export class TurnRunner {
     }
     const actor = core;
     const now = this.clock.now();
-    const countBefore = actor.count;
+    const countBefore = actor.available;
     const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
     const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
 
@@ -407,12 +407,13 @@ export class TurnRunner {
       this.notifications.announce(target);
       this.logger.log(`${write.deadLetters.items.length} item(s) of queue ${queueId} reached their delivery limit and went to queue ${target}`);
     }
-    if (write && core.count > 0) {
+    if (write && core.available > 0) {
       // Long polls of this process waiting on the queue take what the turn left (after pushes,
-      // returned items, and delayed items that came due, also in the delay sweep's turns);
-      // other processes' long polls wait only on a queue they found empty, so they hear of the
-      // transition from none to some.
-      this.events.wake(queueId, core.count, 'local');
+      // returned items, delayed items that came due, also in the delay sweep's turns, and a
+      // resume); other processes' long polls wait only on a queue they found empty or paused,
+      // so they hear of the transition from none to some (a resume of a queue holding items is
+      // one).
+      this.events.wake(queueId, core.available, 'local');
       if (countBefore === 0) {
         // With the state just committed, when memory holds all of it: a long poll of another
         // process woken by it can take the item without reading the queue first.

@@ -1,0 +1,224 @@
+import type { Response } from 'supertest';
+import type TestAgent from 'supertest/lib/agent.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { closeWithin } from '../support/lock-helpers.js';
+import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+
+/**
+ * The production controls over HTTP (CONTRACT.md, third additions: "More queue settings",
+ * "Pause and resume", "Retry delays", "Delivery limits", "Details of the third additions").
+ */
+type Item = { id: string };
+const ids = (items: Item[]): string[] => items.map((i) => i.id);
+
+const DEFAULT_CONTROLS = {
+  paused: false,
+  retry_delay_seconds: 0,
+  retry_backoff: 'exponential',
+  retry_delay_max_seconds: 900,
+  max_in_flight: null,
+  max_pops_per_second: null,
+};
+
+const putSettings = (http: TestAgent, q: string, body: unknown): Promise<Response> => http.put(`/queue/${q}/settings`).send(body as object);
+
+async function settle(http: TestAgent, q: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await putSettings(http, q, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as Record<string, unknown>;
+}
+
+function expectError(res: Response, status: number, code: string, label = ''): void {
+  expect({ status: res.status, error_code: res.body?.error_code }, `${label} ${JSON.stringify(res.body)}`).toEqual({ status, error_code: code });
+}
+
+const push = async (http: TestAgent, q: string, id: string, priority = 0): Promise<void> => {
+  const res = await http.post(`/queue/${q}/push`).send({ item: { id }, priority });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+};
+
+describe(`queue controls (${databaseKind})`, () => {
+  let svc: TestService;
+
+  beforeAll(async () => {
+    svc = await startService({ env: { SEGMENT_SIZE: '5', BUFFER_SEGMENTS: '2' } });
+  });
+  afterAll(async () => {
+    if (svc) await closeWithin(() => svc.close());
+    if (svc) removeDataDir(svc.dataDir);
+  });
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  describe('more queue settings', () => {
+    it('GET, PUT and config of GET /queue/{id} show the six controls, at their defaults for a new queue', async () => {
+      const q = uniqueQueueId('ctl-defaults');
+      const put = await settle(svc.http, q, {});
+      expect(put).toEqual({ segment_size: 5, buffer_segments: 2, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null, ...DEFAULT_CONTROLS });
+      expect((await svc.http.get(`/queue/${q}/settings`)).body).toEqual(put);
+      expect((await svc.http.get(`/queue/${q}`)).body.config).toEqual(put);
+    });
+
+    it('every control may change at any time, items and locks or not; fields left out stay', async () => {
+      const q = uniqueQueueId('ctl-change');
+      await push(svc.http, q, 'a');
+      await push(svc.http, q, 'b');
+      const pop = await svc.http.post(`/queue/${q}/pop?require_ack=true`);
+      expect(pop.body.locked).toBe(true);
+      const all = {
+        paused: true,
+        retry_delay_seconds: 5,
+        retry_backoff: 'fixed',
+        retry_delay_max_seconds: 60,
+        max_in_flight: 10,
+        max_pops_per_second: 2.5,
+      };
+      expect(await settle(svc.http, q, all)).toMatchObject(all);
+      expect(await settle(svc.http, q, { max_in_flight: null })).toMatchObject({ ...all, max_in_flight: null });
+      expect((await svc.http.get(`/queue/${q}`)).body.config).toMatchObject({ ...all, max_in_flight: null });
+      expect(await settle(svc.http, q, { paused: false, max_pops_per_second: null })).toMatchObject({
+        paused: false,
+        max_pops_per_second: null,
+        retry_delay_seconds: 5,
+      });
+    });
+
+    it('the ranges: out of range, wrong types and null where null is not allowed are 400 VALIDATION_FAILED, and change nothing', async () => {
+      const q = uniqueQueueId('ctl-ranges');
+      const before = await settle(svc.http, q, { retry_delay_seconds: 3 });
+      const bad: Record<string, unknown>[] = [
+        { paused: null },
+        { paused: 'yes' },
+        { paused: 1 },
+        { retry_delay_seconds: -1 },
+        { retry_delay_seconds: 901 },
+        { retry_delay_seconds: 1.5 },
+        { retry_delay_seconds: null },
+        { retry_backoff: 'linear' },
+        { retry_backoff: null },
+        { retry_delay_max_seconds: 0 },
+        { retry_delay_max_seconds: 901 },
+        { retry_delay_max_seconds: null },
+        { max_in_flight: 0 },
+        { max_in_flight: 100001 },
+        { max_in_flight: 2.5 },
+        { max_pops_per_second: 0.05 },
+        { max_pops_per_second: 100001 },
+        { max_pops_per_second: '5' },
+        { paused: true, retry_delay_seconds: 901 },
+      ];
+      for (const body of bad) expectError(await putSettings(svc.http, q, body), 400, 'VALIDATION_FAILED', JSON.stringify(body));
+      expect((await svc.http.get(`/queue/${q}/settings`)).body).toEqual(before);
+      // The edges are accepted.
+      expect(await settle(svc.http, q, { retry_delay_seconds: 0, retry_delay_max_seconds: 1, max_in_flight: 1, max_pops_per_second: 0.1 })).toMatchObject({
+        retry_delay_seconds: 0,
+        retry_delay_max_seconds: 1,
+        max_in_flight: 1,
+        max_pops_per_second: 0.1,
+      });
+      expect(
+        await settle(svc.http, q, { retry_delay_seconds: 900, retry_delay_max_seconds: 900, max_in_flight: 100000, max_pops_per_second: 100000 }),
+      ).toMatchObject({
+        retry_delay_seconds: 900,
+        max_in_flight: 100000,
+      });
+    });
+
+    it('a PUT is judged by the settings it would leave: retry_delay_seconds above the stored maximum is 400 even when only one is named, and changes nothing', async () => {
+      const q = uniqueQueueId('ctl-judged');
+      const before = await settle(svc.http, q, { retry_delay_seconds: 10, retry_delay_max_seconds: 20, paused: false });
+      const refused = await putSettings(svc.http, q, { retry_delay_seconds: 21, paused: true });
+      expectError(refused, 400, 'VALIDATION_FAILED');
+      expect(refused.body.message).toMatch(/retry_delay_seconds/);
+      expectError(await putSettings(svc.http, q, { retry_delay_max_seconds: 9 }), 400, 'VALIDATION_FAILED');
+      expect((await svc.http.get(`/queue/${q}/settings`)).body, 'a refused PUT changes nothing (paused stays false)').toEqual(before);
+      expect(await settle(svc.http, q, { retry_delay_seconds: 30, retry_delay_max_seconds: 30 })).toMatchObject({
+        retry_delay_seconds: 30,
+        retry_delay_max_seconds: 30,
+      });
+    });
+
+    it('the controls hold across a restart of the actor (they live in the queue row)', async () => {
+      const q = uniqueQueueId('ctl-stored');
+      const set = await settle(svc.http, q, { paused: true, retry_delay_seconds: 2, retry_backoff: 'fixed', max_in_flight: 7, max_pops_per_second: 3 });
+      const { ActorRegistry } = await import('../../src/queue/runtime/actor-registry.js');
+      svc.app.get(ActorRegistry).deactivate(q);
+      expect((await svc.http.get(`/queue/${q}/settings`)).body).toEqual(set);
+    });
+  });
+
+  describe('pause and resume', () => {
+    it('a paused queue: every pop answers 200 {items: [], count: 0, paused: true} at once (locked: false with ack), and 423 comes after paused', async () => {
+      const q = uniqueQueueId('pause-pop');
+      await push(svc.http, q, 'a');
+      await push(svc.http, q, 'b');
+      const lock = await svc.http.post(`/queue/${q}/pop?require_ack=true`);
+      expect(lock.body.locked).toBe(true);
+      expect((await svc.http.post(`/queue/${q}/pop`)).status, 'locked: 423').toBe(423);
+      await settle(svc.http, q, { paused: true });
+      expect((await svc.http.post(`/queue/${q}/pop`)).body).toEqual({ items: [], count: 0, paused: true });
+      expect((await svc.http.post(`/queue/${q}/pop?depth=10`)).body).toEqual({ items: [], count: 0, paused: true });
+      expect((await svc.http.post(`/queue/${q}/pop?require_ack=true`)).body).toEqual({ items: [], count: 0, locked: false, paused: true });
+      // The lock goes on: acknowledge works while paused.
+      const ack = await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: lock.body.lock_id });
+      expect(ack.body).toMatchObject({ success: true, items_acknowledged: 1 });
+      // Pushes and batches go on, and count.
+      await push(svc.http, q, 'c');
+      expect((await svc.http.post(`/queue/${q}/push/batch`).send({ items: [{ item: { id: 'd' } }] })).status).toBe(200);
+      const info = await svc.http.get(`/queue/${q}`);
+      expect(info.body).toMatchObject({ count: 3, config: { paused: true } });
+      expect((await svc.http.post(`/queue/${q}/pop`)).body.paused).toBe(true);
+      await settle(svc.http, q, { paused: false });
+      const after = await svc.http.post(`/queue/${q}/pop?depth=10`);
+      expect(after.body).toEqual({ items: [{ id: 'b' }, { id: 'c' }, { id: 'd' }], count: 3 });
+    });
+
+    it('a paused queue that never held anything, and one emptied: paused answers too', async () => {
+      const q = uniqueQueueId('pause-empty');
+      await settle(svc.http, q, { paused: true });
+      expect((await svc.http.post(`/queue/${q}/pop`)).body).toEqual({ items: [], count: 0, paused: true });
+      await settle(svc.http, q, { paused: false });
+      expect((await svc.http.post(`/queue/${q}/pop`)).body).toEqual({ items: [], count: 0 });
+    });
+
+    it('a long poll on a paused queue waits, and answers with items within 200 ms of the resume', async () => {
+      const q = uniqueQueueId('pause-poll');
+      await push(svc.http, q, 'a');
+      await settle(svc.http, q, { paused: true });
+      const started = Date.now();
+      const poll = svc.http.post(`/queue/${q}/pop?wait_seconds=10&require_ack=true`).then((res) => ({ res, at: Date.now() }));
+      await new Promise((r) => setTimeout(r, 400));
+      const resumedAt = Date.now();
+      await settle(svc.http, q, { paused: false });
+      const { res, at } = await poll;
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ items: [{ id: 'a' }], count: 1, locked: true });
+      expect(at - started, 'it waited for the resume').toBeGreaterThanOrEqual(350);
+      expect(at - resumedAt, 'answered within 200 ms of the resume').toBeLessThan(200 + 150);
+    });
+
+    it('a long poll on a paused queue whose wait ends answers empty with paused: true (with locked: false when it asked for a lock)', async () => {
+      const q = uniqueQueueId('pause-timeout');
+      await push(svc.http, q, 'a');
+      await settle(svc.http, q, { paused: true });
+      const res = await svc.http.post(`/queue/${q}/pop?wait_seconds=1&require_ack=true`);
+      expect(res.body).toEqual({ items: [], count: 0, locked: false, paused: true });
+      const empty = uniqueQueueId('pause-timeout-empty');
+      await settle(svc.http, empty, { paused: true });
+      expect((await svc.http.post(`/queue/${empty}/pop?wait_seconds=1`)).body).toEqual({ items: [], count: 0, paused: true });
+    });
+
+    it('a pause holds for a queue read afresh from the database (as after a restart or in another process)', async () => {
+      const q = uniqueQueueId('pause-stored');
+      await push(svc.http, q, 'a');
+      await settle(svc.http, q, { paused: true });
+      const { ActorRegistry } = await import('../../src/queue/runtime/actor-registry.js');
+      svc.app.get(ActorRegistry).deactivate(q);
+      expect((await svc.http.post(`/queue/${q}/pop`)).body).toEqual({ items: [], count: 0, paused: true });
+      expect((await svc.http.get(`/queue/${q}`)).body.count).toBe(1);
+    });
+  });
+});
+
+export { ids };
