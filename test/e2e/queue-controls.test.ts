@@ -1,7 +1,7 @@
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { closeWithin } from '../support/lock-helpers.js';
+import { closeWithin, timeTravel } from '../support/lock-helpers.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -219,6 +219,104 @@ describe(`queue controls (${databaseKind})`, () => {
       expect((await svc.http.get(`/queue/${q}`)).body.count).toBe(1);
     });
   });
-});
 
-export { ids };
+  describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (mode) => {
+    /** A queue in `mode` with the given settings, holding items `a0`… at priority 0 and `b0`… at priority 1. */
+    async function queueWith(label: string, settings: Record<string, unknown>, a: number, b = 0): Promise<string> {
+      const q = uniqueQueueId(label);
+      await settle(svc.http, q, { lock_mode: mode, ...settings });
+      const items = [
+        ...Array.from({ length: a }, (_, i) => ({ item: { id: `a${i}` }, priority: 0 })),
+        ...Array.from({ length: b }, (_, i) => ({ item: { id: `b${i}` }, priority: 1 })),
+      ];
+      expect((await svc.http.post(`/queue/${q}/push/batch`).send({ items })).status).toBe(200);
+      return q;
+    }
+    const popAck = async (q: string, depth: number, ttl = 30): Promise<{ items: Item[]; lock_id: string; delivery_counts: number[] }> => {
+      const res = await svc.http.post(`/queue/${q}/pop?require_ack=true&depth=${depth}&ttl_seconds=${ttl}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body;
+    };
+    const popAll = async (q: string): Promise<string[]> => ids((await svc.http.post(`/queue/${q}/pop?depth=100`)).body.items as Item[]);
+    const info = async (q: string): Promise<{ count: number; delayed: number }> => (await svc.http.get(`/queue/${q}`)).body;
+
+    it('release: the items wait out the fixed delay, counted in delayed and not in count; then they are back at the front in push order', async () => {
+      const clock = timeTravel(svc.app);
+      const q = await queueWith(`retry-fixed-${mode}`, { retry_delay_seconds: 30, retry_backoff: 'fixed' }, 4, 1);
+      const lock = await popAck(q, 2);
+      expect(ids(lock.items)).toEqual(['a0', 'a1']);
+      const released = await svc.http.post(`/queue/${q}/release`).send({ lock_id: lock.lock_id });
+      expect(released.body).toEqual({ success: true, items_returned: 2, items_delayed: 2 });
+      expect(await info(q)).toMatchObject({ count: 3, delayed: 2 });
+      expect(ids((await svc.http.post(`/queue/${q}/pop`)).body.items), 'not visible before the delay ends').toEqual(['a2']);
+      clock.advance(30_000);
+      expect(await info(q)).toMatchObject({ count: 4, delayed: 0 });
+      expect(await popAll(q), 'ahead of the undelivered a3, in push order').toEqual(['a0', 'a1', 'a3', 'b0']);
+    });
+
+    it('expiry: exponential delays by delivery count, up to the maximum', async () => {
+      const clock = timeTravel(svc.app);
+      const q = await queueWith(`retry-exp-${mode}`, { retry_delay_seconds: 10, retry_delay_max_seconds: 25 }, 1);
+      const delays: number[] = [];
+      for (let d = 1; d <= 3; d++) {
+        const lock = await popAck(q, 1, 1);
+        expect(lock.delivery_counts).toEqual([d]);
+        clock.advance(1_000);
+        expect(await info(q), `delivery ${d}: given back and waiting`).toMatchObject({ count: 0, delayed: 1 });
+        let waited = 0;
+        while ((await info(q)).delayed > 0 && waited < 60) {
+          clock.advance(1_000);
+          waited += 1;
+        }
+        delays.push(waited);
+      }
+      expect(delays).toEqual([10, 20, 25]);
+      expect(await popAll(q)).toEqual(['a0']);
+    });
+
+    it('release delay_seconds replaces the queue delay (0: at once), and is checked (0-900)', async () => {
+      const clock = timeTravel(svc.app);
+      const q = await queueWith(`retry-release-${mode}`, { retry_delay_seconds: 100 }, 2);
+      const first = await popAck(q, 1);
+      for (const bad of [-1, 901, 1.5, '3', null]) {
+        const res = await svc.http.post(`/queue/${q}/release`).send({ lock_id: first.lock_id, delay_seconds: bad });
+        expectError(res, 400, 'VALIDATION_FAILED', `delay_seconds ${JSON.stringify(bad)}`);
+      }
+      expect((await svc.http.post(`/queue/${q}/release`).send({ lock_id: first.lock_id, delay_seconds: 0 })).body).toEqual({
+        success: true,
+        items_returned: 1,
+        items_delayed: 0,
+      });
+      const second = await popAck(q, 1);
+      expect(ids(second.items)).toEqual(['a0']);
+      expect((await svc.http.post(`/queue/${q}/release`).send({ lock_id: second.lock_id, delay_seconds: 5 })).body.items_delayed).toBe(1);
+      expect(await popAll(q)).toEqual(['a1']);
+      clock.advance(5_000);
+      expect(await popAll(q)).toEqual(['a0']);
+    });
+
+    it('an item reaching max_deliveries is dead-lettered at once, never delayed', async () => {
+      const dlq = uniqueQueueId('retry-dlq');
+      const q = await queueWith(`retry-dead-${mode}`, { retry_delay_seconds: 60, max_deliveries: 1, dead_letter_queue: dlq }, 1);
+      const lock = await popAck(q, 1);
+      expect((await svc.http.post(`/queue/${q}/release`).send({ lock_id: lock.lock_id })).body).toEqual({
+        success: true,
+        items_returned: 0,
+        items_dead_lettered: 1,
+        items_delayed: 0,
+      });
+      expect(await info(q)).toMatchObject({ count: 0, delayed: 0 });
+      expect(await popAll(dlq)).toEqual(['a0']);
+    });
+
+    it('a long poll waiting on the queue is answered when the delayed item comes due (the background sweep, no other request)', async () => {
+      const q = await queueWith(`retry-poll-${mode}`, { retry_delay_seconds: 1, retry_backoff: 'fixed' }, 1);
+      const lock = await popAck(q, 1);
+      await svc.http.post(`/queue/${q}/release`).send({ lock_id: lock.lock_id });
+      const started = Date.now();
+      const res = await svc.http.post(`/queue/${q}/pop?wait_seconds=10`);
+      expect(ids(res.body.items)).toEqual(['a0']);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    });
+  });
+});
