@@ -177,4 +177,6 @@ export interface QueueListRow {
   lockExpiresAt: number | null;
   /** Live shared locks. */
   liveLocks: number;
+  /** Pops hand out nothing. */
+  paused: boolean;
 }

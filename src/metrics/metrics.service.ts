@@ -12,6 +12,7 @@ import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 import { LockRepository } from '../storage/lock.repository.js';
+import { QueueListingRepository } from '../storage/queue-listing.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25];
@@ -43,6 +44,7 @@ export class MetricsService implements OnModuleInit {
   private offloadedCount = { value: 0, at: 0 };
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
+  private pausedCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -57,6 +59,7 @@ export class MetricsService implements OnModuleInit {
     private readonly wakeUps: QueueWakeUps,
     private readonly notifications: ItemNotifications,
     private readonly loads: QueueLoads,
+    private readonly listing: QueueListingRepository,
   ) {}
 
   onModuleInit(): void {
@@ -95,6 +98,8 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.duplicatesSkipped, () => queueStats.duplicatesSkipped);
     fromStats(METRICS.itemsDeadLettered, () => queueStats.itemsDeadLettered);
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
+    fromStats(METRICS.itemsRetryDelayed, () => queueStats.itemsRetryDelayed);
+    fromStats(METRICS.popsLimited, () => queueStats.popsLimited);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
@@ -122,6 +127,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
     gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
+    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()));
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
 

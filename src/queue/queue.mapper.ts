@@ -107,7 +107,12 @@ export const QueueMapper = {
 
   queueList(rows: readonly QueueListRow[], now: number, nextCursor: string | null): QueueListDto {
     return {
-      queues: rows.map((r) => ({ queue_id: r.queueId, count: r.count, locked: (r.lockExpiresAt !== null && r.lockExpiresAt > now) || r.liveLocks > 0 })),
+      queues: rows.map((r) => ({
+        queue_id: r.queueId,
+        count: r.count,
+        locked: (r.lockExpiresAt !== null && r.lockExpiresAt > now) || r.liveLocks > 0,
+        paused: r.paused,
+      })),
       next_cursor: nextCursor,
     };
   },

@@ -187,7 +187,7 @@ export class QueueService {
           looked ??
           (await this.turn(queueId, {
             readsFront: true,
-            apply: (core, now) => core.pop(options.depth, ackOf(now)),
+            apply: (core, now) => core.pop(options.depth, ackOf(now), now),
           }));
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
         if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
@@ -195,24 +195,32 @@ export class QueueService {
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - Date.now();
-        if (!poll || outcome.items.length > 0 || remaining <= 0) return QueueMapper.pop(outcome, options.requireAck);
-        const end = await poll.wait(remaining);
-        if (end === 'woken') continue;
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options.requireAck);
+        // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
+        const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
+        const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
+        if (end === 'woken' || (end === 'timeout' && retryInMs !== undefined && deadline - Date.now() > 0)) continue;
         // A wait on a paused queue that ran out looks once more: the queue may have been resumed
         // meanwhile with nothing to hand out (no wake-up then), and the answer must not say paused.
         if (end === 'timeout' && 'paused' in outcome && outcome.paused) {
-          looked = undefined;
-          const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now)) });
+          const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now), now) });
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
-            return QueueMapper.pop(last, options.requireAck);
+            return this.popAnswer(last, options.requireAck);
           }
         }
-        return QueueMapper.pop(outcome, options.requireAck);
+        return this.popAnswer(outcome, options.requireAck);
       }
     } finally {
       poll?.close();
     }
+  }
+
+  /** A pop's answer; one limited by a delivery limit is counted by its reason. */
+  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], requireAck: boolean): PopResponseDto {
+    if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
+    if (outcome.paused) this.stats.pausedPops += 1;
+    return QueueMapper.pop(outcome, requireAck);
   }
 
   /** Removes the lock's items for good. */

@@ -23,9 +23,9 @@ export class QueueListingRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number }>(
-      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks
-         FROM (SELECT queue_id, item_count, live_locks FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number; paused: boolean }>(
+      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks, q.paused
+         FROM (SELECT queue_id, item_count, live_locks, paused FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
          LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
         ORDER BY q.queue_id`,
       params,
@@ -35,6 +35,7 @@ export class QueueListingRepository {
       count: Number(r.item_count),
       lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null,
       liveLocks: r.live_locks,
+      paused: r.paused,
     }));
   }
 
@@ -68,5 +69,11 @@ export class QueueListingRepository {
       'pushpop_queues_to_pop_from',
     );
     return rows.map((r) => r.queue_id);
+  }
+
+  /** Paused queues, through the partial index on `queues.paused`: proportional to the paused queues, not to all queues. */
+  async countPaused(): Promise<number> {
+    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM queues WHERE paused`, [], 'pushpop_count_paused');
+    return Number(rows[0]?.n ?? 0);
   }
 }

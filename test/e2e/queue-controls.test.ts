@@ -319,4 +319,90 @@ describe(`queue controls (${databaseKind})`, () => {
       expect(Date.now() - started).toBeLessThan(5_000);
     });
   });
+
+  describe('delivery limits', () => {
+    it('max_in_flight: pops with ack take at most the room left; none → empty with limited: true; plain pops are not limited by it', async () => {
+      const q = uniqueQueueId('limit-flight');
+      await settle(svc.http, q, { lock_mode: 'shared', max_in_flight: 3 });
+      for (const id of ['a', 'b', 'c', 'd', 'e', 'f']) await push(svc.http, q, id);
+      const first = await svc.http.post(`/queue/${q}/pop?require_ack=true&depth=2`);
+      expect(ids(first.body.items)).toEqual(['a', 'b']);
+      const second = await svc.http.post(`/queue/${q}/pop?require_ack=true&depth=5`);
+      expect(ids(second.body.items), 'the room left').toEqual(['c']);
+      expect((await svc.http.post(`/queue/${q}/pop?require_ack=true`)).body).toEqual({ items: [], count: 0, locked: false, limited: true });
+      expect(ids((await svc.http.post(`/queue/${q}/pop`)).body.items), 'a plain pop takes items').toEqual(['d']);
+      await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: first.body.lock_id });
+      expect(ids((await svc.http.post(`/queue/${q}/pop?require_ack=true&depth=5`)).body.items)).toEqual(['e', 'f']);
+    });
+
+    it('max_in_flight: a long poll waiting for room is answered within 200 ms of an acknowledge', async () => {
+      const q = uniqueQueueId('limit-flight-poll');
+      await settle(svc.http, q, { max_in_flight: 1, lock_mode: 'shared' });
+      await push(svc.http, q, 'a');
+      await push(svc.http, q, 'b');
+      const held = await svc.http.post(`/queue/${q}/pop?require_ack=true`);
+      const poll = svc.http.post(`/queue/${q}/pop?require_ack=true&wait_seconds=10`).then((res) => ({ res, at: Date.now() }));
+      await new Promise((r) => setTimeout(r, 300));
+      const ackedAt = Date.now();
+      expect((await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: held.body.lock_id })).status).toBe(200);
+      const { res, at } = await poll;
+      expect(ids(res.body.items)).toEqual(['b']);
+      expect(at - ackedAt).toBeLessThan(200 + 150);
+    });
+
+    it('max_pops_per_second: pops of any kind take at most the budget (full at first: one second worth); none → limited: true', async () => {
+      const q = uniqueQueueId('limit-rate');
+      for (const id of ['a', 'b', 'c', 'd']) await push(svc.http, q, id);
+      await settle(svc.http, q, { max_pops_per_second: 2 });
+      expect(ids((await svc.http.post(`/queue/${q}/pop?depth=5`)).body.items)).toEqual(['a', 'b']);
+      expect((await svc.http.post(`/queue/${q}/pop`)).body).toEqual({ items: [], count: 0, limited: true });
+      expect((await svc.http.post(`/queue/${q}/pop?require_ack=true`)).body).toEqual({ items: [], count: 0, locked: false, limited: true });
+      await settle(svc.http, q, { max_pops_per_second: null });
+      expect(ids((await svc.http.post(`/queue/${q}/pop?depth=5`)).body.items)).toEqual(['c', 'd']);
+    });
+
+    it('max_pops_per_second: a long poll waits for budget and is answered within 200 ms of it coming', async () => {
+      const q = uniqueQueueId('limit-rate-poll');
+      for (const id of ['a', 'b']) await push(svc.http, q, id);
+      await settle(svc.http, q, { max_pops_per_second: 1 });
+      const takenAt = Date.now();
+      expect(ids((await svc.http.post(`/queue/${q}/pop`)).body.items)).toEqual(['a']);
+      const res = await svc.http.post(`/queue/${q}/pop?wait_seconds=5`);
+      const waited = Date.now() - takenAt;
+      expect(ids(res.body.items)).toEqual(['b']);
+      expect(waited, 'the budget comes a second after the first pop').toBeGreaterThanOrEqual(900);
+      expect(waited).toBeLessThan(1000 + 200 + 150);
+    });
+
+    it('/metrics: paused queues, items delayed for retry, pops limited by reason', async () => {
+      const q = uniqueQueueId('limit-metrics');
+      await settle(svc.http, q, { paused: true });
+      const flight = uniqueQueueId('limit-metrics-flight');
+      await settle(svc.http, flight, { lock_mode: 'shared', max_in_flight: 1, max_pops_per_second: 100, retry_delay_seconds: 60 });
+      await push(svc.http, flight, 'a');
+      await push(svc.http, flight, 'b');
+      const held = await svc.http.post(`/queue/${flight}/pop?require_ack=true`);
+      expect((await svc.http.post(`/queue/${flight}/pop?require_ack=true`)).body.limited).toBe(true);
+      await svc.http.post(`/queue/${flight}/release`).send({ lock_id: held.body.lock_id });
+      const text = (await svc.http.get('/metrics')).text;
+      const sample = (series: string): number =>
+        Number(
+          text
+            .split('\n')
+            .find((l) => l.startsWith(`${series} `))
+            ?.split(' ')[1] ?? 'NaN',
+        );
+      expect(sample('pushpop_paused_queues')).toBeGreaterThanOrEqual(1);
+      expect(sample('pushpop_pops_limited_total{reason="in_flight"}')).toBeGreaterThanOrEqual(1);
+      expect(sample('pushpop_items_retry_delayed_total')).toBeGreaterThanOrEqual(1);
+      expect(text).toMatch(/^# TYPE pushpop_pops_limited_total counter$/m);
+    });
+
+    it('GET /queues marks paused queues', async () => {
+      const q = uniqueQueueId('list-paused');
+      await settle(svc.http, q, { paused: true });
+      const listed = (await svc.http.get(`/queues?prefix=${q}`)).body.queues;
+      expect(listed).toEqual([{ queue_id: q, count: 0, locked: false, paused: true }]);
+    });
+  });
 });

@@ -139,7 +139,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       const info = await svc.http.get(`/queue/${q}`);
       expect(info.status).toBe(200);
       expect(info.body).toMatchObject({ queue_id: q, count: 0, config: put.body, locks: { count: 0, item_count: 0, next_expires_at: null } });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
 
       // An empty PUT creates the queue with every default.
       const plain = uniqueQueueId('set-empty');
@@ -422,11 +422,11 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expect(new Set(withItems.map((a) => a.body.lock_id)).size).toBe(40);
       expect(withItems.every((a) => a.body.delivery_counts[0] === 1)).toBe(true);
       expect(await locksOf(svc.http, q)).toMatchObject({ count: 40, item_count: 40 });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true, paused: false });
       const acks = await Promise.all(withItems.map((a) => acknowledge(svc.http, q, a.body.lock_id)));
       expect(acks.map((a) => a.body.items_acknowledged)).toEqual(range(40).map(() => 1));
       expect(await locksOf(svc.http, q)).toEqual({ count: 0, item_count: 0, next_expires_at: null });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
     });
 
     it('plain pops take the next available items while locks live; a push while locked is popped after the held items come back', async () => {
@@ -462,7 +462,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       clock.advance(10_001);
       // l1 expires with no request: the sweep gives it back.
       await sweepOnce(svc);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 8, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 8, locked: true, paused: false });
       expectLockError(await extendLock(svc.http, q, l1.lockId, 30), 'LOCK_EXPIRED');
       expect(await locksOf(svc.http, q)).toEqual({ count: 2, item_count: 5, next_expires_at: l2.expiresAt });
       // What is available now: a0 a1 (expired) a5 (released) a6 (new); b0 b1 (released) b4; c1. a2-a4 still held.
@@ -551,7 +551,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       clock.advance(5_100);
       // No request on the queue: the sweep finds the lock due and gives its item back.
       expect(await sweepOnce(svc)).toBeGreaterThanOrEqual(1);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true, paused: false });
       expectLockError(await acknowledge(svc.http, q, long.lockId), 'LOCK_EXPIRED');
       expect(await locksOf(svc.http, q)).toEqual({ count: 1, item_count: 1, next_expires_at: other.expiresAt });
       expect(ids((await svc.http.post(`/queue/${q}/pop`)).body.items)).toEqual(['a0']);
@@ -788,7 +788,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       const l2 = await lockItems<Item>(svc.http, q, { depth: 2, ttl: 60 });
       expect((await release(svc.http, q, l2.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2, items_delayed: 0 });
       expect((await release(svc.http, q, l1.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2, items_delayed: 0 });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
       expect(ids(await drain<Item>(svc.http, dlq))).toEqual(['old-a', 'a0', 'a1', 'old-b', 'b0', 'b1']);
       // The DLQ can be deleted like any queue.
       await pushAll(svc.http, dlq, entries(0, 'x'));
@@ -876,7 +876,7 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     const short1 = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 1 });
     const short2 = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 1 });
     const long = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 60 });
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true, paused: false });
     // A listing runs no turn on the queue: only the sweep can bring the items back.
     let row = await listed(svc.http, q);
     const back = async (): Promise<boolean> => {
@@ -885,11 +885,11 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     };
     const deadline = Date.now() + 10_000;
     while (!(await back()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(row).toEqual({ queue_id: q, count: 2, locked: true });
+    expect(row).toEqual({ queue_id: q, count: 2, locked: true, paused: false });
     expect(Date.now()).toBeGreaterThanOrEqual(short2.expiresAt * 1000);
     expectLockError(await release(svc.http, q, short1.lockId), 'LOCK_EXPIRED');
     expect((await acknowledge(svc.http, q, long.lockId)).status).toBe(200);
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: false });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: false, paused: false });
     expect(ids(await drain<Item>(svc.http, q))).toEqual(['a0', 'a1']);
   });
 
@@ -916,7 +916,7 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
       config: settings,
       locks: { count: 2, item_count: 2, next_expires_at: held.expiresAt },
     });
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: true });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: true, paused: false });
     expect((await release(svc.http, q, second.lockId)).body).toEqual({ success: true, items_returned: 1, items_delayed: 0 });
     const next = await popAck(svc.http, q, { depth: 3 });
     expect(ids(next.body.items)).toEqual(['a1', 'a2', 'a3']);

@@ -78,6 +78,7 @@ describe(`database schema (${databaseKind})`, () => {
       'IDX_queue_locks_due',
       'IDX_queues_next_due',
       'IDX_queues_next_lock_expiry',
+      'IDX_queues_paused',
       'IDX_shared_locks_expired',
       'IDX_shared_locks_live',
     ]);

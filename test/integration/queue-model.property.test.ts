@@ -608,7 +608,7 @@ class ModelRunner {
     expect(counts, `${label}: count per priority`).toStrictEqual(expected.counts);
     for (const [p, info] of Object.entries(body.priorities)) this.checkPriorityInvariants(`${label}, priority ${p}`, Number(p), info);
     const locked = expected.locks !== undefined ? expected.locks.count > 0 : expected.lock !== null;
-    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked });
+    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked, paused: false });
   }
 
   /**

@@ -686,6 +686,11 @@ export interface components {
         QueueSummaryDto: {
             count: number;
             locked: boolean;
+            /**
+             * @description The queue is paused: pops hand out nothing.
+             * @example false
+             */
+            paused: boolean;
             queue_id: string;
         };
         ReleaseRequestDto: {

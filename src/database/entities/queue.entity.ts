@@ -9,6 +9,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 @Entity('queues')
 @Index('IDX_queues_next_due', ['nextDueAt'], { where: `"next_due_at" IS NOT NULL` })
 @Index('IDX_queues_next_lock_expiry', ['nextLockExpiry'], { where: `"next_lock_expiry" IS NOT NULL` })
+@Index('IDX_queues_paused', ['paused'], { where: `"paused"` })
 export class QueueEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
   queueId: string;

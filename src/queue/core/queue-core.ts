@@ -6,6 +6,7 @@ import { LockOperations } from './lock-operations.js';
 import { OffloadPlanner } from './offload-planner.js';
 import { PrioritySegments } from './priority-segments.js';
 import { QueueFront } from './queue-front.js';
+import { DeliveryLimits } from './delivery-limits.js';
 import { changeSettings, lockModeOf } from './queue-settings.js';
 import { QueueInspection, type QueueView, type StateLookup } from './queue-inspection.js';
 import { SharedLocks, type SharedExpiryOutcome } from './shared-locks.js';
@@ -43,7 +44,14 @@ export type PopOutcome =
    * What the pop took (perhaps nothing). `paused`: the queue is paused, nothing was handed out;
    * `limited`: a delivery limit left no room (`in_flight`) or budget (`rate`), nothing was handed out.
    */
-  | { readonly items: HeldItem[]; readonly lock?: LockState; readonly paused?: true; readonly limited?: 'in_flight' | 'rate' }
+  | {
+      readonly items: HeldItem[];
+      readonly lock?: LockState;
+      readonly paused?: true;
+      readonly limited?: 'in_flight' | 'rate';
+      /** With `limited: 'rate'`: milliseconds until the budget allows a pop again. */
+      readonly retryInMs?: number;
+    }
   /** An unexpired lock exists: every pop is refused until it ends (exclusive mode). */
   | { readonly locked: LockState }
   /** Shared mode: the queue has as many live locks as it may (a pop with ack only). */
@@ -90,6 +98,7 @@ export class QueueCore {
   private readonly front: QueueFront;
   private readonly locks: LockOperations;
   private readonly inspection: QueueInspection;
+  private readonly limits: DeliveryLimits;
   /** What the turn's write is made of besides the turn itself. */
   private readonly parts: Parameters<typeof turnWrite>[2];
 
@@ -117,6 +126,7 @@ export class QueueCore {
     this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
     this.givenBack.delayed = this.delayed;
+    this.limits = new DeliveryLimits(ctx, () => this.inFlight, record?.popBudget);
     this.delayed.placeRetried = (items) => this.givenBack.placeRetried(items);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
@@ -173,9 +183,23 @@ export class QueueCore {
     return this.currentSettings.paused === true;
   }
 
-  /** Items a pop could take now: none while the queue is paused, else {@link count}. What wakes long polls. */
+  /**
+   * Items a pop could take now: none while the queue is paused, else {@link count}, at most the
+   * room `maxInFlight` leaves for a pop with ack. What wakes long polls (the pop budget refills
+   * with time, not with a turn: a poll waiting for it waits for the time).
+   */
   get available(): number {
-    return this.paused ? 0 : this.segments.count;
+    return this.paused ? 0 : Math.min(this.segments.count, this.inFlightRoom);
+  }
+
+  /** Items held by live locks (the exclusive one, if active, and the shared ones). */
+  get inFlight(): number {
+    return (this.exclusive.isActive ? this.exclusive.lock!.items.length : 0) + this.shared.items;
+  }
+
+  /** Items a pop with ack may still take under `maxInFlight` (Infinity: no limit). */
+  get inFlightRoom(): number {
+    return this.limits.room;
   }
 
   /** Delayed items: stored apart from the segments, invisible until due and moved. */
@@ -278,17 +302,28 @@ export class QueueCore {
    * Removes up to `depth` items from the front (see {@link QueueFront.take}). With `ack`, the
    * items are held by a new lock; while an exclusive lock is active every pop is refused.
    */
-  pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome {
+  pop(
+    depth: number,
+    ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number },
+    now = ack?.now ?? 0,
+  ): PopOutcome {
     // Paused: nothing is handed out, before any other answer (423 included).
     if (this.paused) return { items: [], paused: true };
     const shared = this.lockMode === 'shared';
     if (!shared && this.exclusive.isActive) return { locked: this.exclusive.lock! };
+    // Delivery limits: a pop takes at most the room and the budget left; with none, nothing.
+    const allowed = this.limits.allow(depth, ack !== undefined, now);
+    if (typeof allowed !== 'number') return { items: [], ...allowed };
+    depth = allowed;
     if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
     const items: HeldItem[] = [];
     const heldAfter = shared && ack ? new Map<number, number>() : undefined;
     const blocked = this.front.take(depth, items, heldAfter);
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
-    if (items.length > 0) this.current.touch();
+    if (items.length > 0) {
+      this.current.touch();
+      this.limits.took(items.length, now);
+    }
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
     const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
@@ -344,11 +379,17 @@ export class QueueCore {
     const holdsAnything = this.count > 0 || this.delayed.size > 0 || this.segments.size > 0;
     const next = changeSettings(this.currentSettings, patch, { holdsAnything, lockLives: this.exclusive.isActive || this.shared.live > 0 });
     if (typeof next === 'string') return next;
+    this.limits.settingsChanging(this.currentSettings, next);
     this.currentSettings = next;
     this.current.writes.settingsChanged = true;
     this.exists = true;
     this.current.touch();
     return next;
+  }
+
+  /** Tokens of the pop budget at `now`; null without a rate limit. */
+  popTokens(now: number): number | null {
+    return this.limits.tokens(now);
   }
 
   /** Hands over what `MissingLockRows` asked for. */
@@ -432,6 +473,8 @@ export class QueueCore {
    */
   snapshot(): QueueSnapshot | undefined {
     if (this.storedVersion === null || this.deleted || !this.current.writes.isEmpty) return undefined;
+    // The pop budget is not part of the snapshot's form: a receiver must read it with the row.
+    if (this.currentSettings.maxPopsPerSecond != null) return undefined;
     return this.inspection.snapshot(this.storedVersion);
   }
 

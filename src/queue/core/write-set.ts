@@ -1,4 +1,4 @@
-import type { DelayedItem, HeldItem, ItemOrigin, LockState, ReturnedEntry, SegmentEntry } from './types.js';
+import type { DelayedItem, HeldItem, ItemOrigin, LockState, PopBudget, ReturnedEntry, SegmentEntry } from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -37,6 +37,8 @@ export class WriteSet {
   sharedChanged = false;
   /** The queue's settings change. */
   settingsChanged = false;
+  /** The queue's pop budget after the turn, when the turn drew from it or refilled it. */
+  popBudget: PopBudget | undefined = undefined;
   /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). */
   readonly sharedLocks = new Map<string, LockState | null>();
   /**

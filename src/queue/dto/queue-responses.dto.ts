@@ -200,6 +200,11 @@ export class QueueSummaryDto {
   @ApiProperty({ type: 'integer' })
   count: number;
   locked: boolean;
+  /**
+   * The queue is paused: pops hand out nothing.
+   * @example false
+   */
+  paused: boolean;
 }
 
 /** A page of queues. */

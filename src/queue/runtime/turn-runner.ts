@@ -389,6 +389,10 @@ export class TurnRunner {
       this.queueStats.itemsRedelivered.expired += sharedExpired.returned;
       this.lockLogger.log(`${sharedExpired.locks} shared lock(s) on queue ${queueId} expired; ${sharedExpired.returned} item(s) given back`);
     }
+    if (write) {
+      // Items given back that wait out a retry delay (by expiry or release): delayed items with an origin.
+      for (const d of write.delayedInserts) if (d.origin) this.queueStats.itemsRetryDelayed += 1;
+    }
     if (dueMoved > 0) {
       this.queueStats.delayedItemsDue += dueMoved;
       this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
