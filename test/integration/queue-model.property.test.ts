@@ -147,6 +147,8 @@ const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   { arbitrary: lockIdArb.map((lockId): QueueCommand => ({ kind: 'release', lockId })), weight: 3 },
   { arbitrary: advanceArb.map((ms): QueueCommand => ({ kind: 'advance', ms })), weight: 5 },
   { arbitrary: fc.constantFrom(-1, 0, 1).map((deltaMs): QueueCommand => ({ kind: 'advanceToExpiry', deltaMs })), weight: 3 },
+  // Pause and resume: pops hand out nothing meanwhile, locks and expiry go on.
+  { arbitrary: fc.boolean().map((paused): QueueCommand => ({ kind: 'settings', settings: { paused } })), weight: 1 },
 ];
 
 /** Mostly a live lock (there are many in shared mode), sometimes the newest or an older one (maybe ended), rarely a bogus or no id. */
@@ -164,6 +166,7 @@ const settingsArb: fc.Arbitrary<SettingsChoice> = fc.oneof(
   { arbitrary: fc.constant<SettingsChoice>({ lockMode: 'shared', maxDeliveries: 2 }), weight: 6 },
   { arbitrary: fc.record({ lockMode: fc.constant<'shared'>('shared'), maxDeliveries: fc.constantFrom(1, 3, null) }), weight: 2 },
   { arbitrary: fc.constantFrom<SettingsChoice>({ maxDeliveries: 1 }, { lockMode: 'exclusive' }), weight: 1 },
+  { arbitrary: fc.boolean().map((paused): SettingsChoice => ({ paused })), weight: 2 },
 );
 
 /**
@@ -390,8 +393,8 @@ class ModelRunner {
         const res = await http.post(`/queue/${q}/pop?depth=${command.depth}`);
         if (this.expectQueueLocked(res, expected)) return;
         this.expectStatus(res, 200);
-        const { items } = this.as(expected, 'pop');
-        expect(res.body, this.label).toStrictEqual({ items, count: items.length });
+        const { items, paused } = this.as(expected, 'pop');
+        expect(res.body, this.label).toStrictEqual({ items, count: items.length, ...(paused ? { paused } : {}) });
         return;
       }
       case 'popAck': {
@@ -399,7 +402,7 @@ class ModelRunner {
         if (this.expectQueueLocked(res, expected)) return;
         this.expectStatus(res, 200);
         if (expected.kind === 'popAckEmpty') {
-          expect(res.body, this.label).toStrictEqual({ items: [], count: 0, locked: false });
+          expect(res.body, this.label).toStrictEqual({ items: [], count: 0, locked: false, ...(expected.paused ? { paused: true } : {}) });
           return;
         }
         const want = this.as(expected, 'popAckLocked');
@@ -449,9 +452,10 @@ class ModelRunner {
         return;
       }
       case 'settings': {
-        const { lockMode, maxDeliveries } = command.settings;
+        const { lockMode, maxDeliveries, paused } = command.settings;
         const body = {
           ...(lockMode !== undefined ? { lock_mode: lockMode } : {}),
+          ...(paused !== undefined ? { paused } : {}),
           ...(maxDeliveries !== undefined ? { max_deliveries: maxDeliveries, dead_letter_queue: maxDeliveries === null ? null : this.deadLetterQueueId } : {}),
         };
         const res = await http.put(`/queue/${q}/settings`).send(body);
@@ -507,6 +511,7 @@ class ModelRunner {
       max_deliveries: settings.maxDeliveries,
       dead_letter_queue: settings.deadLetters ? this.deadLetterQueueId : null,
       ...DEFAULT_CONTROLS,
+      paused: settings.paused,
     };
   }
 
@@ -608,7 +613,7 @@ class ModelRunner {
     expect(counts, `${label}: count per priority`).toStrictEqual(expected.counts);
     for (const [p, info] of Object.entries(body.priorities)) this.checkPriorityInvariants(`${label}, priority ${p}`, Number(p), info);
     const locked = expected.locks !== undefined ? expected.locks.count > 0 : expected.lock !== null;
-    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked, paused: false });
+    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked, paused: expected.settings.paused });
   }
 
   /**

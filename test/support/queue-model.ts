@@ -87,6 +87,8 @@ export interface SettingsChoice {
   lockMode?: 'exclusive' | 'shared';
   /** With the dead-letter queue; null: no limit (and no dead-letter queue). */
   maxDeliveries?: number | null;
+  /** Pause or resume: while paused, pops hand out nothing and say so. */
+  paused?: boolean;
 }
 
 export type QueueCommand =
@@ -127,13 +129,14 @@ export type ModelOutcome =
   /** `duplicate` is undefined for a push without a dedup id (the answer then has no such field). */
   | { kind: 'push'; priority: number; delaySeconds: number; duplicate: boolean | undefined }
   | { kind: 'pushBatch'; count: number; duplicates: number }
-  | { kind: 'pop'; items: Item[] }
+  /** `paused`: the queue is paused, nothing was handed out (the answer says `paused: true`). */
+  | { kind: 'pop'; items: Item[]; paused?: true }
   /** 423 QUEUE_LOCKED (a pop with or without ack while an unexpired lock exists). */
   | { kind: 'queueLocked'; expiresAt: number }
   /** A pop with ack that found items: `lockId` is the model's symbolic id of the new lock; `deliveryCounts` parallel to `items`. */
   | { kind: 'popAckLocked'; items: Item[]; deliveryCounts: number[]; lockId: string; expiresAt: number }
   /** A pop with ack on an empty (or missing) queue: `{items: [], count: 0, locked: false}`. */
-  | { kind: 'popAckEmpty' }
+  | { kind: 'popAckEmpty'; paused?: true }
   | { kind: 'lockError'; code: LockErrorCode }
   | { kind: 'acknowledged'; count: number }
   | { kind: 'extended'; lockId: string; expiresAt: number }
@@ -170,9 +173,11 @@ export interface ModelSettings {
   maxDeliveries: number | null;
   /** Whether the dead-letter queue is set (always the run's own one). */
   deadLetters: boolean;
+  /** Pops hand out nothing; everything else goes on. */
+  paused: boolean;
 }
 
-const DEFAULT_SETTINGS: ModelSettings = { lockMode: 'exclusive', maxDeliveries: null, deadLetters: false };
+const DEFAULT_SETTINGS: ModelSettings = { lockMode: 'exclusive', maxDeliveries: null, deadLetters: false, paused: false };
 
 /** The model's symbolic id for "a well-formed id no lock has". */
 export const BOGUS_LOCK_ID = '#bogus';
@@ -484,6 +489,7 @@ export class QueueModel {
       lockMode: choice.lockMode ?? this.currentSettings.lockMode,
       maxDeliveries: choice.maxDeliveries !== undefined ? choice.maxDeliveries : this.currentSettings.maxDeliveries,
       deadLetters: choice.maxDeliveries !== undefined ? choice.maxDeliveries !== null : this.currentSettings.deadLetters,
+      paused: choice.paused ?? this.currentSettings.paused,
     };
     this.created = true;
     return this.currentSettings;
@@ -596,11 +602,14 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
     case 'pushBatch':
       return { kind: 'pushBatch', ...model.pushBatch(command.entries) };
     case 'pop': {
+      // Paused: nothing handed out, before any 423.
+      if (model.settings.paused) return { kind: 'pop', items: [], paused: true };
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
       return { kind: 'pop', items: model.pop(command.depth) };
     }
     case 'popAck': {
+      if (model.settings.paused) return { kind: 'popAckEmpty', paused: true };
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
       if (model.expiryTaken(model.now + command.ttlSeconds * 1000)) {
