@@ -20,6 +20,10 @@ export interface GiveBackTime {
   readonly delayMs?: number;
 }
 
+/** The segment after the last origin of `items` of a priority: where a reserved entry for them starts. */
+const beyond = (items: readonly HeldItem[], priority: number): number =>
+  1 + Math.max(0, ...items.filter((i) => i.priority === priority && i.origin).map((i) => i.origin!.segment));
+
 /** Orders given-back items by where they were pushed. */
 const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment || a.position - b.position;
 
@@ -106,8 +110,10 @@ export class GivenBackItems {
       if (delayMs > 0 && this.delayed) {
         const retry = item.origin ? { origin: item.origin, deliveries: item.deliveries ?? 0 } : undefined;
         this.delayed.add(at!.now + delayMs, item.priority, item.json, retry);
-        const meta = this.segments.get(item.priority);
-        if (meta && retry) meta.retrying = (meta.retrying ?? 0) + 1;
+        // The priority's entry stays while the item waits (an exclusive lock that took a
+        // priority's last items dropped it: it starts again past the items' origins).
+        const meta = retry ? (this.segments.get(item.priority) ?? this.segments.reserve(item.priority, beyond(items, item.priority))) : undefined;
+        if (meta) meta.retrying = (meta.retrying ?? 0) + 1;
         delayed += 1;
         continue;
       }

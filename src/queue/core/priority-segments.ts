@@ -327,6 +327,24 @@ export class PrioritySegments {
     }
   }
 
+  /**
+   * An empty entry for a priority that has none, whose segments start at `segment`: it holds
+   * items given back and waiting out a retry delay (see `PriorityMetadata.retrying`) whose
+   * origins lie below `segment`, so that items pushed meanwhile come after them in push order.
+   */
+  reserve(priority: number, segment: number): PriorityMetadata {
+    const existing = this.priorities.get(priority);
+    if (existing) return existing;
+    const meta = newPriority();
+    meta.head_segment = segment;
+    meta.tail_segment = segment;
+    this.priorities.set(priority, meta);
+    this.sorted = undefined;
+    this.cacheSegment(priority, segment, []);
+    this.ctx.turn.touch();
+    return meta;
+  }
+
   private addPriority(priority: number): PriorityMetadata {
     const meta = newPriority();
     this.priorities.set(priority, meta);

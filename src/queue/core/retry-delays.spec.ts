@@ -144,6 +144,21 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     expect(core.delayedCount).toBe(0);
   });
 
+  it('items of a priority the lock emptied keep its entry while they wait, and come back ahead of what was pushed meanwhile', () => {
+    const { db, core } = queue(mode, { retryDelaySeconds: 1 });
+    turn(db, core, 0, () => core.push([item(0, 1), item(0, 2), item(1, 1)], 0, 0));
+    expect(popAck(db, core, 0, 3, 'A')).toEqual(['0.1', '0.2', '1.1']);
+    turn(db, core, 0, () => core.releaseLock('A', 0));
+    expect(core.meta(0), 'the entry stays, holding nothing but the wait').toMatchObject({ count: 0, retrying: 2 });
+    expect(core.meta(1)).toMatchObject({ count: 0, retrying: 1 });
+    turn(db, core, 500, () => core.push([item(0, 3), item(1, 2)], 0, 0));
+    expect(core.count).toBe(2);
+    turn(db, core, 1000);
+    expect(core.meta(0)?.retrying).toBeUndefined();
+    expect(popAll(db, core, 1000)).toEqual(['0.1', '0.2', '0.3', '1.1', '1.2']);
+    expect(core.meta(0), 'the entry goes with the last item').toBeUndefined();
+  });
+
   it('an item at max_deliveries is dead-lettered at once, never delayed', () => {
     const { db, core } = queue(mode, { retryDelaySeconds: 10, maxDeliveries: 1, deadLetterQueue: 'dead' });
     turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));
