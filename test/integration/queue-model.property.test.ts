@@ -132,6 +132,13 @@ const advanceArb = fc.oneof(
   fc.integer({ min: 0, max: 2_000 }),
 );
 
+/** Retry delays: none, a few seconds fixed, or exponential with a small ceiling (so that items come back within a run). */
+const retryArb: fc.Arbitrary<NonNullable<SettingsChoice['retry']>> = fc.oneof(
+  fc.constant({ seconds: 0, backoff: 'exponential' as const, max: 900 }),
+  fc.record({ seconds: fc.integer({ min: 1, max: 5 }), backoff: fc.constant('fixed' as const), max: fc.constant(900) }),
+  fc.integer({ min: 1, max: 3 }).map((seconds) => ({ seconds, backoff: 'exponential' as const, max: seconds * 4 })),
+);
+
 const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   {
     arbitrary: fc.record({ depth: depthArb, ttlSeconds: ttlArb }).map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })),
@@ -149,6 +156,8 @@ const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   { arbitrary: fc.constantFrom(-1, 0, 1).map((deltaMs): QueueCommand => ({ kind: 'advanceToExpiry', deltaMs })), weight: 3 },
   // Pause and resume: pops hand out nothing meanwhile, locks and expiry go on.
   { arbitrary: fc.boolean().map((paused): QueueCommand => ({ kind: 'settings', settings: { paused } })), weight: 1 },
+  // Retry delays: items given back wait, then come back to their place in push order.
+  { arbitrary: retryArb.map((retry): QueueCommand => ({ kind: 'settings', settings: { retry } })), weight: 1 },
 ];
 
 /** Mostly a live lock (there are many in shared mode), sometimes the newest or an older one (maybe ended), rarely a bogus or no id. */
@@ -167,6 +176,7 @@ const settingsArb: fc.Arbitrary<SettingsChoice> = fc.oneof(
   { arbitrary: fc.record({ lockMode: fc.constant<'shared'>('shared'), maxDeliveries: fc.constantFrom(1, 3, null) }), weight: 2 },
   { arbitrary: fc.constantFrom<SettingsChoice>({ maxDeliveries: 1 }, { lockMode: 'exclusive' }), weight: 1 },
   { arbitrary: fc.boolean().map((paused): SettingsChoice => ({ paused })), weight: 2 },
+  { arbitrary: retryArb.map((retry): SettingsChoice => ({ retry })), weight: 2 },
 );
 
 /**
@@ -447,15 +457,16 @@ class ModelRunner {
           success: true,
           items_returned: want.count,
           ...(want.deadLettered > 0 ? { items_dead_lettered: want.deadLettered } : {}),
-          items_delayed: 0,
+          items_delayed: want.delayed,
         });
         return;
       }
       case 'settings': {
-        const { lockMode, maxDeliveries, paused } = command.settings;
+        const { lockMode, maxDeliveries, paused, retry } = command.settings;
         const body = {
           ...(lockMode !== undefined ? { lock_mode: lockMode } : {}),
           ...(paused !== undefined ? { paused } : {}),
+          ...(retry !== undefined ? { retry_delay_seconds: retry.seconds, retry_backoff: retry.backoff, retry_delay_max_seconds: retry.max } : {}),
           ...(maxDeliveries !== undefined ? { max_deliveries: maxDeliveries, dead_letter_queue: maxDeliveries === null ? null : this.deadLetterQueueId } : {}),
         };
         const res = await http.put(`/queue/${q}/settings`).send(body);
@@ -512,6 +523,9 @@ class ModelRunner {
       dead_letter_queue: settings.deadLetters ? this.deadLetterQueueId : null,
       ...DEFAULT_CONTROLS,
       paused: settings.paused,
+      retry_delay_seconds: settings.retryDelaySeconds,
+      retry_backoff: settings.retryBackoff,
+      retry_delay_max_seconds: settings.retryDelayMaxSeconds,
     };
   }
 

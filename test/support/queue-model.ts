@@ -89,6 +89,8 @@ export interface SettingsChoice {
   maxDeliveries?: number | null;
   /** Pause or resume: while paused, pops hand out nothing and say so. */
   paused?: boolean;
+  /** The retry delay of items given back (`seconds` never above `max`). */
+  retry?: { seconds: number; backoff: 'fixed' | 'exponential'; max: number };
 }
 
 export type QueueCommand =
@@ -141,7 +143,7 @@ export type ModelOutcome =
   | { kind: 'acknowledged'; count: number }
   | { kind: 'extended'; lockId: string; expiresAt: number }
   /** `deadLettered` > 0 only when some items went to the dead-letter queue (the answer then has `items_dead_lettered`). */
-  | { kind: 'released'; count: number; deadLettered: number }
+  | { kind: 'released'; count: number; deadLettered: number; delayed: number }
   | { kind: 'settings'; settings: ModelSettings }
   | { kind: 'settingsLocked' }
   | {
@@ -175,9 +177,27 @@ export interface ModelSettings {
   deadLetters: boolean;
   /** Pops hand out nothing; everything else goes on. */
   paused: boolean;
+  retryDelaySeconds: number;
+  retryBackoff: 'fixed' | 'exponential';
+  retryDelayMaxSeconds: number;
 }
 
-const DEFAULT_SETTINGS: ModelSettings = { lockMode: 'exclusive', maxDeliveries: null, deadLetters: false, paused: false };
+const DEFAULT_SETTINGS: ModelSettings = {
+  lockMode: 'exclusive',
+  maxDeliveries: null,
+  deadLetters: false,
+  paused: false,
+  retryDelaySeconds: 0,
+  retryBackoff: 'exponential',
+  retryDelayMaxSeconds: 900,
+};
+
+/** The contract's retry delay (ms) of an item given back after `deliveries` deliveries. */
+function retryDelayMs(settings: ModelSettings, deliveries: number): number {
+  const { retryDelaySeconds: base, retryBackoff, retryDelayMaxSeconds: max } = settings;
+  if (base === 0) return 0;
+  return (retryBackoff === 'fixed' ? base : Math.min(max, base * 2 ** Math.max(0, deliveries - 1))) * 1000;
+}
 
 /** The model's symbolic id for "a well-formed id no lock has". */
 export const BOGUS_LOCK_ID = '#bogus';
@@ -227,8 +247,11 @@ export class QueueModel {
   /** Where the next item joining a tail goes in push order. */
   private nextKey = 0;
 
-  /** Delayed items not yet moved, with their due time and push order. */
-  private delayedItems: { dueAt: number; seq: number; item: Item; priority: number }[] = [];
+  /**
+   * Delayed items not yet moved, with their due time and push order; `retry`: an item given
+   * back and waiting out its retry delay, with its place in push order and its deliveries.
+   */
+  private delayedItems: { dueAt: number; seq: number; item: Item; priority: number; retry?: { key: number; deliveries: number } }[] = [];
   private delayedSeq = 0;
   /** Dedup ids accepted, with the end of their window (epoch ms). */
   private readonly accepted = new Map<string, number>();
@@ -285,7 +308,16 @@ export class QueueModel {
   settle(): void {
     const due = this.delayedItems.filter((d) => d.dueAt <= this.clock).sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     this.delayedItems = this.delayedItems.filter((d) => d.dueAt > this.clock);
-    for (const d of due) this.append(d.item, d.priority);
+    for (const d of due) if (!d.retry) this.append(d.item, d.priority);
+    // Given back after a retry delay: to their place in push order among the items given back
+    // (the service keeps the priority's entry while they wait, so they always go apart).
+    for (const d of due) {
+      if (!d.retry) continue;
+      const list = this.byPriority.get(d.priority) ?? [];
+      const at = list.findIndex((e) => !e.apart || e.key > d.retry!.key);
+      list.splice(at < 0 ? list.length : at, 0, { item: d.item, key: d.retry.key, deliveries: d.retry.deliveries, apart: true });
+      this.byPriority.set(d.priority, list);
+    }
     const expired = [...this.sharedLocks.values()].filter((l) => l.state === 'active' && l.expiresAt <= this.clock).sort((a, b) => a.expiresAt - b.expiresAt);
     for (const lock of expired) {
       this.giveBack(lock.items);
@@ -375,11 +407,17 @@ export class QueueModel {
    * place: an exclusive lock took the front, and nothing was popped since). Returns how many
    * went to the dead-letter queue.
    */
-  private giveBack(items: HeldItem[]): number {
+  private giveBack(items: HeldItem[]): { deadLettered: number; delayed: number } {
     const { maxDeliveries, deadLetters } = this.currentSettings;
     const dead = items.filter((h) => deadLetters && maxDeliveries !== null && h.deliveries >= maxDeliveries);
     for (const h of dead) this.deadLetters.push(h.item, h.priority);
-    const back = items.filter((h) => !dead.includes(h));
+    // A retry delay: the item waits among the delayed items (in lock order), then comes back apart.
+    const waiting = items.filter((h) => !dead.includes(h) && retryDelayMs(this.currentSettings, h.deliveries) > 0);
+    for (const h of waiting) {
+      const dueAt = this.clock + retryDelayMs(this.currentSettings, h.deliveries);
+      this.delayedItems.push({ dueAt, seq: this.delayedSeq++, item: h.item, priority: h.priority, retry: { key: h.key, deliveries: h.deliveries } });
+    }
+    const back = items.filter((h) => !dead.includes(h) && !waiting.includes(h));
     const toFront: HeldItem[] = [];
     for (const { priority, ...entry } of back) {
       const list = this.byPriority.get(priority) ?? [];
@@ -392,7 +430,7 @@ export class QueueModel {
       this.byPriority.set(priority, list);
     }
     this.returnToFront(toFront);
-    return dead.length;
+    return { deadLettered: dead.length, delayed: waiting.length };
   }
 
   /** Puts held items back at the front of their priorities, keeping their order. */
@@ -474,11 +512,11 @@ export class QueueModel {
   }
 
   /** Gives the lock's items back; how many went back and how many to the dead-letter queue. */
-  release(lock: ModelLock): { returned: number; deadLettered: number } {
-    const deadLettered = this.giveBack(lock.items);
+  release(lock: ModelLock): { returned: number; deadLettered: number; delayed: number } {
+    const { deadLettered, delayed } = this.giveBack(lock.items);
     if (this.shared) this.sharedLocks.delete(lock.id);
     else this.lock = null;
-    return { returned: lock.items.length - deadLettered, deadLettered };
+    return { returned: lock.items.length - deadLettered, deadLettered, delayed };
   }
 
   /** PUT settings: creates the queue; a change of lock mode while a lock lives is refused. */
@@ -490,6 +528,9 @@ export class QueueModel {
       maxDeliveries: choice.maxDeliveries !== undefined ? choice.maxDeliveries : this.currentSettings.maxDeliveries,
       deadLetters: choice.maxDeliveries !== undefined ? choice.maxDeliveries !== null : this.currentSettings.deadLetters,
       paused: choice.paused ?? this.currentSettings.paused,
+      retryDelaySeconds: choice.retry?.seconds ?? this.currentSettings.retryDelaySeconds,
+      retryBackoff: choice.retry?.backoff ?? this.currentSettings.retryBackoff,
+      retryDelayMaxSeconds: choice.retry?.max ?? this.currentSettings.retryDelayMaxSeconds,
     };
     this.created = true;
     return this.currentSettings;
@@ -648,8 +689,8 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
     case 'release': {
       const checked = model.checkLock(command.lockId, command.pick);
       if (typeof checked === 'string') return { kind: 'lockError', code: checked };
-      const { returned, deadLettered } = model.release(checked);
-      return { kind: 'released', count: returned, deadLettered };
+      const { returned, deadLettered, delayed } = model.release(checked);
+      return { kind: 'released', count: returned, deadLettered, delayed };
     }
     case 'settings': {
       const result = model.putSettings(command.settings);
