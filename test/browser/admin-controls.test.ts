@@ -126,4 +126,19 @@ suite(`admin console: pause, retry delays and delivery limits in Chromium (${dat
     await expect.poll(() => shown(page)).toMatchObject({ max_in_flight: 'no limit · items held by locks', max_pops_per_second: 'no limit' });
     expect(await settingsOf(id)).toMatchObject({ max_in_flight: null, max_pops_per_second: null });
   });
+
+  it('a release from the lock card may wait a delay of its own; the answer says how many items wait', async () => {
+    const id = queueId('admin-release-delay');
+    await push(id, 2);
+    const { data } = await fx.client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: id }, query: { require_ack: true, ttl_seconds: 120 } } });
+    const lockId = data?.lock_id ?? '';
+    expect(lockId).not.toBe('');
+    const { page } = await open(`/admin/#/queue/${id}`);
+    await page.getByTestId('lock-id').fill(lockId);
+    await page.locator('input[name=release-delay]').fill('30');
+    await page.getByRole('button', { name: 'Release' }).click();
+    await expect.poll(() => page.getByTestId('result-message').textContent()).toBe('Released: 1 item back after the retry delay, in push order.');
+    const info = await fx.client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
+    expect(info.data).toMatchObject({ count: 1, delayed: 1 });
+  });
 });
