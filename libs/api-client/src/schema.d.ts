@@ -123,7 +123,10 @@ export interface paths {
         /**
          * Pops up to `depth` items: lowest priority number first, FIFO within a priority. An empty
          *     queue answers 200 with no items. With `require_ack` the items are held by a lock until
-         *     acknowledged, released or expired.
+         *     acknowledged, released or expired. A paused queue answers no items and `paused: true`
+         *     (before any 423); a delivery limit with no room (`max_in_flight`, pops with ack) or no
+         *     budget (`max_pops_per_second`) answers no items and `limited: true`. A long poll waits
+         *     through both: for the resume, the room or the budget.
          */
         post: operations["pop"];
         delete?: never;
@@ -202,13 +205,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue. */
+        /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue, pause, retry delays and delivery limits. */
         get: operations["getSettings"];
         /**
          * Changes any of the queue's settings (creating the queue if it does not exist) and answers
          *     all of them. `segment_size` and `buffer_segments` change only while the queue holds no
          *     items and no lock (409 `QUEUE_NOT_EMPTY`); `lock_mode` only while no lock lives (409
          *     `QUEUE_LOCKED`); `max_deliveries` needs `dead_letter_queue`, which may not be the queue itself (400).
+         *     The controls (`paused`, retry delays, delivery limits) change at any time; a request is judged
+         *     by the settings it would leave, so `retry_delay_seconds` above the stored
+         *     `retry_delay_max_seconds` is 400 even when it names only one of them. A refused request changes nothing.
          */
         put: operations["putSettings"];
         post?: never;
