@@ -68,8 +68,8 @@ export interface PushOutcome {
 /**
  * The pure core of one queue: the one entry point of the decisions of seed 003 and 004
  * (segments, pops, locks, offloading) and of the contract's additions (shared locks, delayed
- * items, dedup ids, dead letters), each kept by a part of its own. No I/O: every operation is
- * synchronous and records its row changes in the turn's {@link TurnState}; the turn runner
+ * items, dedup ids, dead letters, pause, retry delays, delivery limits), each kept by a part
+ * of its own. No I/O: every operation is synchronous and records its row changes in the turn's {@link TurnState}; the turn runner
  * writes them in one statement and then calls {@link committed}, which starts a fresh turn.
  *
  * Rules every operation keeps:
@@ -301,6 +301,9 @@ export class QueueCore {
   /**
    * Removes up to `depth` items from the front (see {@link QueueFront.take}). With `ack`, the
    * items are held by a new lock; while an exclusive lock is active every pop is refused.
+   * Checked first, in this order: a paused queue hands out nothing; then the exclusive lock;
+   * then the delivery limits (`maxInFlight` for a pop with ack, the pop budget of
+   * `maxPopsPerSecond` at `now`) bound `depth`, and with no room or budget nothing is taken.
    */
   pop(
     depth: number,
