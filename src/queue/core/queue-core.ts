@@ -69,8 +69,9 @@ export interface PushOutcome {
  * The pure core of one queue: the one entry point of the decisions of seed 003 and 004
  * (segments, pops, locks, offloading) and of the contract's additions (shared locks, delayed
  * items, dedup ids, dead letters, pause, retry delays, delivery limits), each kept by a part
- * of its own. No I/O: every operation is synchronous and records its row changes in the turn's {@link TurnState}; the turn runner
- * writes them in one statement and then calls {@link committed}, which starts a fresh turn.
+ * of its own. No I/O: every operation is synchronous and records its row changes in the
+ * turn's {@link TurnState}; the turn runner writes them in one statement and then calls
+ * {@link committed}, which starts a fresh turn.
  *
  * Rules every operation keeps:
  * - **Check, then change.** An operation that needs rows it does not hold throws a `Missing*`
