@@ -112,4 +112,20 @@ describe(`queue controls across processes (${databaseKind})`, () => {
     console.info(`cross-process room latency (${databaseKind}): ${(at - ackedAt).toFixed(1)} ms`);
     expect(at - ackedAt).toBeLessThan(200 + 300);
   });
+
+  it('an item given back with a retry delay in one process comes back for a long poll waiting in the other when the delay ends, with no other request', async () => {
+    const q = uniqueQueueId('xp-retry');
+    await settings(A, q, { lock_mode: 'shared', retry_delay_seconds: 1, retry_backoff: 'fixed' });
+    await push(A, q, 'a');
+    const held = await call(A, 'POST', `/queue/${q}/pop?require_ack=true`);
+    const released = await call(A, 'POST', `/queue/${q}/release`, { lock_id: held.body.lock_id });
+    expect(released.body).toMatchObject({ items_returned: 1, items_delayed: 1 });
+    const releasedAt = performance.now();
+    const poll = await call(B, 'POST', `/queue/${q}/pop?wait_seconds=10`);
+    const waited = performance.now() - releasedAt;
+    expect(poll.body.items).toEqual([{ id: 'a' }]);
+    // The delay (1 s), then the delay sweep of either process (every LOCK_SWEEP_INTERVAL_MS, 1 s) and the wake-up.
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(waited).toBeLessThan(1000 + 1000 + 1000);
+  });
 });
