@@ -10,6 +10,7 @@ import { DelayedItemsAndDedup1764100000004 } from './migrations/1764100000004-de
 import { SharedLocksAndDeadLetters1764100000005 } from './migrations/1764100000005-shared-locks-and-dead-letters.js';
 import { LockModeUnchecked1764100000006 } from './migrations/1764100000006-lock-mode-unchecked.js';
 import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-canonical-functions.js';
+import { QueueControls1764100000008 } from './migrations/1764100000008-queue-controls.js';
 import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-letter-origins.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -38,6 +39,7 @@ export const MIGRATIONS = [
   SharedLocksAndDeadLetters1764100000005,
   LockModeUnchecked1764100000006,
   CanonicalFunctions1764100000007,
+  QueueControls1764100000008,
   DeadLetterOrigins1764100000009,
 ];
 

@@ -16,6 +16,8 @@ export interface StoredPriority {
   returned?: number;
   /** Items held by shared locks; absent: 0. */
   held?: number;
+  /** Items given back and waiting out a retry delay in `delayed_items`; absent: 0. */
+  retrying?: number;
 }
 
 /** Where an item was pushed within its priority. */
@@ -48,6 +50,18 @@ export interface StoredSettings {
   readonly lockMode?: 'exclusive' | 'shared';
   readonly maxDeliveries?: number | null;
   readonly deadLetterQueue?: string | null;
+  readonly paused?: boolean;
+  readonly retryDelaySeconds?: number;
+  readonly retryBackoff?: 'fixed' | 'exponential';
+  readonly retryDelayMaxSeconds?: number;
+  readonly maxInFlight?: number | null;
+  readonly maxPopsPerSecond?: number | null;
+}
+
+/** The queue row's pop budget: tokens left at `at` (epoch ms). */
+export interface StoredPopBudget {
+  readonly tokens: number;
+  readonly at: number;
 }
 
 /** The queue row's summary of its shared locks (`nextExpiry` a lower bound, epoch ms). */
@@ -81,6 +95,9 @@ export interface StoredDelayedItem {
   readonly json: string;
   /** The queue it was dead-lettered from (dead letters wait here until their queue's next turn); absent: none. */
   readonly from?: string;
+  /** An item given back, waiting out its retry delay: where it was pushed, and its deliveries. */
+  readonly origin?: StoredOrigin;
+  readonly deliveries?: number;
 }
 
 /** A `queues` row with its lock. */
@@ -91,6 +108,8 @@ export interface StoredQueue {
   readonly lock: StoredLock | null;
   readonly delayed: StoredDelayedSummary;
   readonly shared: StoredSharedSummary;
+  /** Absent: full (no pop drew from it since the limit was set). */
+  readonly popBudget?: StoredPopBudget;
 }
 
 /** One item row of a segment. `json` is the item's JSON text, exactly as stored. */
@@ -144,6 +163,8 @@ export interface StoredTurnWrite {
   readonly dedupInserts: readonly { readonly dedupId: string; readonly expiresAt: number }[];
   /** The queue row's shared-lock columns after the turn; null: unchanged. */
   readonly shared: StoredSharedSummary | null;
+  /** The queue's pop budget after the turn; absent or null: unchanged. */
+  readonly popBudget?: StoredPopBudget | null;
   /** `shared_locks` rows written and deleted. */
   readonly sharedLockUpserts: readonly StoredLock[];
   readonly sharedLockDeletes: readonly string[];
@@ -166,4 +187,6 @@ export interface QueueListRow {
   lockExpiresAt: number | null;
   /** Live shared locks. */
   liveLocks: number;
+  /** Pops hand out nothing. */
+  paused: boolean;
 }

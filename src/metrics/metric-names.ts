@@ -36,6 +36,16 @@ export const METRICS = {
     name: 'pushpop_items_redriven_total',
     help: 'Items a redrive moved from the front of a queue to the tail of another (POST /queue/{queue_id}/redrive)',
   },
+  itemsRetryDelayed: {
+    name: 'pushpop_items_retry_delayed_total',
+    help: "Items given back by lock expiry or release that waited out their queue's retry delay before they were visible again",
+  },
+  popsLimited: {
+    name: 'pushpop_pops_limited_total',
+    help: 'Pops that handed out nothing because of a delivery limit, by reason: in_flight (max_in_flight) or rate (max_pops_per_second)',
+    labels: ['reason'],
+  },
+  pausedQueues: { name: 'pushpop_paused_queues', help: 'Queues paused: pops hand out nothing (all processes; refreshed at most every 10 s)' },
   liveLocks: {
     name: 'pushpop_live_locks',
     help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)',

@@ -13,6 +13,7 @@ import { QueueWakeUps } from '../queue/runtime/queue-wake-ups.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 import { LockRepository } from '../storage/lock.repository.js';
+import { QueueListingRepository } from '../storage/queue-listing.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
 /** The offloaded-segment and delayed-item counts are read from the database; refresh them at most this often. */
@@ -33,6 +34,7 @@ export class MetricsService implements OnModuleInit {
   private offloadedCount = { value: 0, at: 0 };
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
+  private pausedCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -49,6 +51,7 @@ export class MetricsService implements OnModuleInit {
     private readonly loads: QueueLoads,
     private readonly clock: Clock,
     private readonly metricsRegistry: MetricsRegistry,
+    private readonly listing: QueueListingRepository,
   ) {
     const registers = [(this.registry = metricsRegistry.registry)];
     this.operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers });
@@ -92,6 +95,8 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.itemsDeadLettered, () => queueStats.itemsDeadLettered);
     fromStats(METRICS.itemsRedriven, () => queueStats.itemsRedriven);
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
+    fromStats(METRICS.itemsRetryDelayed, () => queueStats.itemsRetryDelayed);
+    fromStats(METRICS.popsLimited, () => queueStats.popsLimited);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
@@ -117,6 +122,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
     gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
+    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()));
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
 

@@ -22,7 +22,7 @@ import { QueueSettingsRequestDto } from './dto/queue-settings.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
-import { ExtendLockRequestDto, LockRequestDto } from './dto/lock.dto.js';
+import { ExtendLockRequestDto, LockRequestDto, ReleaseRequestDto } from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
@@ -80,7 +80,10 @@ export class QueueController {
   /**
    * Pops up to `depth` items: lowest priority number first, FIFO within a priority. An empty
    * queue answers 200 with no items. With `require_ack` the items are held by a lock until
-   * acknowledged, released or expired.
+   * acknowledged, released or expired. A paused queue answers no items and `paused: true`
+   * (before any 423); a delivery limit with no room (`max_in_flight`, pops with ack) or no
+   * budget (`max_pops_per_second`) answers no items and `limited: true`. A long poll waits
+   * through both: for the resume, the room or the budget.
    */
   @Post('queue/:queue_id/pop')
   @Scopes('consume')
@@ -136,14 +139,19 @@ export class QueueController {
     return this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
   }
 
-  /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
+  /**
+   * Gives a lock's items back, to the front of their original priorities, after the queue's
+   * retry delay (or `delay_seconds`, 0-900, for this release); items that reached
+   * `max_deliveries` go to the dead-letter queue. `items_delayed` counts the items waiting out
+   * a delay. Errors as for acknowledge.
+   */
   @Post('queue/:queue_id/release')
   @Scopes('consume')
   @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<ReleaseResponseDto> {
-    return this.queues.release(queueId, body.lock_id);
+  async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ReleaseRequestDto): Promise<ReleaseResponseDto> {
+    return this.queues.release(queueId, body.lock_id, body.delay_seconds);
   }
 
   /** A queue's counts, segment pointers per priority, settings and lock. */
@@ -155,7 +163,7 @@ export class QueueController {
     return this.queues.getQueue(queueId);
   }
 
-  /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue. */
+  /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue, pause, retry delays and delivery limits. */
   @Get('queue/:queue_id/settings')
   @Scopes('read')
   @ApiErrors(COMMON_QUEUE_ERRORS, { 404: ['QUEUE_NOT_FOUND'] })
@@ -169,6 +177,9 @@ export class QueueController {
    * all of them. `segment_size` and `buffer_segments` change only while the queue holds no
    * items and no lock (409 `QUEUE_NOT_EMPTY`); `lock_mode` only while no lock lives (409
    * `QUEUE_LOCKED`); `max_deliveries` needs `dead_letter_queue`, which may not be the queue itself (400).
+   * The controls (`paused`, retry delays, delivery limits) change at any time; a request is judged
+   * by the settings it would leave, so `retry_delay_seconds` above the stored
+   * `retry_delay_max_seconds` is 400 even when it names only one of them. A refused request changes nothing.
    */
   @Put('queue/:queue_id/settings')
   @Scopes('admin')
@@ -181,6 +192,12 @@ export class QueueController {
       lockMode: body.lock_mode,
       maxDeliveries: body.max_deliveries,
       deadLetterQueue: body.dead_letter_queue,
+      paused: body.paused,
+      retryDelaySeconds: body.retry_delay_seconds,
+      retryBackoff: body.retry_backoff,
+      retryDelayMaxSeconds: body.retry_delay_max_seconds,
+      maxInFlight: body.max_in_flight,
+      maxPopsPerSecond: body.max_pops_per_second,
     });
   }
 

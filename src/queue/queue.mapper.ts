@@ -37,8 +37,10 @@ export const QueueMapper = {
 
   pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean): PopResponseDto {
     const items = outcome.items.map((i) => JSON.parse(i.json) as Record<string, unknown>);
-    if (!requireAck) return { items, count: items.length };
-    if (!outcome.lock) return { items, count: 0, locked: false };
+    // Nothing handed out because of a control: said so (`paused` first, as the pop checks it first).
+    const why = outcome.paused ? { paused: true } : outcome.limited ? { limited: true } : {};
+    if (!requireAck) return { items, count: items.length, ...why };
+    if (!outcome.lock) return { items, count: 0, locked: false, ...why };
     return {
       items,
       count: items.length,
@@ -56,6 +58,12 @@ export const QueueMapper = {
       lock_mode: settings.lockMode ?? 'exclusive',
       max_deliveries: settings.maxDeliveries ?? null,
       dead_letter_queue: settings.deadLetterQueue ?? null,
+      paused: settings.paused ?? false,
+      retry_delay_seconds: settings.retryDelaySeconds ?? 0,
+      retry_backoff: settings.retryBackoff ?? 'exponential',
+      retry_delay_max_seconds: settings.retryDelayMaxSeconds ?? 900,
+      max_in_flight: settings.maxInFlight ?? null,
+      max_pops_per_second: settings.maxPopsPerSecond ?? null,
     };
   },
 
@@ -67,9 +75,11 @@ export const QueueMapper = {
     return { success: true, lock_id: lockId, lock_expires_at: seconds(expiresAt) };
   },
 
-  /** `items_dead_lettered` only when some items went to the dead-letter queue. */
-  release(count: number, deadLettered = 0): ReleaseResponseDto {
-    return deadLettered > 0 ? { success: true, items_returned: count, items_dead_lettered: deadLettered } : { success: true, items_returned: count };
+  /** `items_dead_lettered` only when some items went to the dead-letter queue; `items_delayed` always. */
+  release(count: number, deadLettered = 0, delayed = 0): ReleaseResponseDto {
+    return deadLettered > 0
+      ? { success: true, items_returned: count, items_dead_lettered: deadLettered, items_delayed: delayed }
+      : { success: true, items_returned: count, items_delayed: delayed };
   },
 
   queueInfo(queueId: string, view: QueueView): QueueInfoDto {
@@ -98,7 +108,12 @@ export const QueueMapper = {
 
   queueList(rows: readonly QueueListRow[], now: number, nextCursor: string | null): QueueListDto {
     return {
-      queues: rows.map((r) => ({ queue_id: r.queueId, count: r.count, locked: (r.lockExpiresAt !== null && r.lockExpiresAt > now) || r.liveLocks > 0 })),
+      queues: rows.map((r) => ({
+        queue_id: r.queueId,
+        count: r.count,
+        locked: (r.lockExpiresAt !== null && r.lockExpiresAt > now) || r.liveLocks > 0,
+        paused: r.paused,
+      })),
       next_cursor: nextCursor,
     };
   },

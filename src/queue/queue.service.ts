@@ -35,6 +35,7 @@ import type {
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './runtime/queue-events.js';
 import { isQueueId } from './core/queue-id.js';
+import { withControlDefaults } from './core/queue-settings.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
@@ -75,6 +76,7 @@ export const REDRIVE_MAX_LEFT = 10_000;
 type SettingsRefusal =
   | { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' }
   | { readonly refused: 'QUEUE_NOT_EMPTY' }
+  | { readonly refused: 'RETRY_DELAY_ABOVE_MAX'; readonly delay: number; readonly max: number }
   | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null };
 
 const LOCK_ERRORS: Record<LockProblem, () => Error> = {
@@ -186,6 +188,7 @@ export class QueueService {
     const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = options.requireAck ? newLockId() : '';
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
+    const ackOf = (now: number) => (options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
     try {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
@@ -194,7 +197,7 @@ export class QueueService {
           looked ??
           (await this.turn(queueId, {
             readsFront: true,
-            apply: (core, now) => core.pop(options.depth, options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined),
+            apply: (core, now) => core.pop(options.depth, ackOf(now), now),
           }));
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
         if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
@@ -202,12 +205,32 @@ export class QueueService {
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - this.clock.now();
-        if (!poll || outcome.items.length > 0 || remaining <= 0) return QueueMapper.pop(outcome, options.requireAck);
-        if ((await poll.wait(remaining)) !== 'woken') return QueueMapper.pop(outcome, options.requireAck);
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options.requireAck);
+        // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
+        const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
+        const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
+        if (end === 'woken' || (end === 'timeout' && retryInMs !== undefined && deadline - this.clock.now() > 0)) continue;
+        // A wait on a paused queue that ran out looks once more: the queue may have been resumed
+        // meanwhile with nothing to hand out (no wake-up then), and the answer must not say paused.
+        if (end === 'timeout' && 'paused' in outcome && outcome.paused) {
+          const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now), now) });
+          if ('items' in last) {
+            this.stats.itemsPopped += last.items.length;
+            return this.popAnswer(last, options.requireAck);
+          }
+        }
+        return this.popAnswer(outcome, options.requireAck);
       }
     } finally {
       poll?.close();
     }
+  }
+
+  /** A pop's answer; one limited by a delivery limit is counted by its reason. */
+  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], requireAck: boolean): PopResponseDto {
+    if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
+    if (outcome.paused) this.stats.pausedPops += 1;
+    return QueueMapper.pop(outcome, requireAck);
   }
 
   /** Removes the lock's items for good. */
@@ -225,14 +248,18 @@ export class QueueService {
     return QueueMapper.extendLock(id, lock.expiresAt);
   }
 
-  /** Gives the lock's items back now (items that reached `max_deliveries` go to the dead-letter queue). */
-  async release(queueId: string, lockId: unknown): Promise<ReleaseResponseDto> {
+  /**
+   * Gives the lock's items back (items that reached `max_deliveries` go to the dead-letter
+   * queue), after the queue's retry delay or `delaySeconds` (0-900; the DTO checks the range).
+   */
+  async release(queueId: string, lockId: unknown, delaySeconds?: number): Promise<ReleaseResponseDto> {
     const id = this.requireLockId(lockId);
-    const released = await this.turn(queueId, { apply: (core, now) => core.releaseLock(id, now) });
+    const delayMs = delaySeconds === undefined ? undefined : delaySeconds * 1000;
+    const released = await this.turn(queueId, { apply: (core, now) => core.releaseLock(id, now, delayMs) });
     this.lockResult(released.returned);
     const outcome = released.outcome!;
     this.stats.itemsRedelivered.released += outcome.returned;
-    return QueueMapper.release(outcome.returned, outcome.deadLettered);
+    return QueueMapper.release(outcome.returned, outcome.deadLettered, outcome.delayed);
   }
 
   /** The queue's settings; 404 for a queue that does not exist. */
@@ -258,6 +285,10 @@ export class QueueService {
         if (next.maxDeliveries != null && !next.deadLetterQueue) return { refused: 'NEEDS_DEAD_LETTER_QUEUE' };
         const updated = core.updateSettings(patch);
         if (updated === 'QUEUE_NOT_EMPTY') return { refused: updated };
+        if (updated === 'RETRY_DELAY_ABOVE_MAX') {
+          const after = withControlDefaults(next);
+          return { refused: updated, delay: after.retryDelaySeconds, max: after.retryDelayMaxSeconds };
+        }
         if (updated === 'QUEUE_LOCKED')
           return { refused: updated, lockExpiresAt: core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry };
         return updated;
@@ -266,6 +297,8 @@ export class QueueService {
     if ('refused' in result) {
       if (result.refused === 'NEEDS_DEAD_LETTER_QUEUE') throw new ValidationFailedError('max_deliveries needs dead_letter_queue');
       if (result.refused === 'QUEUE_NOT_EMPTY') throw new QueueNotEmptyError(queueId);
+      if (result.refused === 'RETRY_DELAY_ABOVE_MAX')
+        throw new ValidationFailedError(`retry_delay_seconds (${result.delay}) must not be greater than retry_delay_max_seconds (${result.max})`);
       throw new LockModeChangeError(queueId, result.lockExpiresAt);
     }
     return QueueMapper.settings(result);

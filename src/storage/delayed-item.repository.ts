@@ -8,10 +8,10 @@ import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
  * the primary key `(queue_id, due_at, seq)`.
  */
 const LOAD_DUE = `
-  (SELECT due_at, seq, priority, item, dead_lettered_from FROM delayed_items
+  (SELECT due_at, seq, priority, item, origin_segment, origin_position, deliveries, dead_lettered_from FROM delayed_items
     WHERE queue_id = $1 AND due_at <= to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT $3)
   UNION ALL
-  (SELECT due_at, seq, NULL, NULL, NULL FROM delayed_items
+  (SELECT due_at, seq, NULL, NULL, NULL, NULL, NULL, NULL FROM delayed_items
     WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
 
 /**
@@ -32,23 +32,35 @@ export class DelayedItemRepository {
     limit: number,
     session: DbSession = this.uow.autocommit,
   ): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
-    const rows = await session.query<{ due_at: Date; seq: string; priority: number | null; item: string | null; dead_lettered_from: string | null }>(
-      LOAD_DUE,
-      [queueId, now, limit + 1],
-      'pushpop_load_due',
-    );
+    const rows = await session.query<{
+      due_at: Date;
+      seq: string;
+      priority: number | null;
+      item: string | null;
+      origin_segment: string | null;
+      origin_position: number | null;
+      deliveries: number | null;
+      dead_lettered_from: string | null;
+    }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
     const due: StoredDelayedItem[] = [];
     let later: number | null = null;
     for (const row of rows) {
       if (row.item === null) later = row.due_at.getTime();
-      else
-        due.push({
+      else {
+        const item: StoredDelayedItem = {
           dueAt: row.due_at.getTime(),
           seq: Number(row.seq),
           priority: row.priority!,
           json: row.item,
           ...(row.dead_lettered_from !== null ? { from: row.dead_lettered_from } : {}),
-        });
+        };
+        // A given-back item waiting out its retry delay carries where it was pushed.
+        due.push(
+          row.origin_segment !== null && row.origin_position !== null
+            ? { ...item, origin: { segment: Number(row.origin_segment), position: row.origin_position }, deliveries: row.deliveries ?? 0 }
+            : item,
+        );
+      }
     }
     due.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     if (due.length > limit) return { items: due.slice(0, limit), nextDueAt: due[limit].dueAt };

@@ -23,9 +23,9 @@ export class QueueListingRepository {
       where.push(`queue_id > $${params.length}`);
     }
     params.push(limit);
-    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number }>(
-      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks
-         FROM (SELECT queue_id, item_count, live_locks FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
+    const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string; lock_expires_at: Date | null; live_locks: number; paused: boolean }>(
+      `SELECT q.queue_id, q.item_count, l.expires_at AS lock_expires_at, q.live_locks, q.paused
+         FROM (SELECT queue_id, item_count, live_locks, paused FROM queues ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY queue_id LIMIT $${params.length}) q
          LEFT JOIN queue_locks l ON l.queue_id = q.queue_id AND l.state = 'active'
         ORDER BY q.queue_id`,
       params,
@@ -35,16 +35,18 @@ export class QueueListingRepository {
       count: Number(r.item_count),
       lockExpiresAt: r.lock_expires_at ? r.lock_expires_at.getTime() : null,
       liveLocks: r.live_locks,
+      paused: r.paused,
     }));
   }
 
   /**
-   * Those of `queueIds` that hold items (not counting items under a lock), with their counts:
-   * one statement, one primary-key probe per id, whatever the number of ids.
+   * Those of `queueIds` that hold items a pop could take (not counting items under a lock, and
+   * not paused), with their counts: one statement, one primary-key probe per id, whatever the
+   * number of ids.
    */
   async queuesWithItems(queueIds: readonly string[]): Promise<{ queueId: string; count: number }[]> {
     const rows = await this.uow.autocommit.query<{ queue_id: string; item_count: string }>(
-      `SELECT queue_id, item_count FROM queues WHERE queue_id = ANY($1::varchar[]) AND item_count > 0`,
+      `SELECT queue_id, item_count FROM queues WHERE queue_id = ANY($1::varchar[]) AND item_count > 0 AND NOT paused`,
       [queueIds],
       'pushpop_queues_with_items',
     );
@@ -53,18 +55,25 @@ export class QueueListingRepository {
 
   /**
    * Those of `queueIds` a pop would find something on at `now`: items, a lock (active: the pop
-   * is refused; expired: its items come back), or delayed items that are due. One statement,
+   * is refused; expired: its items come back), delayed items that are due, or a pause (the pop
+   * answers `paused`). One statement,
    * one primary-key probe per id; a queue that does not exist is not among them.
    */
   async queuesToPopFrom(queueIds: readonly string[], now: number): Promise<string[]> {
     const rows = await this.uow.autocommit.query<{ queue_id: string }>(
       `SELECT q.queue_id FROM queues q
         WHERE q.queue_id = ANY($1::varchar[])
-          AND (q.item_count <> 0 OR q.next_due_at <= to_timestamp($2 / 1000.0) OR q.next_lock_expiry <= to_timestamp($2 / 1000.0)
+          AND (q.item_count <> 0 OR q.paused OR q.next_due_at <= to_timestamp($2 / 1000.0) OR q.next_lock_expiry <= to_timestamp($2 / 1000.0)
                OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
       [queueIds, now],
       'pushpop_queues_to_pop_from',
     );
     return rows.map((r) => r.queue_id);
+  }
+
+  /** Paused queues, through the partial index on `queues.paused`: proportional to the paused queues, not to all queues. */
+  async countPaused(): Promise<number> {
+    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM queues WHERE paused`, [], 'pushpop_count_paused');
+    return Number(rows[0]?.n ?? 0);
   }
 }

@@ -32,6 +32,14 @@ interface RawQueueRow {
   live_locks: number;
   locked_items: string;
   next_lock_expiry: Date | null;
+  paused: boolean;
+  retry_delay_seconds: number;
+  retry_backoff: 'fixed' | 'exponential';
+  retry_delay_max_seconds: number;
+  max_in_flight: number | null;
+  max_pops_per_second: number | null;
+  pop_tokens: number | null;
+  pop_tokens_at: number | null;
 }
 
 /** The front segment's columns of {@link LOAD_QUEUES}. */
@@ -48,6 +56,8 @@ interface RawFront {
 const QUEUE_COLUMNS = `
          q.version, q.segment_size, q.buffer_segments, q.priorities, q.delayed_count, q.next_due_at, q.delayed_seq,
          q.lock_mode, q.max_deliveries, q.dead_letter_queue, q.live_locks, q.locked_items, q.next_lock_expiry,
+         q.paused, q.retry_delay_seconds, q.retry_backoff, q.retry_delay_max_seconds, q.max_in_flight, q.max_pops_per_second,
+         q.pop_tokens, q.pop_tokens_at,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
          l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries, l.dead_lettered_from AS lock_from,
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at`;
@@ -122,6 +132,12 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
       lockMode: raw.lock_mode,
       maxDeliveries: raw.max_deliveries,
       deadLetterQueue: raw.dead_letter_queue,
+      paused: raw.paused,
+      retryDelaySeconds: raw.retry_delay_seconds,
+      retryBackoff: raw.retry_backoff,
+      retryDelayMaxSeconds: raw.retry_delay_max_seconds,
+      maxInFlight: raw.max_in_flight,
+      maxPopsPerSecond: raw.max_pops_per_second,
     },
     priorities: raw.priorities,
     lock:
@@ -136,6 +152,7 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
           },
     delayed: { count: Number(raw.delayed_count), nextDueAt: raw.next_due_at ? raw.next_due_at.getTime() : null, nextSeq: Number(raw.delayed_seq) },
     shared: { live: raw.live_locks, items: Number(raw.locked_items), nextExpiry: raw.next_lock_expiry ? raw.next_lock_expiry.getTime() : null },
+    ...(raw.pop_tokens_at !== null && raw.pop_tokens !== null ? { popBudget: { tokens: raw.pop_tokens, at: raw.pop_tokens_at } } : {}),
   };
 }
 

@@ -66,6 +66,10 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
         lock_mode: 'exclusive · one lock at a time',
         max_deliveries: 'no limit',
         dead_letter_queue: 'none',
+        paused: 'no',
+        retry_delay: 'none: given back at once · after an expiry or release',
+        max_in_flight: 'no limit · items held by locks',
+        max_pops_per_second: 'no limit',
       });
 
     await page.getByTestId('settings-edit').click();
@@ -79,7 +83,8 @@ suite(`admin console: settings, shared locks, dead letters in Chromium (${databa
     await expect
       .poll(() => page.getByTestId('result-message').textContent())
       .toBe(
-        `Settings of ${id} saved: segment_size ${before.segment_size}, buffer_segments ${before.buffer_segments}, lock_mode shared, max_deliveries 4, dead_letter_queue ${dead}.`,
+        `Settings of ${id} saved: segment_size ${before.segment_size}, buffer_segments ${before.buffer_segments}, lock_mode shared, max_deliveries 4, dead_letter_queue ${dead}, ` +
+          'paused false, retry_delay_seconds 0, retry_backoff exponential, retry_delay_max_seconds 900, max_in_flight none, max_pops_per_second none.',
       );
     expect(await form(page).count()).toBe(0);
     await expect.poll(() => shown(page)).toMatchObject({ lock_mode: 'shared · a lock per pop with ack', max_deliveries: '4', dead_letter_queue: dead });

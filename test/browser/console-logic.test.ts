@@ -17,7 +17,7 @@ import {
 } from '../../apps/admin/src/access.js';
 import { headline, rate, sumSamples } from '../../apps/admin/src/metrics.js';
 import { segmentChain, segmentKey, type PriorityInfo } from '../../apps/admin/src/segments.js';
-import { describeSettings, nextExpiry, releaseMessage, remaining, settingsForm, settingsPatch } from '../../apps/admin/src/settings.js';
+import { describeRetry, describeSettings, nextExpiry, releaseMessage, remaining, settingsForm, settingsPatch } from '../../apps/admin/src/settings.js';
 
 // The admin console's pure parts, without a browser: the segment picture, the /metrics numbers,
 // what a key's scopes allow and where the key is kept, a queue's settings form and its locks.
@@ -243,11 +243,30 @@ describe('the session', () => {
 });
 
 describe('queue settings form', () => {
-  const current = { segment_size: 100, buffer_segments: 1, lock_mode: 'exclusive', max_deliveries: null, dead_letter_queue: null } as const;
+  const current = {
+    segment_size: 100,
+    buffer_segments: 1,
+    lock_mode: 'exclusive',
+    max_deliveries: null,
+    dead_letter_queue: null,
+    paused: false,
+    retry_delay_seconds: 0,
+    retry_backoff: 'exponential',
+    retry_delay_max_seconds: 900,
+    max_in_flight: null,
+    max_pops_per_second: null,
+  } as const;
+  const controlFields = {
+    retry_delay_seconds: '0',
+    retry_backoff: 'exponential',
+    retry_delay_max_seconds: '900',
+    max_in_flight: '',
+    max_pops_per_second: '',
+  };
 
   it('fills the form from the settings; no change sends nothing', () => {
     const form = settingsForm(current);
-    expect(form).toEqual({ segment_size: '100', buffer_segments: '1', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '' });
+    expect(form).toEqual({ segment_size: '100', buffer_segments: '1', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '', ...controlFields });
     expect(settingsPatch(form, current)).toEqual({ patch: {} });
     expect(settingsForm({ ...current, max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toMatchObject({
       max_deliveries: '3',
@@ -282,16 +301,49 @@ describe('queue settings form', () => {
 
   it('a queue that does not exist yet: a blank segment layout keeps the service defaults', () => {
     const form = settingsForm(null);
-    expect(form).toEqual({ segment_size: '', buffer_segments: '', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '' });
+    expect(form).toEqual({ segment_size: '', buffer_segments: '', lock_mode: 'exclusive', max_deliveries: '', dead_letter_queue: '', ...controlFields });
     expect(settingsPatch(form, null)).toEqual({ patch: {} });
     expect(settingsPatch({ ...form, lock_mode: 'shared', segment_size: '20' }, null)).toEqual({ patch: { segment_size: 20, lock_mode: 'shared' } });
   });
 
   it('describes all the settings for the result panel', () => {
+    const controls =
+      'paused false, retry_delay_seconds 0, retry_backoff exponential, retry_delay_max_seconds 900, max_in_flight none, max_pops_per_second none';
     expect(describeSettings({ ...current, lock_mode: 'shared', max_deliveries: 3, dead_letter_queue: 'orders.dead' })).toBe(
-      'segment_size 100, buffer_segments 1, lock_mode shared, max_deliveries 3, dead_letter_queue orders.dead',
+      `segment_size 100, buffer_segments 1, lock_mode shared, max_deliveries 3, dead_letter_queue orders.dead, ${controls}`,
     );
-    expect(describeSettings(current)).toBe('segment_size 100, buffer_segments 1, lock_mode exclusive, max_deliveries none, dead_letter_queue none');
+    expect(describeSettings(current)).toBe(
+      `segment_size 100, buffer_segments 1, lock_mode exclusive, max_deliveries none, dead_letter_queue none, ${controls}`,
+    );
+  });
+
+  it('the retry and limit settings: only what changed is sent; ranges, and the delay against its maximum, are checked before sending', () => {
+    const form = settingsForm(current);
+    expect(
+      settingsPatch(
+        { ...form, retry_delay_seconds: '5', retry_backoff: 'fixed', retry_delay_max_seconds: '60', max_in_flight: '10', max_pops_per_second: '2.5' },
+        current,
+      ),
+    ).toEqual({ patch: { retry_delay_seconds: 5, retry_backoff: 'fixed', retry_delay_max_seconds: 60, max_in_flight: 10, max_pops_per_second: 2.5 } });
+    const limited = { ...current, max_in_flight: 10, max_pops_per_second: 2.5 };
+    expect(settingsPatch({ ...settingsForm(limited), max_in_flight: '', max_pops_per_second: '' }, limited)).toEqual({
+      patch: { max_in_flight: null, max_pops_per_second: null },
+    });
+    expect(settingsPatch({ ...form, retry_delay_seconds: '901' }, current)).toMatchObject({ field: 'retry_delay_seconds' });
+    expect(settingsPatch({ ...form, retry_delay_max_seconds: '0' }, current)).toMatchObject({ field: 'retry_delay_max_seconds' });
+    expect(settingsPatch({ ...form, retry_delay_seconds: '61', retry_delay_max_seconds: '60' }, current)).toEqual({
+      field: 'retry_delay_seconds',
+      problem: 'retry_delay_seconds must not be greater than retry_delay_max_seconds.',
+    });
+    expect(settingsPatch({ ...form, max_in_flight: '0' }, current)).toMatchObject({ field: 'max_in_flight' });
+    expect(settingsPatch({ ...form, max_pops_per_second: '0.05' }, current)).toMatchObject({ field: 'max_pops_per_second' });
+    expect(settingsPatch({ ...form, max_pops_per_second: 'fast' }, current)).toMatchObject({ field: 'max_pops_per_second' });
+  });
+
+  it('describes the retry delay', () => {
+    expect(describeRetry(current)).toBe('none: given back at once');
+    expect(describeRetry({ ...current, retry_delay_seconds: 5, retry_backoff: 'fixed' })).toBe('5 s, fixed');
+    expect(describeRetry({ ...current, retry_delay_seconds: 5, retry_delay_max_seconds: 300 })).toBe('5 s, doubling up to 300 s');
   });
 });
 
@@ -315,5 +367,11 @@ describe('locks and releases', () => {
       'Released: 1 item reached max_deliveries and went to the dead-letter queue.',
     );
     expect(releaseMessage({ success: true, items_returned: 0 }, 'shared')).toBe('Released: 0 items back in the queue, in push order.');
+    expect(releaseMessage({ success: true, items_returned: 3, items_delayed: 3 }, 'exclusive')).toBe(
+      'Released: 3 items back after the retry delay, in push order.',
+    );
+    expect(releaseMessage({ success: true, items_returned: 2, items_delayed: 1, items_dead_lettered: 1 }, 'shared')).toBe(
+      'Released: 1 item back in the queue, in push order; 1 item back after the retry delay, in push order; 1 item reached max_deliveries and went to the dead-letter queue.',
+    );
   });
 });

@@ -97,7 +97,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       ] as const) {
         expect((await svc.http.post(`/queue/${q}/push`).send({ item: { id }, priority: p })).status).toBe(200);
       }
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true, paused: false });
 
       await sleep(Math.max(0, lock.expiresAt * 1000 - Date.now()) + 400);
       // On the embedded database this service is the only one on it, and its sweep is 60 s away: nothing
@@ -106,7 +106,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       // several pushpop processes should), so only the outcome below is checked there; the
       // simulated-clock tests that follow prove the request-triggered expiry on both databases.
       if (databaseKind === 'embedded') {
-        expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: false });
+        expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: false, paused: false });
         await sleep(300);
         expect((await listed(svc.http, q))?.count, 'no sweep may have returned the items').toBe(5);
       }
@@ -135,7 +135,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       const lock = await lockItems<Item>(svc.http, q, { depth: 3, ttl: 10 });
       expect(ids(lock.items)).toEqual(['a0', 'a1', 'b0']);
       clock.advance(10_001);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false, paused: false });
       await trigger(q, lock.lockId);
       const pushed = label === 'a push' ? 1 : 0;
       expect((await listed(svc.http, q))?.count, `after ${label}`).toBe(4 + pushed);
@@ -320,13 +320,13 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect(metadata.text).not.toContain(lock.lockId);
       expect(metadata.body.queues).toEqual({ queue_1: { metadata: expect.objectContaining({ count: 1 }) } });
 
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true, paused: false });
       const listing = await svc.http.get(`/queues?prefix=${q}`);
       expect(listing.text).not.toContain(lock.lockId);
 
       expect((await acknowledge(svc.http, q, lock.lockId)).status).toBe(200);
       expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({ count: 1, lock: null });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false, paused: false });
     });
 
     it('DELETE /queue while locked: items_deleted counts the locked items; the lock goes with the queue', async () => {
@@ -469,7 +469,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
 
       clock.advance(600_000);
       expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({ count: 1, lock: null });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: false, paused: false });
       expect(ids(await drain<Item>(svc.http, q))).toEqual(['b1']);
       expectLockError(await acknowledge(svc.http, q, lock.lockId), 'LOCK_NOT_FOUND', 'acknowledging again');
     });
@@ -524,7 +524,7 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect(ext.status).toBe(200);
       await sleep(Math.max(0, lock.expiresAt * 1000 - Date.now()) + 500);
       expect(Date.now() / 1000, 'past the original expiry').toBeGreaterThan(lock.expiresAt);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true, paused: false });
       expectQueueLocked(await svc.http.post(`/queue/${q}/pop`));
       expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({ count: 1, lock: { item_count: 2 } });
       expect((await acknowledge(svc.http, q, lock.lockId)).body).toMatchObject({ success: true, items_acknowledged: 2 });
@@ -557,13 +557,13 @@ describe(`acknowledgement locks (${databaseKind})`, () => {
       expect(ids(lock.items)).toEqual(['a0', 'a1', 'b0', 'b1']);
       await pushAll(svc.http, q, [...entries(1, 'b3'), ...entries(0, 'a2'), ...entries(2, 'c0')]);
       const res = await release(svc.http, q, lock.lockId);
-      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true, items_returned: 4 } });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { success: true, items_returned: 4, items_delayed: 0 } });
       expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({
         count: 9,
         lock: null,
         priorities: { '0': { count: 3 }, '1': { count: 4 }, '2': { count: 1 }, '3': { count: 1 } },
       });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 9, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 9, locked: false, paused: false });
       expectLockError(await release(svc.http, q, lock.lockId), 'LOCK_NOT_FOUND', 'releasing again');
       expect(ids(await drain<Item>(svc.http, q))).toEqual(['a0', 'a1', 'a2', 'b0', 'b1', 'b2', 'b3', 'c0', 'd0']);
     });
@@ -608,18 +608,18 @@ describe(`lock expiry by the background sweep; returned batches larger than a se
     ] as const) {
       expect((await svc.http.post(`/queue/${q}/push`).send({ item: { id }, priority: p })).status).toBe(200);
     }
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 5, locked: true, paused: false });
 
     const expiresAtMs = lock.expiresAt * 1000;
     const back = await waitForListedCount(q, 10, expiresAtMs + 1500);
     expect(back, `the sweep did not return the items within 1.5 s of expiry (listing: ${JSON.stringify(await listed(svc.http, q))})`).toBeDefined();
     expect(back!, 'items came back before the lock expired').toBeGreaterThanOrEqual(expiresAtMs - 20);
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 10, locked: false });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 10, locked: false, paused: false });
 
     expect(ids(await drain<Item>(svc.http, q))).toEqual(['a0', 'a1', 'a2', 'a3', 'b0', 'b1', 'c0', 'c1', 'c2', 'c3']);
     expectLockError(await acknowledge(svc.http, q, lock.lockId), 'LOCK_EXPIRED');
     // The acknowledged lock's items never came back.
-    expect(await listed(svc.http, acked)).toEqual({ queue_id: acked, count: 1, locked: false });
+    expect(await listed(svc.http, acked)).toEqual({ queue_id: acked, count: 1, locked: false, paused: false });
     expect(ids(await drain<Item>(svc.http, acked))).toEqual(['x1']);
   });
 
@@ -641,7 +641,7 @@ describe(`lock expiry by the background sweep; returned batches larger than a se
     await pushAll(svc.http, rel, entries(0, ...n('a', 12, 14)));
 
     const released = await release(svc.http, rel, relLock.lockId);
-    expect(released.body).toEqual({ success: true, items_returned: 8 });
+    expect(released.body).toEqual({ success: true, items_returned: 8, items_delayed: 0 });
 
     const deadline = Math.max(spillLock.expiresAt, wholeLock.expiresAt) * 1000 + 1500;
     expect(await waitForListedCount(spill, 17, deadline), 'spill: items back').toBeDefined();
@@ -713,7 +713,7 @@ describe(`a crash (SIGKILL of the built service, node main.js) keeps locks and t
       await sleep(50);
       row = await listed(child.http, lapsed);
     }
-    expect(row, `items of the expired lock not back by the sweep: ${child.output()}`).toEqual({ queue_id: lapsed, count: 9, locked: false });
+    expect(row, `items of the expired lock not back by the sweep: ${child.output()}`).toEqual({ queue_id: lapsed, count: 9, locked: false, paused: false });
     expect(ids(await drain<Item>(child.http, lapsed))).toEqual(['s0', 's1', 's2', 's3', 's4', 's5', 'u0', 'u1', 'u2']);
     expectLockError(await acknowledge(child.http, lapsed, lapsedLock.lockId), 'LOCK_EXPIRED');
 

@@ -122,7 +122,7 @@ describe(`generated API client (${databaseKind})`, () => {
 
     // Release: the items go back to the front of priority 0.
     const released = ok(await client.POST('/queue/{queue_id}/release', { ...path(q), body: { lock_id: lockId } }));
-    expect(released).toEqual({ success: true, items_returned: 2 });
+    expect(released).toEqual({ success: true, items_returned: 2, items_delayed: 0 });
 
     const again = ok(await client.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: q }, query: { depth: 10, require_ack: true } } }));
     expect(again.items).toEqual([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
@@ -154,13 +154,13 @@ describe(`generated API client (${databaseKind})`, () => {
 
     const first = ok(await client.GET('/queues', { params: { query: { prefix, limit: 2 } } }));
     expect(first.queues).toEqual([
-      { queue_id: `${prefix}-a`, count: 2, locked: false },
-      { queue_id: `${prefix}-b`, count: 2, locked: true },
+      { queue_id: `${prefix}-a`, count: 2, locked: false, paused: false },
+      { queue_id: `${prefix}-b`, count: 2, locked: true, paused: false },
     ]);
     expect(first.next_cursor).toEqual(expect.any(String));
 
     const second = ok(await client.GET('/queues', { params: { query: { prefix, limit: 2, cursor: first.next_cursor! } } }));
-    expect(second).toEqual({ queues: [{ queue_id: `${prefix}-c`, count: 1, locked: false }], next_cursor: null });
+    expect(second).toEqual({ queues: [{ queue_id: `${prefix}-c`, count: 1, locked: false, paused: false }], next_cursor: null });
 
     const all = ok(await client.GET('/queues', { params: { query: { prefix } } }));
     expect(all.queues.map((s) => s.queue_id)).toEqual([`${prefix}-a`, `${prefix}-b`, `${prefix}-c`]);

@@ -77,7 +77,7 @@ describe(`delayed items (${databaseKind})`, () => {
     const q = uniqueQueueId('delay-bound');
     expect(await push(q, { item: { id: 'd' }, delay_seconds: 30, priority: 2 })).toMatchObject({ status: 200, body: { success: true } });
     expect(await info(q)).toMatchObject({ count: 0, delayed: 1, priorities: {} });
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
     expect((await answer(svc.http.post(`/queue/${q}/pop?depth=10`))).body).toEqual({ items: [], count: 0 });
     expect((await answer(svc.http.post(`/queue/${q}/pop?require_ack=true`))).body).toEqual({ items: [], count: 0, locked: false });
     clock.advance(30_000 - MARGIN_MS);
@@ -124,7 +124,7 @@ describe(`delayed items (${databaseKind})`, () => {
       ).status,
     ).toBe(200);
     await sleep(500);
-    expect(await listed(svc.http, q), 'not due: the sweep leaves it').toEqual({ queue_id: q, count: 0, locked: false });
+    expect(await listed(svc.http, q), 'not due: the sweep leaves it').toEqual({ queue_id: q, count: 0, locked: false, paused: false });
     clock.advance(60_000);
     // The listing runs no turn: only the sweep can have moved the items.
     let row = await listed(svc.http, q);
@@ -132,7 +132,7 @@ describe(`delayed items (${databaseKind})`, () => {
       await sleep(50);
       row = await listed(svc.http, q);
     }
-    expect(row).toEqual({ queue_id: q, count: 2, locked: false });
+    expect(row).toEqual({ queue_id: q, count: 2, locked: false, paused: false });
     expect(await info(q)).toMatchObject({ count: 2, delayed: 0 });
     expect(ids(await drain<Item>(svc.http, q))).toEqual(['x', 'y']);
   });

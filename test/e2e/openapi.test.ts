@@ -300,12 +300,30 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
       ((put.op as { requestBody?: unknown }).requestBody as { content: Record<string, { schema: { $ref: string } }> }).content['application/json'].schema.$ref,
     );
     expect(body.required ?? []).toEqual([]);
-    expect(Object.keys(body.properties ?? {}).sort()).toEqual(['buffer_segments', 'dead_letter_queue', 'lock_mode', 'max_deliveries', 'segment_size']);
+    expect(Object.keys(body.properties ?? {}).sort()).toEqual([
+      'buffer_segments',
+      'dead_letter_queue',
+      'lock_mode',
+      'max_deliveries',
+      'max_in_flight',
+      'max_pops_per_second',
+      'paused',
+      'retry_backoff',
+      'retry_delay_max_seconds',
+      'retry_delay_seconds',
+      'segment_size',
+    ]);
     expect(body.properties!.segment_size).toMatchObject({ type: 'integer', minimum: 1, maximum: 10000 });
     expect(body.properties!.buffer_segments).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
     expect(body.properties!.lock_mode).toMatchObject({ enum: ['exclusive', 'shared'] });
     expect(body.properties!.max_deliveries).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000, nullable: true });
     expect(body.properties!.dead_letter_queue).toMatchObject({ type: 'string', nullable: true });
+    expect(body.properties!.paused).toMatchObject({ type: 'boolean' });
+    expect(body.properties!.retry_delay_seconds).toMatchObject({ type: 'integer', minimum: 0, maximum: 900 });
+    expect(body.properties!.retry_backoff).toMatchObject({ enum: ['fixed', 'exponential'] });
+    expect(body.properties!.retry_delay_max_seconds).toMatchObject({ type: 'integer', minimum: 1, maximum: 900 });
+    expect(body.properties!.max_in_flight).toMatchObject({ type: 'integer', minimum: 1, maximum: 100000, nullable: true });
+    expect(body.properties!.max_pops_per_second).toMatchObject({ type: 'number', minimum: 0.1, maximum: 100000, nullable: true });
   });
 
   it('GET /docs serves Swagger UI', async () => {

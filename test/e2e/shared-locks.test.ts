@@ -23,6 +23,7 @@ import {
   release,
   timeTravel,
 } from '../support/lock-helpers.js';
+import { DEFAULT_CONTROLS, withoutDefaultControls } from '../support/controls.js';
 import { drain, range, seededRandom, testSeed } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -53,7 +54,8 @@ const getSettings = (http: TestAgent, q: string): Promise<Response> => http.get(
 async function settle(http: TestAgent, q: string, body: Partial<Settings>): Promise<Settings> {
   const res = await putSettings(http, q, body);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return res.body as Settings;
+  // The controls are the subject of queue-controls.test.ts: here they stay at their defaults.
+  return withoutDefaultControls(res.body as Settings);
 }
 
 /** The `locks` of `GET /queue/{id}` on a shared queue. */
@@ -125,12 +127,19 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expectError(await svc.http.get(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');
       const put = await putSettings(svc.http, q, { lock_mode: 'shared' });
       expect(put.status).toBe(200);
-      expect(put.body).toEqual({ segment_size: 5, buffer_segments: 2, lock_mode: 'shared', max_deliveries: null, dead_letter_queue: null });
+      expect(put.body).toEqual({
+        segment_size: 5,
+        buffer_segments: 2,
+        lock_mode: 'shared',
+        max_deliveries: null,
+        dead_letter_queue: null,
+        ...DEFAULT_CONTROLS,
+      });
       expect((await getSettings(svc.http, q)).body).toEqual(put.body);
       const info = await svc.http.get(`/queue/${q}`);
       expect(info.status).toBe(200);
       expect(info.body).toMatchObject({ queue_id: q, count: 0, config: put.body, locks: { count: 0, item_count: 0, next_expires_at: null } });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
 
       // An empty PUT creates the queue with every default.
       const plain = uniqueQueueId('set-empty');
@@ -140,6 +149,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
         lock_mode: 'exclusive',
         max_deliveries: null,
         dead_letter_queue: null,
+        ...DEFAULT_CONTROLS,
       });
       // A queue made by a push has the defaults too, and shows an exclusive `lock`.
       const pushed = uniqueQueueId('set-push');
@@ -150,6 +160,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
         lock_mode: 'exclusive',
         max_deliveries: null,
         dead_letter_queue: null,
+        ...DEFAULT_CONTROLS,
       });
       const exclusive = await svc.http.get(`/queue/${pushed}`);
       expect(exclusive.body).toMatchObject({ lock: null, config: { lock_mode: 'exclusive' } });
@@ -178,6 +189,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
         lock_mode: 'exclusive',
         max_deliveries: null,
         dead_letter_queue: dlq,
+        ...DEFAULT_CONTROLS,
       });
       // The dead-letter queue itself is not created by naming it.
       expectError(await getSettings(svc.http, dlq), 404, 'QUEUE_NOT_FOUND');
@@ -237,7 +249,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       // Here a dead-letter queue is set: max_deliveries alone is fine.
       for (const [label, body] of invalid(q).filter(([l]) => l !== 'max_deliveries without dead_letter_queue')) {
         expectValidationFailed(await putSettings(svc.http, q, body), label);
-        expect((await getSettings(svc.http, q)).body, label).toEqual(before);
+        expect(withoutDefaultControls((await getSettings(svc.http, q)).body), label).toEqual(before);
       }
     });
 
@@ -246,7 +258,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       const dlq = uniqueQueueId('set-dlq-rm-dead');
       const before = await settle(svc.http, q, { max_deliveries: 3, dead_letter_queue: dlq });
       expectValidationFailed(await putSettings(svc.http, q, { dead_letter_queue: null }), 'dead_letter_queue null under max_deliveries 3');
-      expect((await getSettings(svc.http, q)).body).toEqual(before);
+      expect(withoutDefaultControls((await getSettings(svc.http, q)).body)).toEqual(before);
       // Another queue id is fine; so is removing both at once.
       const other = uniqueQueueId('set-dlq-rm-other');
       expect(await settle(svc.http, q, { dead_letter_queue: other })).toMatchObject({ max_deliveries: 3, dead_letter_queue: other });
@@ -387,8 +399,8 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expect(info.body).toMatchObject({ count: 2, locks: { count: 2, item_count: 4 } });
       expect(info.body.lock).toBeUndefined();
       // The second lock ends first: its items go back behind the first lock's, ahead of a4.
-      expect((await release(svc.http, q, second.body.lock_id)).body).toEqual({ success: true, items_returned: 2 });
-      expect((await release(svc.http, q, first.body.lock_id)).body).toEqual({ success: true, items_returned: 2 });
+      expect((await release(svc.http, q, second.body.lock_id)).body).toEqual({ success: true, items_returned: 2, items_delayed: 0 });
+      expect((await release(svc.http, q, first.body.lock_id)).body).toEqual({ success: true, items_returned: 2, items_delayed: 0 });
       const again = await popAck(svc.http, q, { depth: 5, ttl: 30 });
       expect(ids(again.body.items)).toEqual(['a0', 'a1', 'a2', 'a3', 'a4']);
       expect(again.body.delivery_counts).toEqual([2, 2, 2, 2, 1]);
@@ -410,11 +422,11 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expect(new Set(withItems.map((a) => a.body.lock_id)).size).toBe(40);
       expect(withItems.every((a) => a.body.delivery_counts[0] === 1)).toBe(true);
       expect(await locksOf(svc.http, q)).toMatchObject({ count: 40, item_count: 40 });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true, paused: false });
       const acks = await Promise.all(withItems.map((a) => acknowledge(svc.http, q, a.body.lock_id)));
       expect(acks.map((a) => a.body.items_acknowledged)).toEqual(range(40).map(() => 1));
       expect(await locksOf(svc.http, q)).toEqual({ count: 0, item_count: 0, next_expires_at: null });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
     });
 
     it('plain pops take the next available items while locks live; a push while locked is popped after the held items come back', async () => {
@@ -445,12 +457,12 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       await pushAll(svc.http, q, [...entries(2, 'c1'), ...entries(0, 'a6'), ...entries(1, 'b4')]);
       expect(await locksOf(svc.http, q)).toEqual({ count: 5, item_count: 11, next_expires_at: l1.expiresAt });
 
-      expect((await release(svc.http, q, l3.lockId)).body).toEqual({ success: true, items_returned: 3 });
+      expect((await release(svc.http, q, l3.lockId)).body).toEqual({ success: true, items_returned: 3, items_delayed: 0 });
       expect((await acknowledge(svc.http, q, l4.lockId)).body).toMatchObject({ items_acknowledged: 1 });
       clock.advance(10_001);
       // l1 expires with no request: the sweep gives it back.
       await sweepOnce(svc);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 8, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 8, locked: true, paused: false });
       expectLockError(await extendLock(svc.http, q, l1.lockId, 30), 'LOCK_EXPIRED');
       expect(await locksOf(svc.http, q)).toEqual({ count: 2, item_count: 5, next_expires_at: l2.expiresAt });
       // What is available now: a0 a1 (expired) a5 (released) a6 (new); b0 b1 (released) b4; c1. a2-a4 still held.
@@ -482,7 +494,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       expect(extended.body).toMatchObject({ success: true, lock_id: ext.lockId });
       expect(extended.body.lock_expires_at).toBeGreaterThan(ext.expiresAt + 80);
       expect((await acknowledge(svc.http, q, ack.lockId)).body).toMatchObject({ success: true, items_acknowledged: 1 });
-      expect((await release(svc.http, q, rel.lockId)).body).toEqual({ success: true, items_returned: 1 });
+      expect((await release(svc.http, q, rel.lockId)).body).toEqual({ success: true, items_returned: 1, items_delayed: 0 });
       clock.advance(10_001);
       // `exp` expired, `ext` lives on.
       expect(await locksOf(svc.http, q)).toEqual({ count: 1, item_count: 1, next_expires_at: extended.body.lock_expires_at });
@@ -539,7 +551,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       clock.advance(5_100);
       // No request on the queue: the sweep finds the lock due and gives its item back.
       expect(await sweepOnce(svc)).toBeGreaterThanOrEqual(1);
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 1, locked: true, paused: false });
       expectLockError(await acknowledge(svc.http, q, long.lockId), 'LOCK_EXPIRED');
       expect(await locksOf(svc.http, q)).toEqual({ count: 1, item_count: 1, next_expires_at: other.expiresAt });
       expect(ids((await svc.http.post(`/queue/${q}/pop`)).body.items)).toEqual(['a0']);
@@ -657,6 +669,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
             success: true,
             items_returned: outcome.returned,
             ...(outcome.dead > 0 ? { items_dead_lettered: outcome.dead } : {}),
+            items_delayed: 0,
           });
           locks.delete(id);
         } else if (action === 8 && live.length > 0) {
@@ -702,7 +715,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       await pushAll(svc.http, q, entries(0, 'a0', 'a1', 'a2'));
       const first = await popAck(svc.http, q, { depth: 2, ttl: 10 });
       expect(first.body.delivery_counts).toEqual([1, 1]);
-      expect((await release(svc.http, q, first.body.lock_id)).body).toEqual({ success: true, items_returned: 2 });
+      expect((await release(svc.http, q, first.body.lock_id)).body).toEqual({ success: true, items_returned: 2, items_delayed: 0 });
       const second = await popAck(svc.http, q, { depth: 1, ttl: 10 });
       expect(second.body.delivery_counts).toEqual([2]);
       clock.advance(10_001);
@@ -727,7 +740,7 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
           await pushAll(svc.http, dlq, [...entries(2, 'old-c'), ...entries(5, 'old-f')]);
           await pushAll(svc.http, q, [...entries(2, 'c0'), ...entries(5, 'f0')]);
           const end = async (lockId: string, expectBody: Record<string, unknown>): Promise<void> => {
-            if (ending === 'release') expect((await release(svc.http, q, lockId)).body).toEqual({ success: true, ...expectBody });
+            if (ending === 'release') expect((await release(svc.http, q, lockId)).body).toEqual({ success: true, ...expectBody, items_delayed: 0 });
             else {
               clock.advance(10_001);
               // The sweep gives the expired lock's items back (or to the dead-letter queue) with no request on the queue.
@@ -773,9 +786,9 @@ describe(`queue settings, shared locks and dead letters (${databaseKind})`, () =
       await pushAll(svc.http, q, [...entries(0, 'a0', 'a1'), ...entries(1, 'b0', 'b1')]);
       const l1 = await lockItems<Item>(svc.http, q, { depth: 2, ttl: 60 });
       const l2 = await lockItems<Item>(svc.http, q, { depth: 2, ttl: 60 });
-      expect((await release(svc.http, q, l2.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2 });
-      expect((await release(svc.http, q, l1.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2 });
-      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false });
+      expect((await release(svc.http, q, l2.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2, items_delayed: 0 });
+      expect((await release(svc.http, q, l1.lockId)).body).toEqual({ success: true, items_returned: 0, items_dead_lettered: 2, items_delayed: 0 });
+      expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: false, paused: false });
       expect(ids(await drain<Item>(svc.http, dlq))).toEqual(['old-a', 'a0', 'a1', 'old-b', 'b0', 'b1']);
       // The DLQ can be deleted like any queue.
       await pushAll(svc.http, dlq, entries(0, 'x'));
@@ -863,7 +876,7 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     const short1 = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 1 });
     const short2 = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 1 });
     const long = await lockItems<Item>(svc.http, q, { depth: 1, ttl: 60 });
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 0, locked: true, paused: false });
     // A listing runs no turn on the queue: only the sweep can bring the items back.
     let row = await listed(svc.http, q);
     const back = async (): Promise<boolean> => {
@@ -872,11 +885,11 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     };
     const deadline = Date.now() + 10_000;
     while (!(await back()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(row).toEqual({ queue_id: q, count: 2, locked: true });
+    expect(row).toEqual({ queue_id: q, count: 2, locked: true, paused: false });
     expect(Date.now()).toBeGreaterThanOrEqual(short2.expiresAt * 1000);
     expectLockError(await release(svc.http, q, short1.lockId), 'LOCK_EXPIRED');
     expect((await acknowledge(svc.http, q, long.lockId)).status).toBe(200);
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: false });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: false, paused: false });
     expect(ids(await drain<Item>(svc.http, q))).toEqual(['a0', 'a1']);
   });
 
@@ -897,19 +910,19 @@ describe(`shared locks: limits, sweeps, restarts and metrics (${databaseKind})`,
     await closeWithin(() => svc.close());
     svc = await startService({ dataDir, env: { MAX_LOCKS_PER_QUEUE: '3', LOCK_SWEEP_INTERVAL_MS: '100' } });
 
-    expect((await getSettings(svc.http, q)).body).toEqual(settings);
+    expect(withoutDefaultControls((await getSettings(svc.http, q)).body)).toEqual(settings);
     expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({
       count: 2,
       config: settings,
       locks: { count: 2, item_count: 2, next_expires_at: held.expiresAt },
     });
-    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: true });
-    expect((await release(svc.http, q, second.lockId)).body).toEqual({ success: true, items_returned: 1 });
+    expect(await listed(svc.http, q)).toEqual({ queue_id: q, count: 2, locked: true, paused: false });
+    expect((await release(svc.http, q, second.lockId)).body).toEqual({ success: true, items_returned: 1, items_delayed: 0 });
     const next = await popAck(svc.http, q, { depth: 3 });
     expect(ids(next.body.items)).toEqual(['a1', 'a2', 'a3']);
     expect(next.body.delivery_counts).toEqual([3, 1, 1]);
     // a1's third delivery ends: it goes to the dead-letter queue.
-    expect((await release(svc.http, q, next.body.lock_id)).body).toEqual({ success: true, items_returned: 2, items_dead_lettered: 1 });
+    expect((await release(svc.http, q, next.body.lock_id)).body).toEqual({ success: true, items_returned: 2, items_dead_lettered: 1, items_delayed: 0 });
     expect((await acknowledge(svc.http, q, held.lockId)).body).toMatchObject({ items_acknowledged: 1 });
     expect((await svc.http.post(`/queue/${dlq}/pop`)).body.items).toEqual([{ id: 'a1' }]);
     // The exclusive queue's item was given back to its segment before the restart, and read back from it.

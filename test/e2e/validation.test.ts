@@ -95,7 +95,7 @@ describe('bad input', () => {
       expect(meta.body.queues.queue_0.metadata.count).toBe(2);
       const listed = await svc.http.get('/queues').query({ prefix: q });
       expect(listed.status).toBe(200);
-      expect(listed.body.queues).toEqual([{ queue_id: q, count: 2, locked: false }]);
+      expect(listed.body.queues).toEqual([{ queue_id: q, count: 2, locked: false, paused: false }]);
       const pop = await svc.http.post(`/queue/${q}/pop`);
       expect(pop.body).toEqual({ items: [{ a: 1 }], count: 1 });
       const del = await svc.http.delete(`/queue/${q}`);
@@ -456,11 +456,11 @@ describe('bad input', () => {
       for (const n of [1, 2]) expect((await svc.http.post(`/queue/${prefix}-${n}/push`).send({ item: { n } })).status).toBe(200);
       const page1 = await svc.http.get('/queues').query({ prefix, limit: 1 });
       expect(page1.status).toBe(200);
-      expect(page1.body.queues).toEqual([{ queue_id: `${prefix}-1`, count: 1, locked: false }]);
+      expect(page1.body.queues).toEqual([{ queue_id: `${prefix}-1`, count: 1, locked: false, paused: false }]);
       expect(typeof page1.body.next_cursor).toBe('string');
       const page2 = await svc.http.get('/queues').query({ prefix, limit: 1000, cursor: page1.body.next_cursor });
       expect(page2.status).toBe(200);
-      expect(page2.body).toEqual({ queues: [{ queue_id: `${prefix}-2`, count: 1, locked: false }], next_cursor: null });
+      expect(page2.body).toEqual({ queues: [{ queue_id: `${prefix}-2`, count: 1, locked: false, paused: false }], next_cursor: null });
     });
   });
 

@@ -5,6 +5,8 @@ import { buildDataSourceOptions, MIGRATIONS } from '../../src/database/database.
 import { DatabaseProvider } from '../../src/database/database.provider.js';
 import { createFunctionStatement } from '../../src/database/functions/database-function.js';
 import { WRITE_TURN_FULL } from '../../src/database/functions/write-turn.function.js';
+import { parametersOf, writeTurnValues } from '../../src/database/functions/write-turn.parameters.js';
+import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { functionDrift } from '../support/function-drift.js';
 import { databaseKind, removeDataDir, startService, type TestService } from '../support/service.js';
 
@@ -78,6 +80,7 @@ describe(`database schema (${databaseKind})`, () => {
       'IDX_queue_locks_due',
       'IDX_queues_next_due',
       'IDX_queues_next_lock_expiry',
+      'IDX_queues_paused',
       'IDX_shared_locks_expired',
       'IDX_shared_locks_live',
     ]);
@@ -115,5 +118,57 @@ describe(`database schema (${databaseKind})`, () => {
     expect(drift).toHaveLength(2);
     expect(drift[0]).toMatch(/^differs: pushpop_write_turn\(p_queue_id character varying, .*-- changed/);
     expect(drift[1]).toBe('not declared: pushpop_write_turn(p_queue_id character varying)');
+  });
+
+  it('a process of the previous release still writes through its full form: settings it changes leave the controls at their defaults', async () => {
+    const queueId = `t-previous-full-${randomBytes(4).toString('hex')}`;
+    const write: StoredTurnWrite = {
+      expectedVersion: null,
+      newVersion: 1,
+      deleteQueue: false,
+      settings: { segmentSize: 5, bufferSegments: 1, lockMode: 'shared' },
+      settingsChanged: true,
+      itemCount: 0,
+      priorities: {},
+      deletes: [],
+      inserts: [],
+      lock: undefined,
+      storeSaves: [],
+      storeDeletes: [],
+      delayed: null,
+      delayedInserts: [],
+      delayedDeleteThrough: null,
+      dedupInserts: [],
+      shared: null,
+      sharedLockUpserts: [],
+      sharedLockDeletes: [],
+      returnedInserts: [],
+      returnedDeletes: [],
+      deadLetters: null,
+      redriven: [],
+    };
+    const previous = parametersOf('full').length;
+    const values = writeTurnValues(queueId, write).slice(0, previous);
+    expect(previous).toBeLessThan(WRITE_TURN_FULL.parameters.length);
+    const placeholders = values.map((_, i) => `$${i + 1}`).join(', ');
+    try {
+      const [{ applied }] = await dataSource.query<{ applied: boolean }[]>(`SELECT pushpop_write_turn(${placeholders}) AS applied`, values);
+      expect(applied).toBe(true);
+      const [row] = await dataSource.query<Record<string, unknown>[]>(
+        `SELECT lock_mode, paused, retry_delay_seconds, retry_backoff, retry_delay_max_seconds, max_in_flight, max_pops_per_second FROM queues WHERE queue_id = $1`,
+        [queueId],
+      );
+      expect(row).toEqual({
+        lock_mode: 'shared',
+        paused: false,
+        retry_delay_seconds: 0,
+        retry_backoff: 'exponential',
+        retry_delay_max_seconds: 900,
+        max_in_flight: null,
+        max_pops_per_second: null,
+      });
+    } finally {
+      await dataSource.query(`DELETE FROM queues WHERE queue_id = $1`, [queueId]);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { DEFAULT_CONTROLS } from '../support/controls.js';
 import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -131,6 +132,13 @@ const advanceArb = fc.oneof(
   fc.integer({ min: 0, max: 2_000 }),
 );
 
+/** Retry delays: none, a few seconds fixed, or exponential with a small ceiling (so that items come back within a run). */
+const retryArb: fc.Arbitrary<NonNullable<SettingsChoice['retry']>> = fc.oneof(
+  fc.constant({ seconds: 0, backoff: 'exponential' as const, max: 900 }),
+  fc.record({ seconds: fc.integer({ min: 1, max: 5 }), backoff: fc.constant('fixed' as const), max: fc.constant(900) }),
+  fc.integer({ min: 1, max: 3 }).map((seconds) => ({ seconds, backoff: 'exponential' as const, max: seconds * 4 })),
+);
+
 const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   {
     arbitrary: fc.record({ depth: depthArb, ttlSeconds: ttlArb }).map(({ depth, ttlSeconds }): QueueCommand => ({ kind: 'popAck', depth, ttlSeconds })),
@@ -146,6 +154,10 @@ const ackCommandArbs: fc.WeightedArbitrary<QueueCommand>[] = [
   { arbitrary: lockIdArb.map((lockId): QueueCommand => ({ kind: 'release', lockId })), weight: 3 },
   { arbitrary: advanceArb.map((ms): QueueCommand => ({ kind: 'advance', ms })), weight: 5 },
   { arbitrary: fc.constantFrom(-1, 0, 1).map((deltaMs): QueueCommand => ({ kind: 'advanceToExpiry', deltaMs })), weight: 3 },
+  // Pause and resume: pops hand out nothing meanwhile, locks and expiry go on.
+  { arbitrary: fc.boolean().map((paused): QueueCommand => ({ kind: 'settings', settings: { paused } })), weight: 1 },
+  // Retry delays: items given back wait, then come back to their place in push order.
+  { arbitrary: retryArb.map((retry): QueueCommand => ({ kind: 'settings', settings: { retry } })), weight: 1 },
 ];
 
 /** Mostly a live lock (there are many in shared mode), sometimes the newest or an older one (maybe ended), rarely a bogus or no id. */
@@ -163,6 +175,8 @@ const settingsArb: fc.Arbitrary<SettingsChoice> = fc.oneof(
   { arbitrary: fc.constant<SettingsChoice>({ lockMode: 'shared', maxDeliveries: 2 }), weight: 6 },
   { arbitrary: fc.record({ lockMode: fc.constant<'shared'>('shared'), maxDeliveries: fc.constantFrom(1, 3, null) }), weight: 2 },
   { arbitrary: fc.constantFrom<SettingsChoice>({ maxDeliveries: 1 }, { lockMode: 'exclusive' }), weight: 1 },
+  { arbitrary: fc.boolean().map((paused): SettingsChoice => ({ paused })), weight: 2 },
+  { arbitrary: retryArb.map((retry): SettingsChoice => ({ retry })), weight: 2 },
 );
 
 /**
@@ -392,8 +406,8 @@ class ModelRunner {
         const res = await http.post(`/queue/${q}/pop?depth=${command.depth}`);
         if (this.expectQueueLocked(res, expected)) return;
         this.expectStatus(res, 200);
-        const { items } = this.as(expected, 'pop');
-        expect(res.body, this.label).toStrictEqual({ items, count: items.length });
+        const { items, paused } = this.as(expected, 'pop');
+        expect(res.body, this.label).toStrictEqual({ items, count: items.length, ...(paused ? { paused } : {}) });
         return;
       }
       case 'popAck': {
@@ -401,7 +415,7 @@ class ModelRunner {
         if (this.expectQueueLocked(res, expected)) return;
         this.expectStatus(res, 200);
         if (expected.kind === 'popAckEmpty') {
-          expect(res.body, this.label).toStrictEqual({ items: [], count: 0, locked: false });
+          expect(res.body, this.label).toStrictEqual({ items: [], count: 0, locked: false, ...(expected.paused ? { paused: true } : {}) });
           return;
         }
         const want = this.as(expected, 'popAckLocked');
@@ -446,13 +460,16 @@ class ModelRunner {
           success: true,
           items_returned: want.count,
           ...(want.deadLettered > 0 ? { items_dead_lettered: want.deadLettered } : {}),
+          items_delayed: want.delayed,
         });
         return;
       }
       case 'settings': {
-        const { lockMode, maxDeliveries } = command.settings;
+        const { lockMode, maxDeliveries, paused, retry } = command.settings;
         const body = {
           ...(lockMode !== undefined ? { lock_mode: lockMode } : {}),
+          ...(paused !== undefined ? { paused } : {}),
+          ...(retry !== undefined ? { retry_delay_seconds: retry.seconds, retry_backoff: retry.backoff, retry_delay_max_seconds: retry.max } : {}),
           ...(maxDeliveries !== undefined ? { max_deliveries: maxDeliveries, dead_letter_queue: maxDeliveries === null ? null : this.deadLetterQueueId } : {}),
         };
         const res = await http.put(`/queue/${q}/settings`).send(body);
@@ -519,6 +536,11 @@ class ModelRunner {
       lock_mode: settings.lockMode,
       max_deliveries: settings.maxDeliveries,
       dead_letter_queue: settings.deadLetters ? this.deadLetterQueueId : null,
+      ...DEFAULT_CONTROLS,
+      paused: settings.paused,
+      retry_delay_seconds: settings.retryDelaySeconds,
+      retry_backoff: settings.retryBackoff,
+      retry_delay_max_seconds: settings.retryDelayMaxSeconds,
     };
   }
 
@@ -620,7 +642,7 @@ class ModelRunner {
     expect(counts, `${label}: count per priority`).toStrictEqual(expected.counts);
     for (const [p, info] of Object.entries(body.priorities)) this.checkPriorityInvariants(`${label}, priority ${p}`, Number(p), info);
     const locked = expected.locks !== undefined ? expected.locks.count > 0 : expected.lock !== null;
-    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked });
+    expect(row, listLabel).toStrictEqual({ queue_id: this.queueId, count: expected.count, locked, paused: expected.settings.paused });
   }
 
   /**

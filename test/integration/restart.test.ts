@@ -1,3 +1,4 @@
+import { DEFAULT_CONTROLS } from '../support/controls.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { answer, range, seededRandom, testSeed, until, within } from '../support/queue-helpers.js';
@@ -153,13 +154,30 @@ describe('restart', () => {
         lock_mode: 'exclusive',
         max_deliveries: null,
         dead_letter_queue: null,
+        ...DEFAULT_CONTROLS,
       });
       const metaBefore = await answer(svc.http.get(`/queue/${q}/state/metadata`));
       expect(metaBefore.status).toBe(200);
 
+      // A second queue with every control set: they hold across the restart (a paused queue stays paused).
+      const controlled = uniqueQueueId('restart-controls');
+      const controls = {
+        paused: true,
+        retry_delay_seconds: 7,
+        retry_backoff: 'fixed',
+        retry_delay_max_seconds: 60,
+        max_in_flight: 3,
+        max_pops_per_second: 2.5,
+      };
+      expect((await answer(svc.http.put(`/queue/${controlled}/settings`).send(controls))).status).toBe(200);
+      expect((await answer(svc.http.post(`/queue/${controlled}/push`).send({ item: { c: 1 } }))).status).toBe(200);
+
       await svc.close();
       // A different SEGMENT_SIZE now: it applies to new queues only, the queue keeps its 10.
       svc = await startService({ dataDir, env: { SEGMENT_SIZE: '7' } });
+
+      expect((await answer(svc.http.get(`/queue/${controlled}/settings`))).body).toMatchObject(controls);
+      expect((await answer(svc.http.post(`/queue/${controlled}/pop`))).body).toEqual({ items: [], count: 0, paused: true });
 
       const after = await answer(svc.http.get(`/queue/${q}`));
       expect(after.status).toBe(200);

@@ -87,6 +87,10 @@ export interface SettingsChoice {
   lockMode?: 'exclusive' | 'shared';
   /** With the dead-letter queue; null: no limit (and no dead-letter queue). */
   maxDeliveries?: number | null;
+  /** Pause or resume: while paused, pops hand out nothing and say so. */
+  paused?: boolean;
+  /** The retry delay of items given back (`seconds` never above `max`). */
+  retry?: { seconds: number; backoff: 'fixed' | 'exponential'; max: number };
 }
 
 export type QueueCommand =
@@ -129,18 +133,19 @@ export type ModelOutcome =
   /** `duplicate` is undefined for a push without a dedup id (the answer then has no such field). */
   | { kind: 'push'; priority: number; delaySeconds: number; duplicate: boolean | undefined }
   | { kind: 'pushBatch'; count: number; duplicates: number }
-  | { kind: 'pop'; items: Item[] }
+  /** `paused`: the queue is paused, nothing was handed out (the answer says `paused: true`). */
+  | { kind: 'pop'; items: Item[]; paused?: true }
   /** 423 QUEUE_LOCKED (a pop with or without ack while an unexpired lock exists). */
   | { kind: 'queueLocked'; expiresAt: number }
   /** A pop with ack that found items: `lockId` is the model's symbolic id of the new lock; `deliveryCounts` parallel to `items`. */
   | { kind: 'popAckLocked'; items: Item[]; deliveryCounts: number[]; lockId: string; expiresAt: number }
   /** A pop with ack on an empty (or missing) queue: `{items: [], count: 0, locked: false}`. */
-  | { kind: 'popAckEmpty' }
+  | { kind: 'popAckEmpty'; paused?: true }
   | { kind: 'lockError'; code: LockErrorCode }
   | { kind: 'acknowledged'; count: number }
   | { kind: 'extended'; lockId: string; expiresAt: number }
   /** `deadLettered` > 0 only when some items went to the dead-letter queue (the answer then has `items_dead_lettered`). */
-  | { kind: 'released'; count: number; deadLettered: number }
+  | { kind: 'released'; count: number; deadLettered: number; delayed: number }
   | { kind: 'settings'; settings: ModelSettings }
   | { kind: 'settingsLocked' }
   | {
@@ -174,9 +179,29 @@ export interface ModelSettings {
   maxDeliveries: number | null;
   /** Whether the dead-letter queue is set (always the run's own one). */
   deadLetters: boolean;
+  /** Pops hand out nothing; everything else goes on. */
+  paused: boolean;
+  retryDelaySeconds: number;
+  retryBackoff: 'fixed' | 'exponential';
+  retryDelayMaxSeconds: number;
 }
 
-const DEFAULT_SETTINGS: ModelSettings = { lockMode: 'exclusive', maxDeliveries: null, deadLetters: false };
+const DEFAULT_SETTINGS: ModelSettings = {
+  lockMode: 'exclusive',
+  maxDeliveries: null,
+  deadLetters: false,
+  paused: false,
+  retryDelaySeconds: 0,
+  retryBackoff: 'exponential',
+  retryDelayMaxSeconds: 900,
+};
+
+/** The contract's retry delay (ms) of an item given back after `deliveries` deliveries. */
+function retryDelayMs(settings: ModelSettings, deliveries: number): number {
+  const { retryDelaySeconds: base, retryBackoff, retryDelayMaxSeconds: max } = settings;
+  if (base === 0) return 0;
+  return (retryBackoff === 'fixed' ? base : Math.min(max, base * 2 ** Math.max(0, deliveries - 1))) * 1000;
+}
 
 /** The model's symbolic id for "a well-formed id no lock has". */
 export const BOGUS_LOCK_ID = '#bogus';
@@ -226,8 +251,11 @@ export class QueueModel {
   /** Where the next item joining a tail goes in push order. */
   private nextKey = 0;
 
-  /** Delayed items not yet moved, with their due time and push order. */
-  private delayedItems: { dueAt: number; seq: number; item: Item; priority: number }[] = [];
+  /**
+   * Delayed items not yet moved, with their due time and push order; `retry`: an item given
+   * back and waiting out its retry delay, with its place in push order and its deliveries.
+   */
+  private delayedItems: { dueAt: number; seq: number; item: Item; priority: number; retry?: { key: number; deliveries: number } }[] = [];
   private delayedSeq = 0;
   /** Dedup ids accepted, with the end of their window (epoch ms). */
   private readonly accepted = new Map<string, number>();
@@ -284,7 +312,16 @@ export class QueueModel {
   settle(): void {
     const due = this.delayedItems.filter((d) => d.dueAt <= this.clock).sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
     this.delayedItems = this.delayedItems.filter((d) => d.dueAt > this.clock);
-    for (const d of due) this.append(d.item, d.priority);
+    for (const d of due) if (!d.retry) this.append(d.item, d.priority);
+    // Given back after a retry delay: to their place in push order among the items given back
+    // (the service keeps the priority's entry while they wait, so they always go apart).
+    for (const d of due) {
+      if (!d.retry) continue;
+      const list = this.byPriority.get(d.priority) ?? [];
+      const at = list.findIndex((e) => !e.apart || e.key > d.retry!.key);
+      list.splice(at < 0 ? list.length : at, 0, { item: d.item, key: d.retry.key, deliveries: d.retry.deliveries, apart: true });
+      this.byPriority.set(d.priority, list);
+    }
     const expired = [...this.sharedLocks.values()].filter((l) => l.state === 'active' && l.expiresAt <= this.clock).sort((a, b) => a.expiresAt - b.expiresAt);
     for (const lock of expired) {
       this.giveBack(lock.items);
@@ -374,11 +411,17 @@ export class QueueModel {
    * place: an exclusive lock took the front, and nothing was popped since). Returns how many
    * went to the dead-letter queue.
    */
-  private giveBack(items: HeldItem[]): number {
+  private giveBack(items: HeldItem[]): { deadLettered: number; delayed: number } {
     const { maxDeliveries, deadLetters } = this.currentSettings;
     const dead = items.filter((h) => deadLetters && maxDeliveries !== null && h.deliveries >= maxDeliveries);
     for (const h of dead) this.deadLetters.push(h.item, h.priority);
-    const back = items.filter((h) => !dead.includes(h));
+    // A retry delay: the item waits among the delayed items (in lock order), then comes back apart.
+    const waiting = items.filter((h) => !dead.includes(h) && retryDelayMs(this.currentSettings, h.deliveries) > 0);
+    for (const h of waiting) {
+      const dueAt = this.clock + retryDelayMs(this.currentSettings, h.deliveries);
+      this.delayedItems.push({ dueAt, seq: this.delayedSeq++, item: h.item, priority: h.priority, retry: { key: h.key, deliveries: h.deliveries } });
+    }
+    const back = items.filter((h) => !dead.includes(h) && !waiting.includes(h));
     const toFront: HeldItem[] = [];
     for (const { priority, ...entry } of back) {
       const list = this.byPriority.get(priority) ?? [];
@@ -391,7 +434,7 @@ export class QueueModel {
       this.byPriority.set(priority, list);
     }
     this.returnToFront(toFront);
-    return dead.length;
+    return { deadLettered: dead.length, delayed: waiting.length };
   }
 
   /** Puts held items back at the front of their priorities, keeping their order. */
@@ -473,11 +516,11 @@ export class QueueModel {
   }
 
   /** Gives the lock's items back; how many went back and how many to the dead-letter queue. */
-  release(lock: ModelLock): { returned: number; deadLettered: number } {
-    const deadLettered = this.giveBack(lock.items);
+  release(lock: ModelLock): { returned: number; deadLettered: number; delayed: number } {
+    const { deadLettered, delayed } = this.giveBack(lock.items);
     if (this.shared) this.sharedLocks.delete(lock.id);
     else this.lock = null;
-    return { returned: lock.items.length - deadLettered, deadLettered };
+    return { returned: lock.items.length - deadLettered, deadLettered, delayed };
   }
 
   /** PUT settings: creates the queue; a change of lock mode while a lock lives is refused. */
@@ -488,6 +531,10 @@ export class QueueModel {
       lockMode: choice.lockMode ?? this.currentSettings.lockMode,
       maxDeliveries: choice.maxDeliveries !== undefined ? choice.maxDeliveries : this.currentSettings.maxDeliveries,
       deadLetters: choice.maxDeliveries !== undefined ? choice.maxDeliveries !== null : this.currentSettings.deadLetters,
+      paused: choice.paused ?? this.currentSettings.paused,
+      retryDelaySeconds: choice.retry?.seconds ?? this.currentSettings.retryDelaySeconds,
+      retryBackoff: choice.retry?.backoff ?? this.currentSettings.retryBackoff,
+      retryDelayMaxSeconds: choice.retry?.max ?? this.currentSettings.retryDelayMaxSeconds,
     };
     this.created = true;
     return this.currentSettings;
@@ -621,11 +668,14 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
     case 'pushBatch':
       return { kind: 'pushBatch', ...model.pushBatch(command.entries) };
     case 'pop': {
+      // Paused: nothing handed out, before any 423.
+      if (model.settings.paused) return { kind: 'pop', items: [], paused: true };
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
       return { kind: 'pop', items: model.pop(command.depth) };
     }
     case 'popAck': {
+      if (model.settings.paused) return { kind: 'popAckEmpty', paused: true };
       const expiresAt = model.lockExpiry();
       if (expiresAt !== undefined) return { kind: 'queueLocked', expiresAt };
       if (model.expiryTaken(model.now + command.ttlSeconds * 1000)) {
@@ -664,8 +714,8 @@ export function applyCommand(model: QueueModel, command: QueueCommand): ModelOut
     case 'release': {
       const checked = model.checkLock(command.lockId, command.pick);
       if (typeof checked === 'string') return { kind: 'lockError', code: checked };
-      const { returned, deadLettered } = model.release(checked);
-      return { kind: 'released', count: returned, deadLettered };
+      const { returned, deadLettered, delayed } = model.release(checked);
+      return { kind: 'released', count: returned, deadLettered, delayed };
     }
     case 'settings': {
       const result = model.putSettings(command.settings);

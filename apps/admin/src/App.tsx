@@ -58,7 +58,7 @@ function Console({ session }: { session: ConsoleSession }) {
       ) : (
         <div className="body">
           <aside className="sidebar">
-            <QueueList selected={selected} onSelect={select} refreshKey={refreshKey} />
+            <QueueList selected={selected} onSelect={select} refreshKey={refreshKey} onChanged={changed} />
           </aside>
           <main className="main">
             {selected ? (

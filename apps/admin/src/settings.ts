@@ -7,6 +7,7 @@ import type { QueueSettings, QueueSettingsRequest, ReleaseResponse, SharedLocksI
 import { count, oneDecimal, plural } from './format';
 
 export type LockMode = QueueSettings['lock_mode'];
+export type RetryBackoff = QueueSettings['retry_backoff'];
 
 /** The settings form as typed: text fields, as the inputs hold them. */
 export interface SettingsForm {
@@ -15,6 +16,11 @@ export interface SettingsForm {
   lock_mode: LockMode;
   max_deliveries: string;
   dead_letter_queue: string;
+  retry_delay_seconds: string;
+  retry_backoff: RetryBackoff;
+  retry_delay_max_seconds: string;
+  max_in_flight: string;
+  max_pops_per_second: string;
 }
 
 export type SettingsField = keyof SettingsForm;
@@ -30,6 +36,11 @@ export function settingsForm(current: QueueSettings | null): SettingsForm {
     lock_mode: current?.lock_mode ?? 'exclusive',
     max_deliveries: current?.max_deliveries == null ? '' : String(current.max_deliveries),
     dead_letter_queue: current?.dead_letter_queue ?? '',
+    retry_delay_seconds: String(current?.retry_delay_seconds ?? 0),
+    retry_backoff: current?.retry_backoff ?? 'exponential',
+    retry_delay_max_seconds: String(current?.retry_delay_max_seconds ?? 900),
+    max_in_flight: current?.max_in_flight == null ? '' : String(current.max_in_flight),
+    max_pops_per_second: current?.max_pops_per_second == null ? '' : String(current.max_pops_per_second),
   };
 }
 
@@ -37,6 +48,9 @@ const RANGES = {
   segment_size: [1, 10_000],
   buffer_segments: [1, 1000],
   max_deliveries: [1, 1000],
+  retry_delay_seconds: [0, 900],
+  retry_delay_max_seconds: [1, 900],
+  max_in_flight: [1, 100_000],
 } as const;
 
 function wholeNumber(text: string, [min, max]: readonly [number, number]): number | undefined {
@@ -72,12 +86,43 @@ export function settingsPatch(form: SettingsForm, current: QueueSettings | null)
   if (deliveries !== (current?.max_deliveries ?? null)) patch.max_deliveries = deliveries;
   const deadLetter = form.dead_letter_queue.trim() || null;
   if (deadLetter !== (current?.dead_letter_queue ?? null)) patch.dead_letter_queue = deadLetter;
+  for (const field of ['retry_delay_seconds', 'retry_delay_max_seconds'] as const) {
+    const n = wholeNumber(form[field].trim(), RANGES[field]);
+    if (n === undefined) return { field, problem: `${field} must be a whole number from ${RANGES[field][0]} to ${RANGES[field][1]}.` };
+    if (n !== (current?.[field] ?? (field === 'retry_delay_seconds' ? 0 : 900))) patch[field] = n;
+  }
+  if (Number(form.retry_delay_seconds) > Number(form.retry_delay_max_seconds)) {
+    return { field: 'retry_delay_seconds', problem: 'retry_delay_seconds must not be greater than retry_delay_max_seconds.' };
+  }
+  if (form.retry_backoff !== (current?.retry_backoff ?? 'exponential')) patch.retry_backoff = form.retry_backoff;
+  const inFlightText = form.max_in_flight.trim();
+  const inFlight = inFlightText === '' ? null : wholeNumber(inFlightText, RANGES.max_in_flight);
+  if (inFlight === undefined) return { field: 'max_in_flight', problem: 'max_in_flight must be a whole number from 1 to 100,000, or blank for no limit.' };
+  if (inFlight !== (current?.max_in_flight ?? null)) patch.max_in_flight = inFlight;
+  const rateText = form.max_pops_per_second.trim();
+  const rate = rateText === '' ? null : /^\d+(\.\d+)?$/.test(rateText) ? Number(rateText) : NaN;
+  if (rate !== null && !(rate >= 0.1 && rate <= 100_000)) {
+    return { field: 'max_pops_per_second', problem: 'max_pops_per_second must be a number from 0.1 to 100,000, or blank for no limit.' };
+  }
+  if (rate !== (current?.max_pops_per_second ?? null)) patch.max_pops_per_second = rate;
   return { patch };
 }
 
-const FIELDS = ['segment_size', 'buffer_segments', 'lock_mode', 'max_deliveries', 'dead_letter_queue'] as const;
+const FIELDS = [
+  'segment_size',
+  'buffer_segments',
+  'lock_mode',
+  'max_deliveries',
+  'dead_letter_queue',
+  'paused',
+  'retry_delay_seconds',
+  'retry_backoff',
+  'retry_delay_max_seconds',
+  'max_in_flight',
+  'max_pops_per_second',
+] as const;
 
-/** "segment_size 100, buffer_segments 1, lock_mode shared, max_deliveries 5, dead_letter_queue orders.dead": all of them, for the result panel. */
+/** "segment_size 100, buffer_segments 1, lock_mode shared, max_deliveries 5, dead_letter_queue orders.dead, paused false, …": all of them, for the result panel. */
 export function describeSettings(settings: QueueSettings): string {
   return FIELDS.map((field) => `${field} ${settings[field] === null ? 'none' : String(settings[field])}`).join(', ');
 }
@@ -103,16 +148,26 @@ export function nextExpiry(locks: SharedLocksInfo, nowSeconds: number): { kind: 
 
 /** The result of a release: where the items went, in the words of the queue's lock mode. */
 export function releaseMessage(answer: ReleaseResponse, mode: LockMode | undefined): string {
-  const returned = answer.items_returned;
+  const delayed = answer.items_delayed ?? 0;
+  // items_returned counts the items waiting out a retry delay too.
+  const returned = answer.items_returned - delayed;
   const dead = answer.items_dead_lettered ?? 0;
   const parts: string[] = [];
-  if (returned > 0 || dead === 0) {
+  if (returned > 0 || (dead === 0 && delayed === 0)) {
     parts.push(
       mode === 'shared'
         ? `${plural(returned, 'item')} back in the queue, in push order`
         : `${plural(returned, 'item')} back at the front of ${returned === 1 ? 'its priority' : 'their priorities'}`,
     );
   }
+  if (delayed > 0) parts.push(`${plural(delayed, 'item')} back after the retry delay, in push order`);
   if (dead > 0) parts.push(`${plural(dead, 'item')} reached max_deliveries and went to the dead-letter queue`);
   return `Released: ${parts.join('; ')}.`;
+}
+
+/** How the retry delay reads: "none", "5 s fixed", "5 s doubling up to 300 s". */
+export function describeRetry(settings: QueueSettings): string {
+  if (settings.retry_delay_seconds === 0) return 'none: given back at once';
+  if (settings.retry_backoff === 'fixed') return `${settings.retry_delay_seconds} s, fixed`;
+  return `${settings.retry_delay_seconds} s, doubling up to ${settings.retry_delay_max_seconds} s`;
 }

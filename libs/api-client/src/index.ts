@@ -18,6 +18,8 @@ export type PopResponse = Schemas['PopResponseDto'];
 export type PopQuery = NonNullable<operations['pop']['parameters']['query']>;
 export type LockRequest = Schemas['LockRequestDto'];
 export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
+/** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay. */
+export type ReleaseRequest = Schemas['ReleaseRequestDto'];
 export type AcknowledgeResponse = Schemas['AcknowledgeResponseDto'];
 export type ExtendLockResponse = Schemas['ExtendLockResponseDto'];
 export type ReleaseResponse = Schemas['ReleaseResponseDto'];

@@ -123,7 +123,10 @@ export interface paths {
         /**
          * Pops up to `depth` items: lowest priority number first, FIFO within a priority. An empty
          *     queue answers 200 with no items. With `require_ack` the items are held by a lock until
-         *     acknowledged, released or expired.
+         *     acknowledged, released or expired. A paused queue answers no items and `paused: true`
+         *     (before any 423); a delivery limit with no room (`max_in_flight`, pops with ack) or no
+         *     budget (`max_pops_per_second`) answers no items and `limited: true`. A long poll waits
+         *     through both: for the resume, the room or the budget.
          */
         post: operations["pop"];
         delete?: never;
@@ -206,7 +209,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Gives a lock's items back now, to the front of their original priorities. Errors as for acknowledge. */
+        /**
+         * Gives a lock's items back, to the front of their original priorities, after the queue's
+         *     retry delay (or `delay_seconds`, 0-900, for this release); items that reached
+         *     `max_deliveries` go to the dead-letter queue. `items_delayed` counts the items waiting out
+         *     a delay. Errors as for acknowledge.
+         */
         post: operations["release"];
         delete?: never;
         options?: never;
@@ -221,13 +229,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue. */
+        /** The queue's settings: segment layout, lock mode, delivery limit and dead-letter queue, pause, retry delays and delivery limits. */
         get: operations["getSettings"];
         /**
          * Changes any of the queue's settings (creating the queue if it does not exist) and answers
          *     all of them. `segment_size` and `buffer_segments` change only while the queue holds no
          *     items and no lock (409 `QUEUE_NOT_EMPTY`); `lock_mode` only while no lock lives (409
          *     `QUEUE_LOCKED`); `max_deliveries` needs `dead_letter_queue`, which may not be the queue itself (400).
+         *     The controls (`paused`, retry delays, delivery limits) change at any time; a request is judged
+         *     by the settings it would leave, so `retry_delay_seconds` above the stored
+         *     `retry_delay_max_seconds` is 400 even when it names only one of them. A refused request changes nothing.
          */
         put: operations["putSettings"];
         post?: never;
@@ -415,12 +426,23 @@ export interface components {
             items: {
                 [key: string]: unknown;
             }[];
+            /**
+             * @description Present (true) when a delivery limit (`max_in_flight` for pops with `require_ack`, or
+             *     `max_pops_per_second`) left no room: nothing was handed out.
+             * @example true
+             */
+            limited?: boolean;
             /** @description With `require_ack` and items: when the lock expires, unix seconds. */
             lock_expires_at?: number;
             /** @description With `require_ack` and items: the lock to acknowledge, extend or release. */
             lock_id?: string;
             /** @description With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
             locked?: boolean;
+            /**
+             * @description Present (true) when the queue is paused: nothing was handed out.
+             * @example true
+             */
+            paused?: boolean;
         };
         PriorityInfoDto: {
             count: number;
@@ -518,6 +540,31 @@ export interface components {
             lock_mode: "exclusive" | "shared";
             /** @description Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
             max_deliveries: number | null;
+            /** @description Items held by live locks at most; null: no limit. */
+            max_in_flight: number | null;
+            /** @description Items handed out by pops per second at most (all processes together); null: no limit. */
+            max_pops_per_second: number | null;
+            /**
+             * @description Pops hand out nothing while true.
+             * @example false
+             */
+            paused: boolean;
+            /**
+             * @description How the retry delay grows with an item's deliveries.
+             * @example exponential
+             * @enum {string}
+             */
+            retry_backoff: "fixed" | "exponential";
+            /**
+             * @description Ceiling of an exponential retry delay, seconds (1-900).
+             * @example 900
+             */
+            retry_delay_max_seconds: number;
+            /**
+             * @description Seconds an item given back (expiry or release) waits before it is visible again (0-900; 0: at once).
+             * @example 0
+             */
+            retry_delay_seconds: number;
             /** @description Items per segment (1-10000). */
             segment_size: number;
         };
@@ -567,6 +614,31 @@ export interface components {
             lock_mode: "exclusive" | "shared";
             /** @description Deliveries after which an item given back goes to `dead_letter_queue`; null: no limit. */
             max_deliveries: number | null;
+            /** @description Items held by live locks at most; null: no limit. */
+            max_in_flight: number | null;
+            /** @description Items handed out by pops per second at most (all processes together); null: no limit. */
+            max_pops_per_second: number | null;
+            /**
+             * @description Pops hand out nothing while true.
+             * @example false
+             */
+            paused: boolean;
+            /**
+             * @description How the retry delay grows with an item's deliveries.
+             * @example exponential
+             * @enum {string}
+             */
+            retry_backoff: "fixed" | "exponential";
+            /**
+             * @description Ceiling of an exponential retry delay, seconds (1-900).
+             * @example 900
+             */
+            retry_delay_max_seconds: number;
+            /**
+             * @description Seconds an item given back (expiry or release) waits before it is visible again (0-900; 0: at once).
+             * @example 0
+             */
+            retry_delay_seconds: number;
             /** @description Items per segment (1-10000). */
             segment_size: number;
         };
@@ -597,6 +669,45 @@ export interface components {
              */
             max_deliveries?: number | null;
             /**
+             * @description Items held by live locks (exclusive or shared) at most, 1-100000; a pop with `require_ack`
+             *     takes at most the room left, and answers `limited: true` with none. null: no limit.
+             * @example 100
+             */
+            max_in_flight?: number | null;
+            /**
+             * @description Items handed out by pops per second at most, all processes together, 0.1-100000 (bursts up
+             *     to one second's worth, at least 1); a pop with no budget left answers `limited: true`.
+             *     null: no limit.
+             * @example 50
+             */
+            max_pops_per_second?: number | null;
+            /**
+             * @description While true, pops hand out nothing (they answer `paused: true`; a long poll waits and is
+             *     answered within 200 ms of the resume). Pushes, locks, expiry, dead letters and delayed
+             *     items go on as usual. Never null.
+             * @example true
+             */
+            paused?: boolean;
+            /**
+             * @description `fixed`: every retry waits `retry_delay_seconds`; `exponential`: `retry_delay_seconds ×
+             *     2^(deliveries−1)`, at most `retry_delay_max_seconds`. Never null.
+             * @example exponential
+             * @enum {string}
+             */
+            retry_backoff?: "fixed" | "exponential";
+            /**
+             * @description Ceiling of an exponential retry delay, 1-900 seconds, at least `retry_delay_seconds`. Never null.
+             * @example 300
+             */
+            retry_delay_max_seconds?: number;
+            /**
+             * @description Seconds an item given back by a lock's expiry or release (and not dead-lettered) waits
+             *     before it is visible again, 0-900; 0: at once. Never above `retry_delay_max_seconds` (400,
+             *     judged by the settings the request would leave). Never null.
+             * @example 5
+             */
+            retry_delay_seconds?: number;
+            /**
              * @description Items per segment, 1-10000. Changes only while the queue holds no items and no lock (else 409 `QUEUE_NOT_EMPTY`).
              * @example 100
              */
@@ -605,6 +716,11 @@ export interface components {
         QueueSummaryDto: {
             count: number;
             locked: boolean;
+            /**
+             * @description The queue is paused: pops hand out nothing.
+             * @example false
+             */
+            paused: boolean;
             queue_id: string;
         };
         RedriveRequestDto: {
@@ -635,9 +751,28 @@ export interface components {
             items_moved: number;
             success: boolean;
         };
+        ReleaseRequestDto: {
+            /**
+             * @description Seconds the released items wait before they are visible again, 0 to 900; replaces the
+             *     queue's retry delay for this release (0: back at once). Left out: the queue's retry delay.
+             * @example 10
+             */
+            delay_seconds?: number;
+            /**
+             * @description The `lock_id` returned by `pop?require_ack=true`. Missing, empty or not a string answers
+             *     400 `LOCK_ID_REQUIRED`.
+             * @example Xb3kQ9_zA1c
+             */
+            lock_id?: string;
+        };
         ReleaseResponseDto: {
             /** @description Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
             items_dead_lettered?: number;
+            /**
+             * @description Of `items_returned`, items waiting out a retry delay before they are visible again (0 when none).
+             * @example 0
+             */
+            items_delayed: number;
             /** @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
             items_returned: number;
             success: boolean;
@@ -1965,7 +2100,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["LockRequestDto"];
+                "application/json": components["schemas"]["ReleaseRequestDto"];
             };
         };
         responses: {

@@ -27,4 +27,14 @@ export class DelayedItemEntity {
   /** The queue the item was dead-lettered from; null: never dead-lettered. */
   @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
   deadLetteredFrom: string | null;
+
+  /** An item given back and waiting out its retry delay: where it was pushed (it returns to the front of its priority in push order) and its deliveries; null for a pushed item. */
+  @Column({ name: 'origin_segment', type: 'bigint', nullable: true })
+  originSegment: string | null;
+
+  @Column({ name: 'origin_position', type: 'integer', nullable: true })
+  originPosition: number | null;
+
+  @Column({ type: 'integer', nullable: true })
+  deliveries: number | null;
 }

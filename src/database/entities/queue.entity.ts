@@ -9,6 +9,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 @Entity('queues')
 @Index('IDX_queues_next_due', ['nextDueAt'], { where: `"next_due_at" IS NOT NULL` })
 @Index('IDX_queues_next_lock_expiry', ['nextLockExpiry'], { where: `"next_lock_expiry" IS NOT NULL` })
+@Index('IDX_queues_paused', ['paused'], { where: `"paused"` })
 export class QueueEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
   queueId: string;
@@ -63,6 +64,35 @@ export class QueueEntity {
   /** No live shared lock expires before this (a lower bound: extending a lock leaves it); null: no live shared lock. */
   @Column({ name: 'next_lock_expiry', type: 'timestamptz', nullable: true })
   nextLockExpiry: Date | null;
+
+  /** Pops hand out nothing while set. */
+  @Column({ type: 'boolean', default: false })
+  paused: boolean;
+
+  /** Base retry delay of items given back (0: at once), `retry_backoff` `fixed` or `exponential`, capped by `retry_delay_max_seconds`. */
+  @Column({ name: 'retry_delay_seconds', type: 'integer', default: 0 })
+  retryDelaySeconds: number;
+
+  @Column({ name: 'retry_backoff', type: 'varchar', length: 16, default: 'exponential' })
+  retryBackoff: 'fixed' | 'exponential';
+
+  @Column({ name: 'retry_delay_max_seconds', type: 'integer', default: 900 })
+  retryDelayMaxSeconds: number;
+
+  /** Items held by live locks at most; null: no limit. */
+  @Column({ name: 'max_in_flight', type: 'integer', nullable: true })
+  maxInFlight: number | null;
+
+  /** Items handed out by pops per second at most; null: no limit. */
+  @Column({ name: 'max_pops_per_second', type: 'double precision', nullable: true })
+  maxPopsPerSecond: number | null;
+
+  /** The pop budget (a token bucket shared by every process): tokens left at `pop_tokens_at` (epoch ms); null: full. */
+  @Column({ name: 'pop_tokens', type: 'double precision', nullable: true })
+  popTokens: number | null;
+
+  @Column({ name: 'pop_tokens_at', type: 'double precision', nullable: true })
+  popTokensAt: number | null;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;

@@ -33,15 +33,19 @@ BEGIN${f(`
   -- Null delayed${f(' or shared')} columns: they stay as they are.
   IF p_expected IS NULL THEN
     INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq${f(`,
-                        lock_mode, max_deliveries, dead_letter_queue, live_locks, locked_items, next_lock_expiry`)})
+                        lock_mode, max_deliveries, dead_letter_queue, live_locks, locked_items, next_lock_expiry,
+                        paused, retry_delay_seconds, retry_backoff, retry_delay_max_seconds, max_in_flight, max_pops_per_second,
+                        pop_tokens, pop_tokens_at`)})
     VALUES (p_queue_id, p_version, p_segment_size, p_buffer_segments, p_item_count, p_priorities,
             coalesce(p_delayed_count, 0), to_timestamp(p_next_due / 1000.0), coalesce(p_delayed_seq, 0)${f(`,
             coalesce(p_lock_mode, 'exclusive'), p_max_deliveries, p_dead_letter_queue,
-            coalesce(p_shared_live, 0), coalesce(p_shared_items, 0), to_timestamp(p_shared_next / 1000.0)`)})
+            coalesce(p_shared_live, 0), coalesce(p_shared_items, 0), to_timestamp(p_shared_next / 1000.0),
+            coalesce(p_paused, false), coalesce(p_retry_delay, 0), coalesce(p_retry_backoff, 'exponential'), coalesce(p_retry_delay_max, 900),
+            p_max_in_flight, p_max_pops, p_pop_tokens, p_pop_tokens_at`)})
     ON CONFLICT (queue_id) DO NOTHING;
   ELSIF p_delete THEN
     DELETE FROM queues WHERE queue_id = p_queue_id AND version = p_expected;
-  ELSIF p_delayed_count IS NULL${f(' AND NOT p_settings AND p_shared_live IS NULL')} THEN
+  ELSIF p_delayed_count IS NULL${f(' AND NOT p_settings AND p_shared_live IS NULL AND p_pop_tokens_at IS NULL')} THEN
     UPDATE queues SET version = p_version, item_count = p_item_count, priorities = p_priorities, updated_at = now()
      WHERE queue_id = p_queue_id AND version = p_expected;
   ELSE
@@ -56,7 +60,15 @@ BEGIN${f(`
            dead_letter_queue = CASE WHEN p_settings THEN p_dead_letter_queue ELSE dead_letter_queue END,
            live_locks = CASE WHEN p_shared_live IS NULL THEN live_locks ELSE p_shared_live END,
            locked_items = CASE WHEN p_shared_live IS NULL THEN locked_items ELSE p_shared_items END,
-           next_lock_expiry = CASE WHEN p_shared_live IS NULL THEN next_lock_expiry ELSE to_timestamp(p_shared_next / 1000.0) END`)}
+           next_lock_expiry = CASE WHEN p_shared_live IS NULL THEN next_lock_expiry ELSE to_timestamp(p_shared_next / 1000.0) END,
+           paused = CASE WHEN p_settings THEN p_paused ELSE paused END,
+           retry_delay_seconds = CASE WHEN p_settings THEN p_retry_delay ELSE retry_delay_seconds END,
+           retry_backoff = CASE WHEN p_settings THEN p_retry_backoff ELSE retry_backoff END,
+           retry_delay_max_seconds = CASE WHEN p_settings THEN p_retry_delay_max ELSE retry_delay_max_seconds END,
+           max_in_flight = CASE WHEN p_settings THEN p_max_in_flight ELSE max_in_flight END,
+           max_pops_per_second = CASE WHEN p_settings THEN p_max_pops ELSE max_pops_per_second END,
+           pop_tokens = CASE WHEN p_pop_tokens_at IS NULL THEN pop_tokens ELSE p_pop_tokens END,
+           pop_tokens_at = CASE WHEN p_pop_tokens_at IS NULL THEN pop_tokens_at ELSE p_pop_tokens_at END`)}
      WHERE queue_id = p_queue_id AND version = p_expected;
   END IF;
   IF NOT FOUND THEN
@@ -110,9 +122,11 @@ BEGIN${f(`
      WHERE queue_id = p_queue_id AND (due_at, seq) <= (to_timestamp(p_dl_through_due / 1000.0), p_dl_through_seq);
   END IF;
   IF cardinality(p_dl_due) > 0 THEN
-    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
-    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item
-      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item) AS d(due, seq, priority, item);
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item${f(', origin_segment, origin_position, deliveries, dead_lettered_from')})
+    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item${f(', d.segment, d.position, d.deliveries, d.from_queue')}
+      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item${f(`, coalesce(p_dl_segment, '{}'), coalesce(p_dl_position, '{}'), coalesce(p_dl_deliveries, '{}'), coalesce(p_dl_from, '{}')`)})
+           AS d(due, seq, priority, item${f(', segment, position, deliveries, from_queue')})${f(`
+     WHERE d.due IS NOT NULL`)};
   END IF;
   -- An expired id the sweep has not deleted yet is replaced.
   IF cardinality(p_dedup_ids) > 0 THEN
@@ -185,10 +199,11 @@ function literal(p: WriteTurnParameter): string {
   if (p.unset === null) return 'NULL';
   if (typeof p.unset === 'string') return `'${p.unset.replace(/'/g, "''")}'`;
   if (p.unset === false) return 'false';
+  if (typeof p.unset === 'number') return String(p.unset);
   return `'{}'`;
 }
 
-const declare = (form: 'short' | 'redrive', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
+const declare = (form: 'short' | 'latest', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
   name: 'pushpop_write_turn',
   parameters: parametersOf(form).map(({ name, type }) => ({ name, type })),
   returns: 'boolean',
@@ -197,7 +212,7 @@ const declare = (form: 'short' | 'redrive', language: DatabaseFunction['language
 });
 
 /** The full form: every parameter. */
-export const WRITE_TURN_FULL = declare('redrive', 'plpgsql', writeTurnBody(true));
+export const WRITE_TURN_FULL = declare('latest', 'plpgsql', writeTurnBody(true));
 /** The short form; see {@link writeTurnBody}. */
 export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
 
@@ -212,7 +227,7 @@ const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
     body: `
   SELECT pushpop_write_turn(${[
     ...own.map((p) => p.name),
-    ...parametersOf(form === 'oldest' ? 'short' : 'redrive')
+    ...parametersOf(form === 'oldest' ? 'short' : 'latest')
       .slice(own.length)
       .map(literal),
   ].join(', ')})
@@ -220,8 +235,12 @@ const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
   };
 };
 
-/** The full form of the release before redrive (see {@link WriteTurnForm}). */
-export const WRITE_TURN_BEFORE_REDRIVE: DatabaseFunction = wrapper('full');
+/**
+ * The second release's full form: the latest one with no control given, nothing redriven and no
+ * dead-letter origin. A process of that release calls it during a rolling upgrade; a settings
+ * change it makes leaves the controls at their defaults (it knows nothing of them).
+ */
+export const WRITE_TURN_PREVIOUS_FULL: DatabaseFunction = wrapper('full');
 
 /** The oldest form: the short one with nothing delayed and no dedup id. */
 export const WRITE_TURN_OLDEST: DatabaseFunction = wrapper('oldest');

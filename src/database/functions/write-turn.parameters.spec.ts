@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../stored-queue.js';
 import { functionSignature } from './database-function.js';
 import { DATABASE_FUNCTIONS } from './database-functions.js';
-import { WRITE_TURN_BEFORE_REDRIVE, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
+import { WRITE_TURN_PREVIOUS_FULL, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
 import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS, writeTurnValues } from './write-turn.parameters.js';
 
 /** A push of one item onto an existing exclusive queue: what most turns write. */
@@ -64,11 +64,13 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(WRITE_TURN_OLDEST.body).toContain("p_delete_keys, NULL, NULL, NULL, '{}', '{}', '{}', '{}', NULL, NULL, '{}', '{}')");
   });
 
-  it('the full form of the release before redrive keeps its signature, passing "nothing" for where items came from and redriven items', () => {
+  it('the full form of the second release keeps its signature, passing "nothing" for where items came from, redriven items and the controls', () => {
     const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
-    expect(WRITE_TURN_BEFORE_REDRIVE.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_from')));
-    expect(WRITE_TURN_BEFORE_REDRIVE.body).toContain("p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}')");
-    expect(WRITE_TURN_BEFORE_REDRIVE.language).toBe('sql');
+    expect(WRITE_TURN_PREVIOUS_FULL.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_from')));
+    expect(WRITE_TURN_PREVIOUS_FULL.body).toContain(
+      "p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}', false, 0, 'exponential', 900, NULL, NULL, NULL, NULL, '{}', '{}', '{}', '{}')",
+    );
+    expect(WRITE_TURN_PREVIOUS_FULL.language).toBe('sql');
   });
 
   it("the short body uses none of the full form's own parameters", () => {

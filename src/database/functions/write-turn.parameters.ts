@@ -8,15 +8,16 @@ import type { StoredHeldItem, StoredLock, StoredTurnWrite } from '../stored-queu
  * - `short`: what most turns write (items, the exclusive lock's removal, offloaded segments,
  *   delayed items, dedup ids). Fewer parameters to bind and a smaller body: PostgreSQL spends
  *   about a fifth less on a push than through `full`;
- * - `full`: settings, shared locks, given-back items and dead letters as well: the full form of
- *   the release before redrive, still callable by a process of that release during a rolling
- *   upgrade (a wrapper over `redrive`);
- * - `redrive`: everything, where dead letters came from and redriven items as well.
+ * - `full`: everything of the second release: settings, shared locks, given-back items and dead
+ *   letters as well. Still callable by a process of that release (a wrapper over `latest`);
+ * - `latest`: everything: the controls of the third release too (pause, retry delays, delivery
+ *   limits and the pop budget, delayed items given back with their origins), where dead letters
+ *   came from, and redriven items.
  *
  * A write that gives none of the parameters beyond `short` takes the short form; otherwise the
- * form with every parameter (`redrive`).
+ * form with every parameter (`latest`).
  */
-export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'redrive';
+export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'latest';
 
 /** One parameter of `pushpop_write_turn`: its SQL name and type, the form that brings it, and its value. */
 export interface WriteTurnParameter {
@@ -32,7 +33,7 @@ export interface WriteTurnParameter {
    * For a parameter a shorter form lacks: what it is when not given (bound by the full form,
    * and passed by the oldest form's wrapper), meaning "nothing to write".
    */
-  readonly unset?: null | false | string | readonly never[];
+  readonly unset?: null | false | string | number | readonly never[];
 }
 
 const NONE: readonly never[] = Object.freeze([]);
@@ -184,23 +185,93 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
   // The queue each item was dead-lettered from (null: never), parallel to the rows inserted, the exclusive lock's items,
   // the given-back items added and the items of the segments saved (in their concatenated order); not given when none was.
-  { name: 'p_ins_from', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => fromOf(w.inserts) },
-  { name: 'p_lock_from', type: 'varchar[]', form: 'redrive', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
-  { name: 'p_ret_from', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
+  { name: 'p_ins_from', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => fromOf(w.inserts) },
+  { name: 'p_lock_from', type: 'varchar[]', form: 'latest', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
+  { name: 'p_ret_from', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
   {
     name: 'p_save_from',
     type: 'varchar[]',
-    form: 'redrive',
+    form: 'latest',
     unset: NONE,
     value: (w) => (w.storeSaves.some((s) => s.from) ? w.storeSaves.flatMap((s) => s.from ?? s.items.map(() => null)) : undefined),
   },
   // Redriven items: the queue each goes to, its priority and its item, in order.
-  { name: 'p_rd_queue', type: 'varchar[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
-  { name: 'p_rd_priority', type: 'integer[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
-  { name: 'p_rd_item', type: 'text[]', form: 'redrive', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
+  { name: 'p_rd_queue', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
+  { name: 'p_rd_priority', type: 'integer[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
+  { name: 'p_rd_item', type: 'text[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
+  // The controls (written with the settings; unset: their defaults).
+  { name: 'p_paused', type: 'boolean', form: 'latest', unset: false, value: (w) => (writesSettings(w) && w.settings.paused ? true : undefined) },
+  {
+    name: 'p_retry_delay',
+    type: 'integer',
+    form: 'latest',
+    unset: 0,
+    value: (w) => (writesSettings(w) && (w.settings.retryDelaySeconds ?? 0) !== 0 ? w.settings.retryDelaySeconds : undefined),
+  },
+  {
+    name: 'p_retry_backoff',
+    type: 'text',
+    form: 'latest',
+    unset: 'exponential',
+    value: (w) => (writesSettings(w) && (w.settings.retryBackoff ?? 'exponential') !== 'exponential' ? w.settings.retryBackoff : undefined),
+  },
+  {
+    name: 'p_retry_delay_max',
+    type: 'integer',
+    form: 'latest',
+    unset: 900,
+    value: (w) => (writesSettings(w) && (w.settings.retryDelayMaxSeconds ?? 900) !== 900 ? w.settings.retryDelayMaxSeconds : undefined),
+  },
+  {
+    name: 'p_max_in_flight',
+    type: 'integer',
+    form: 'latest',
+    unset: null,
+    value: (w) => (writesSettings(w) ? (w.settings.maxInFlight ?? undefined) : undefined),
+  },
+  {
+    name: 'p_max_pops',
+    type: 'double precision',
+    form: 'latest',
+    unset: null,
+    value: (w) => (writesSettings(w) ? (w.settings.maxPopsPerSecond ?? undefined) : undefined),
+  },
+  // The pop budget after the turn (null: unchanged).
+  { name: 'p_pop_tokens', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.tokens },
+  { name: 'p_pop_tokens_at', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.at },
+  // Origins and deliveries of delayed items given back (waiting out a retry delay), parallel to p_dl_*; unnest pads them with nulls.
+  {
+    name: 'p_dl_segment',
+    type: 'bigint[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.segment ?? null) : undefined),
+  },
+  {
+    name: 'p_dl_position',
+    type: 'integer[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.position ?? null) : undefined),
+  },
+  {
+    name: 'p_dl_deliveries',
+    type: 'integer[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => (d.origin ? (d.deliveries ?? 0) : null)) : undefined),
+  },
+  // The queue a delayed given-back item was dead-lettered from, parallel to p_dl_*; unnest pads it with nulls.
+  {
+    name: 'p_dl_from',
+    type: 'varchar[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.delayedInserts.some((d) => d.from) ? w.delayedInserts.map((d) => d.from ?? null) : undefined),
+  },
 ];
 
-const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, redrive: 3 };
+const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, latest: 3 };
 
 /** The parameters a form takes, in signature order. */
 export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[] {

@@ -1,6 +1,6 @@
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingDueItems, NO_DELAYED, type DelayedSummary } from './types.js';
+import { MissingDueItems, NO_DELAYED, type DelayedItem, type DelayedSummary, type HeldItem, type ItemOrigin } from './types.js';
 
 /** Delayed items one turn moves to their priorities at most; a larger backlog takes turns of its own (see {@link DelayedItems.moveDue}). */
 export const MAX_DUE_PER_TURN = 1000;
@@ -8,7 +8,9 @@ export const MAX_DUE_PER_TURN = 1000;
 /**
  * A queue's delayed items: stored apart from the segments, ordered by `(dueAt, seq)`, invisible
  * until due. Memory holds the queue row's summary of them; the items themselves are read when
- * due, and moved to the tails of their priorities.
+ * due, and moved to the tails of their priorities, except items given back by a lock and
+ * waiting out a retry delay (they carry their origin): those go back to the front of their
+ * priority in push order (see {@link placeRetried}).
  *
  * Invariant: `nextDue` is the due time of the earliest delayed item (stored and not moved, or
  * pushed this turn), null exactly when there is none.
@@ -17,6 +19,10 @@ export class DelayedItems {
   private count: number;
   private nextDue: number | null;
   private nextSeq: number;
+  /** Where due items given back (with an origin) go: the front of their priorities, in push order (set by the core). */
+  placeRetried: (items: HeldItem[]) => void = () => {
+    throw new Error('placeRetried is not set');
+  };
 
   constructor(
     private readonly ctx: CoreContext,
@@ -52,10 +58,16 @@ export class DelayedItems {
     return this.nextDue !== null && this.nextDue <= now;
   }
 
-  /** Puts an item aside until `dueAt`, after every delayed item pushed before it that is due at the same time. */
-  add(dueAt: number, priority: number, json: string): void {
+  /**
+   * Puts an item aside until `dueAt`, after every delayed item pushed before it that is due at
+   * the same time. `retry`: an item given back, waiting out its retry delay; it keeps where it
+   * was pushed and its deliveries.
+   */
+  add(dueAt: number, priority: number, json: string, retry?: { readonly origin: ItemOrigin; readonly deliveries: number; readonly from?: string }): void {
     const writes = this.ctx.turn.writes;
-    writes.delayedInserts.push({ dueAt, seq: this.nextSeq, priority, json });
+    const item: DelayedItem = { dueAt, seq: this.nextSeq, priority, json };
+    // A given-back item keeps where it was pushed, its deliveries, and the queue it was dead-lettered from.
+    writes.delayedInserts.push(retry ? { ...item, origin: retry.origin, deliveries: retry.deliveries, ...(retry.from ? { from: retry.from } : {}) } : item);
     this.nextSeq += 1;
     this.count += 1;
     writes.delayedChanged = true;
@@ -77,7 +89,12 @@ export class DelayedItems {
     turn.dueFetch = undefined;
     turn.movedDue = true;
     const moved = fetched.items.slice(0, limit).filter((d) => d.dueAt <= now);
-    for (const d of moved) this.segments.append(d.priority, d.json, d.from);
+    const retried: HeldItem[] = [];
+    for (const d of moved) {
+      if (d.origin) retried.push({ priority: d.priority, json: d.json, origin: d.origin, deliveries: d.deliveries ?? 0, ...(d.from ? { from: d.from } : {}) });
+      else this.segments.append(d.priority, d.json, d.from);
+    }
+    if (retried.length > 0) this.placeRetried(retried);
     if (moved.length > 0) {
       const last = moved[moved.length - 1];
       turn.writes.delayedDeleteThrough = { dueAt: last.dueAt, seq: last.seq };

@@ -1,4 +1,6 @@
+import type { DelayedItems } from './delayed-items.js';
 import type { PrioritySegments } from './priority-segments.js';
+import { retryDelayMs } from './queue-settings.js';
 import type { CoreContext } from './turn-state.js';
 import { MissingLockRows, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
 
@@ -8,7 +10,19 @@ export interface GiveBackOutcome {
   readonly returned: number;
   /** Items that reached `maxDeliveries` and went to the dead-letter queue. */
   readonly deadLettered: number;
+  /** Of `returned`, items waiting out a retry delay (among the delayed items) before they are back. */
+  readonly delayed: number;
 }
+
+/** When items are given back, for their retry delay: the time, and a delay that replaces the queue's (a release's `delay_seconds`). */
+export interface GiveBackTime {
+  readonly now: number;
+  readonly delayMs?: number;
+}
+
+/** The segment after the last origin of `items` of a priority: where a reserved entry for them starts. */
+const beyond = (items: readonly HeldItem[], priority: number): number =>
+  1 + Math.max(0, ...items.filter((i) => i.priority === priority && i.origin).map((i) => i.origin!.segment));
 
 /** Orders given-back items by where they were pushed. */
 const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment || a.position - b.position;
@@ -21,6 +35,9 @@ const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment
  * priority's when a pop needs them.
  */
 export class GivenBackItems {
+  /** Where items waiting out a retry delay go (set by the core: the parts are made in turn). */
+  delayed?: DelayedItems;
+
   constructor(
     private readonly ctx: CoreContext,
     private readonly segments: PrioritySegments,
@@ -76,16 +93,29 @@ export class GivenBackItems {
    * their priority wait, among the given-back items (by origin); otherwise to the front of
    * their priority, as the seeds' exclusive lock does.
    */
-  giveBack(items: readonly HeldItem[], fromShared: boolean): GiveBackOutcome {
+  giveBack(items: readonly HeldItem[], fromShared: boolean, at?: GiveBackTime): GiveBackOutcome {
     const { maxDeliveries, deadLetterQueue } = this.ctx.settings;
     const turn = this.ctx.turn;
     const back = new Map<number, HeldItem[]>();
     let deadLettered = 0;
+    let delayed = 0;
     if (fromShared) this.unhold(items);
     for (const item of items) {
       if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
         turn.writes.deadLetters.push(item);
         deadLettered += 1;
+        continue;
+      }
+      // A retry delay: the item waits among the delayed items, its priority kept alive meanwhile.
+      const delayMs = at ? (at.delayMs ?? retryDelayMs(this.ctx.settings, item.deliveries ?? 0)) : 0;
+      if (delayMs > 0 && this.delayed) {
+        const retry = item.origin ? { origin: item.origin, deliveries: item.deliveries ?? 0, ...(item.from ? { from: item.from } : {}) } : undefined;
+        this.delayed.add(at!.now + delayMs, item.priority, item.json, retry);
+        // The priority's entry stays while the item waits (an exclusive lock that took a
+        // priority's last items dropped it: it starts again past the items' origins).
+        const meta = retry ? (this.segments.get(item.priority) ?? this.segments.reserve(item.priority, beyond(items, item.priority))) : undefined;
+        if (meta) meta.retrying = (meta.retrying ?? 0) + 1;
+        delayed += 1;
         continue;
       }
       const list = back.get(item.priority) ?? [];
@@ -94,8 +124,11 @@ export class GivenBackItems {
     }
     this.putBack(back, fromShared);
     this.settle(items);
-    if (deadLettered > 0) turn.touch();
-    return { returned: items.length - deadLettered, deadLettered };
+    if (deadLettered > 0 || delayed > 0) {
+      this.ctx.markPresent();
+      turn.touch();
+    }
+    return { returned: items.length - deadLettered, deadLettered, delayed };
   }
 
   /**
@@ -111,6 +144,33 @@ export class GivenBackItems {
       const keyed = list.every((i) => i.origin !== undefined);
       if (meta && keyed && (fromShared || (meta.returned ?? 0) > 0)) this.addReturned(priority, meta, list);
       else toFront.push(...list);
+    }
+    this.segments.returnToFront(toFront);
+  }
+
+  /**
+   * Items whose retry delay ended go back to where they were in push order: among the
+   * given-back items of their priority (by origin, popped before the segments' items) while the
+   * priority's entry lives on (it does while they wait, see {@link PriorityMetadata.retrying});
+   * otherwise (an exclusive lock emptied the priority before it gave them back) to its front.
+   */
+  placeRetried(items: readonly HeldItem[]): void {
+    const byPriority = new Map<number, HeldItem[]>();
+    for (const item of items) {
+      const list = byPriority.get(item.priority) ?? [];
+      list.push(item);
+      byPriority.set(item.priority, list);
+    }
+    const toFront: HeldItem[] = [];
+    for (const [priority, list] of byPriority) {
+      const meta = this.segments.get(priority);
+      if (!meta) {
+        toFront.push(...list.sort((a, b) => byOrigin(a.origin!, b.origin!)));
+        continue;
+      }
+      meta.retrying = Math.max(0, (meta.retrying ?? 0) - list.length);
+      if (meta.retrying === 0) delete meta.retrying;
+      this.addReturned(priority, meta, list);
     }
     this.segments.returnToFront(toFront);
   }

@@ -46,7 +46,7 @@ describe('LockOperations', () => {
     expect(extended.ops.extend('L', 500, 2000)).toMatchObject({ expiresAt: 2500 });
 
     const released = operations(EXCLUSIVE, lock('active'));
-    expect(released.ops.release('L', 0)).toEqual({ returned: 1, outcome: { returned: 1, deadLettered: 0 } });
+    expect(released.ops.release('L', 0)).toEqual({ returned: 1, outcome: { returned: 1, deadLettered: 0, delayed: 0 } });
     expect(released.ctx.turn.writes.insertRows().map((r) => r.json)).toEqual(['"a"']);
   });
 

@@ -50,12 +50,16 @@ export class LockOperations {
     return extended;
   }
 
-  /** Gives the lock's items back now (to where they were; dead-lettered past `maxDeliveries`) and removes the lock. */
-  release(lockId: string, now: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+  /**
+   * Gives the lock's items back now (to where they were, after their retry delay; dead-lettered
+   * past `maxDeliveries`) and removes the lock. `delayMs` replaces the queue's retry delay.
+   */
+  release(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
     const lock = this.check(lockId, now);
     if (typeof lock === 'string') return { returned: lock };
-    if (this.sharedMode) return { returned: lock.items.length, outcome: this.shared.end(lock, 'release') };
-    const outcome = this.givenBack.giveBack(lock.items, false);
+    const at = { now, delayMs };
+    if (this.sharedMode) return { returned: lock.items.length, outcome: this.shared.end(lock, 'release', at) };
+    const outcome = this.givenBack.giveBack(lock.items, false, at);
     this.exclusive.set(null);
     return { returned: lock.items.length, outcome };
   }
@@ -64,7 +68,7 @@ export class LockOperations {
   expireExclusive(now: number): number | undefined {
     const lock = this.exclusive.takeExpired(now);
     if (!lock) return undefined;
-    this.givenBack.giveBack(lock.items, false);
+    this.givenBack.giveBack(lock.items, false, { now });
     return lock.items.length;
   }
 }

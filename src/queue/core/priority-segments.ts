@@ -205,7 +205,7 @@ export class PrioritySegments {
     if (segment < meta.tail_segment) {
       meta.head_segment = segment + 1;
       meta.head_position = 0;
-    } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0) {
+    } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0 || (meta.retrying ?? 0) > 0) {
       // The segments are empty but the priority lives on (given-back items, or items under
       // shared locks): the next push continues after the last item, so push order stays the
       // order of (segment, position). A full tail is left for the next segment number, so that
@@ -230,10 +230,10 @@ export class PrioritySegments {
     this.ctx.turn.returnedCache.delete(priority);
   }
 
-  /** Drops the entry of a priority with nothing left in segments, given back or held. */
+  /** Drops the entry of a priority with nothing left in segments, given back, held or waiting out a retry delay. */
   dropIfEmpty(priority: number): void {
     const meta = this.priorities.get(priority);
-    if (meta && meta.count === 0 && !meta.returned && !meta.held) {
+    if (meta && meta.count === 0 && !meta.returned && !meta.held && !meta.retrying) {
       this.ctx.turn.writes.deleteSegment(priority, meta.tail_segment);
       this.dropSegment(priority, meta.tail_segment);
       this.dropPriority(priority);
@@ -332,6 +332,24 @@ export class PrioritySegments {
         if (!inWindow) this.dropSegment(priority, segment);
       }
     }
+  }
+
+  /**
+   * An empty entry for a priority that has none, whose segments start at `segment`: it holds
+   * items given back and waiting out a retry delay (see `PriorityMetadata.retrying`) whose
+   * origins lie below `segment`, so that items pushed meanwhile come after them in push order.
+   */
+  reserve(priority: number, segment: number): PriorityMetadata {
+    const existing = this.priorities.get(priority);
+    if (existing) return existing;
+    const meta = newPriority();
+    meta.head_segment = segment;
+    meta.tail_segment = segment;
+    this.priorities.set(priority, meta);
+    this.sorted = undefined;
+    this.cacheSegment(priority, segment, []);
+    this.ctx.turn.touch();
+    return meta;
   }
 
   private addPriority(priority: number): PriorityMetadata {

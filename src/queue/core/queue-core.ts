@@ -6,6 +6,7 @@ import { LockOperations } from './lock-operations.js';
 import { OffloadPlanner } from './offload-planner.js';
 import { PrioritySegments } from './priority-segments.js';
 import { QueueFront } from './queue-front.js';
+import { DeliveryLimits } from './delivery-limits.js';
 import { changeSettings, lockModeOf } from './queue-settings.js';
 import { QueueInspection, type QueueView, type StateLookup } from './queue-inspection.js';
 import { Redrive, type RedriveBatch, type RedriveRequest } from './redrive.js';
@@ -41,7 +42,18 @@ export type { PriorityView, QueueView, StateLookup } from './queue-inspection.js
 
 /** What a pop decided. */
 export type PopOutcome =
-  | { readonly items: HeldItem[]; readonly lock?: LockState }
+  /**
+   * What the pop took (perhaps nothing). `paused`: the queue is paused, nothing was handed out;
+   * `limited`: a delivery limit left no room (`in_flight`) or budget (`rate`), nothing was handed out.
+   */
+  | {
+      readonly items: HeldItem[];
+      readonly lock?: LockState;
+      readonly paused?: true;
+      readonly limited?: 'in_flight' | 'rate';
+      /** With `limited: 'rate'`: milliseconds until the budget allows a pop again. */
+      readonly retryInMs?: number;
+    }
   /** An unexpired lock exists: every pop is refused until it ends (exclusive mode). */
   | { readonly locked: LockState }
   /** Shared mode: the queue has as many live locks as it may (a pop with ack only). */
@@ -58,9 +70,10 @@ export interface PushOutcome {
 /**
  * The pure core of one queue: the one entry point of the decisions of seed 003 and 004
  * (segments, pops, locks, offloading) and of the contract's additions (shared locks, delayed
- * items, dedup ids, dead letters), each kept by a part of its own. No I/O: every operation is
- * synchronous and records its row changes in the turn's {@link TurnState}; the turn runner
- * writes them in one statement and then calls {@link committed}, which starts a fresh turn.
+ * items, dedup ids, dead letters, pause, retry delays, delivery limits), each kept by a part
+ * of its own. No I/O: every operation is synchronous and records its row changes in the
+ * turn's {@link TurnState}; the turn runner writes them in one statement and then calls
+ * {@link committed}, which starts a fresh turn.
  *
  * Rules every operation keeps:
  * - **Check, then change.** An operation that needs rows it does not hold throws a `Missing*`
@@ -89,6 +102,7 @@ export class QueueCore {
   private readonly locks: LockOperations;
   private readonly inspection: QueueInspection;
   private readonly redriver: Redrive;
+  private readonly limits: DeliveryLimits;
   /** What the turn's write is made of besides the turn itself. */
   private readonly parts: Parameters<typeof turnWrite>[2];
 
@@ -115,6 +129,9 @@ export class QueueCore {
     this.givenBack = new GivenBackItems(ctx, this.segments);
     this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
+    this.givenBack.delayed = this.delayed;
+    this.limits = new DeliveryLimits(ctx, () => this.inFlight, record?.popBudget);
+    this.delayed.placeRetried = (items) => this.givenBack.placeRetried(items);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
@@ -164,6 +181,30 @@ export class QueueCore {
   /** Items waiting (not held by a lock), given-back ones included. */
   get count(): number {
     return this.segments.count;
+  }
+
+  /** Whether pops hand out nothing (the queue is paused). */
+  get paused(): boolean {
+    return this.currentSettings.paused === true;
+  }
+
+  /**
+   * Items a pop could take now: none while the queue is paused, else {@link count}, at most the
+   * room `maxInFlight` leaves for a pop with ack. What wakes long polls (the pop budget refills
+   * with time, not with a turn: a poll waiting for it waits for the time).
+   */
+  get available(): number {
+    return this.paused ? 0 : Math.min(this.segments.count, this.inFlightRoom);
+  }
+
+  /** Items held by live locks (the exclusive one, if active, and the shared ones). */
+  get inFlight(): number {
+    return (this.exclusive.isActive ? this.exclusive.lock!.items.length : 0) + this.shared.items;
+  }
+
+  /** Items a pop with ack may still take under `maxInFlight` (Infinity: no limit). */
+  get inFlightRoom(): number {
+    return this.limits.room;
   }
 
   /** Delayed items: stored apart from the segments, invisible until due and moved. */
@@ -265,16 +306,32 @@ export class QueueCore {
   /**
    * Removes up to `depth` items from the front (see {@link QueueFront.take}). With `ack`, the
    * items are held by a new lock; while an exclusive lock is active every pop is refused.
+   * Checked first, in this order: a paused queue hands out nothing; then the exclusive lock;
+   * then the delivery limits (`maxInFlight` for a pop with ack, the pop budget of
+   * `maxPopsPerSecond` at `now`) bound `depth`, and with no room or budget nothing is taken.
    */
-  pop(depth: number, ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome {
+  pop(
+    depth: number,
+    ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number },
+    now = ack?.now ?? 0,
+  ): PopOutcome {
+    // Paused: nothing is handed out, before any other answer (423 included).
+    if (this.paused) return { items: [], paused: true };
     const shared = this.lockMode === 'shared';
     if (!shared && this.exclusive.isActive) return { locked: this.exclusive.lock! };
+    // Delivery limits: a pop takes at most the room and the budget left; with none, nothing.
+    const allowed = this.limits.allow(depth, ack !== undefined, now);
+    if (typeof allowed !== 'number') return { items: [], ...allowed };
+    depth = allowed;
     if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
     const items: HeldItem[] = [];
     const heldAfter = shared && ack ? new Map<number, number>() : undefined;
     const blocked = this.front.take(depth, items, heldAfter);
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
-    if (items.length > 0) this.current.touch();
+    if (items.length > 0) {
+      this.current.touch();
+      this.limits.took(items.length, now);
+    }
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
     const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
@@ -313,9 +370,12 @@ export class QueueCore {
     return this.locks.release(lockId, now).returned;
   }
 
-  /** {@link release}, telling items given back from items dead-lettered. */
-  releaseLock(lockId: string, now: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
-    return this.locks.release(lockId, now);
+  /**
+   * {@link release}, telling items given back from items dead-lettered and items waiting out a
+   * retry delay; `delayMs` replaces the queue's retry delay for this release.
+   */
+  releaseLock(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+    return this.locks.release(lockId, now, delayMs);
   }
 
   /**
@@ -327,6 +387,7 @@ export class QueueCore {
     const holdsAnything = this.count > 0 || this.delayed.size > 0 || this.segments.size > 0;
     const next = changeSettings(this.currentSettings, patch, { holdsAnything, lockLives: this.exclusive.isActive || this.shared.live > 0 });
     if (typeof next === 'string') return next;
+    this.limits.settingsChanging(this.currentSettings, next);
     this.currentSettings = next;
     this.current.writes.settingsChanged = true;
     this.exists = true;
@@ -341,6 +402,11 @@ export class QueueCore {
   redrive(request: RedriveRequest): (RedriveBatch & { readonly count: number }) | undefined {
     if (!this.exists) return undefined;
     return { ...this.redriver.batch(request), count: this.count };
+  }
+
+  /** Tokens of the pop budget at `now`; null without a rate limit. */
+  popTokens(now: number): number | null {
+    return this.limits.tokens(now);
   }
 
   /** Hands over what `MissingLockRows` asked for. */
@@ -424,6 +490,8 @@ export class QueueCore {
    */
   snapshot(): QueueSnapshot | undefined {
     if (this.storedVersion === null || this.deleted || !this.current.writes.isEmpty) return undefined;
+    // The pop budget is not part of the snapshot's form: a receiver must read it with the row.
+    if (this.currentSettings.maxPopsPerSecond != null) return undefined;
     return this.inspection.snapshot(this.storedVersion);
   }
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { changeSettings, lockModeOf } from './queue-settings.js';
+import { changeSettings, CONTROL_DEFAULTS, lockModeOf, retryDelayMs, withControlDefaults } from './queue-settings.js';
+import type { QueueSettings } from './types.js';
 
 const CURRENT = { segmentSize: 100, bufferSegments: 2 };
 const idle = { holdsAnything: false, lockLives: false };
+const busy = { holdsAnything: true, lockLives: true };
 
 describe('changeSettings', () => {
   it('absent fields stay as they are; the result names every field', () => {
@@ -12,6 +14,12 @@ describe('changeSettings', () => {
       lockMode: 'exclusive',
       maxDeliveries: 3,
       deadLetterQueue: 'dead',
+      paused: false,
+      retryDelaySeconds: 0,
+      retryBackoff: 'exponential',
+      retryDelayMaxSeconds: 900,
+      maxInFlight: null,
+      maxPopsPerSecond: null,
     });
     expect(changeSettings({ ...CURRENT, maxDeliveries: 3, deadLetterQueue: 'dead' }, { maxDeliveries: null }, idle)).toMatchObject({
       maxDeliveries: null,
@@ -31,5 +39,64 @@ describe('changeSettings', () => {
     expect(changeSettings(CURRENT, { lockMode: 'exclusive' }, { holdsAnything: true, lockLives: true })).toMatchObject({ lockMode: 'exclusive' });
     expect(changeSettings(CURRENT, { lockMode: 'shared' }, { holdsAnything: true, lockLives: false })).toMatchObject({ lockMode: 'shared' });
     expect(lockModeOf(CURRENT)).toBe('exclusive');
+  });
+
+  it('the controls change at any time, items and locks or not, and stay when not named', () => {
+    const changed = changeSettings(
+      CURRENT,
+      { paused: true, retryDelaySeconds: 5, retryBackoff: 'fixed', retryDelayMaxSeconds: 60, maxInFlight: 10, maxPopsPerSecond: 0.5 },
+      busy,
+    );
+    expect(changed).toMatchObject({
+      paused: true,
+      retryDelaySeconds: 5,
+      retryBackoff: 'fixed',
+      retryDelayMaxSeconds: 60,
+      maxInFlight: 10,
+      maxPopsPerSecond: 0.5,
+    });
+    const kept = changeSettings(changed as QueueSettings, { segmentSize: 100 }, busy);
+    expect(kept).toEqual(changed);
+    expect(changeSettings(changed as QueueSettings, { paused: false, maxInFlight: null, maxPopsPerSecond: null }, busy)).toMatchObject({
+      paused: false,
+      maxInFlight: null,
+      maxPopsPerSecond: null,
+      retryDelaySeconds: 5,
+    });
+  });
+
+  it('a change is judged by the settings it leaves: a retry delay above the stored maximum is refused, even when only one is named', () => {
+    const stored = { ...CURRENT, retryDelaySeconds: 10, retryDelayMaxSeconds: 20 };
+    expect(changeSettings(stored, { retryDelaySeconds: 21 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
+    expect(changeSettings(stored, { retryDelayMaxSeconds: 9 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
+    expect(changeSettings(stored, { retryDelaySeconds: 20 }, idle)).toMatchObject({ retryDelaySeconds: 20, retryDelayMaxSeconds: 20 });
+    expect(changeSettings(stored, { retryDelaySeconds: 30, retryDelayMaxSeconds: 30 }, idle)).toMatchObject({ retryDelaySeconds: 30 });
+    expect(changeSettings(CURRENT, { retryDelaySeconds: 900 }, idle), 'the default maximum is 900').toMatchObject({ retryDelaySeconds: 900 });
+    expect(changeSettings({ ...CURRENT, retryDelaySeconds: 10 }, { retryDelayMaxSeconds: 5 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
+  });
+
+  it('withControlDefaults names every control, at its default when absent', () => {
+    expect(withControlDefaults(CURRENT)).toMatchObject({ ...CURRENT, ...CONTROL_DEFAULTS, lockMode: 'exclusive' });
+    expect(withControlDefaults({ ...CURRENT, paused: true, maxInFlight: 3 })).toMatchObject({ paused: true, maxInFlight: 3, retryDelaySeconds: 0 });
+  });
+});
+
+describe('retryDelayMs', () => {
+  it('no retry delay: back at once, whatever the backoff and deliveries', () => {
+    expect(retryDelayMs(CURRENT, 1)).toBe(0);
+    expect(retryDelayMs({ ...CURRENT, retryBackoff: 'fixed' }, 7)).toBe(0);
+  });
+
+  it('fixed: the base delay every time', () => {
+    const s = { ...CURRENT, retryDelaySeconds: 3, retryBackoff: 'fixed' as const, retryDelayMaxSeconds: 4 };
+    expect([1, 2, 5, 100].map((d) => retryDelayMs(s, d))).toEqual([3000, 3000, 3000, 3000]);
+  });
+
+  it('exponential: base × 2^(d−1), at most the maximum (the default backoff)', () => {
+    const s = { ...CURRENT, retryDelaySeconds: 2, retryDelayMaxSeconds: 30 };
+    expect([1, 2, 3, 4, 5, 6].map((d) => retryDelayMs(s, d))).toEqual([2000, 4000, 8000, 16000, 30000, 30000]);
+    expect(retryDelayMs(s, 0), 'an item never delivered counts as the first').toBe(2000);
+    expect(retryDelayMs({ ...s, retryDelayMaxSeconds: 900 }, 1000), 'huge delivery counts do not overflow').toBe(900_000);
+    expect(retryDelayMs({ ...CURRENT, retryDelaySeconds: 1 }, 11), 'default maximum 900').toBe(900_000);
   });
 });

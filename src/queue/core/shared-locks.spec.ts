@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CONTROL_DEFAULTS } from './queue-settings.js';
 import { MAX_EXPIRED_LOCKS_PER_TURN, QueueCore } from './queue-core.js';
 import { endTurn, FakeDb, heldOf, item, names, popAck, SETTINGS, sharedQueue, startTurn, turn, withFetch } from '../../../test/support/shared-locks-fake-db.js';
 
@@ -13,6 +14,7 @@ describe('QueueCore in shared lock mode', () => {
       lockMode: 'exclusive',
       maxDeliveries: 2,
       deadLetterQueue: 'dead',
+      ...CONTROL_DEFAULTS,
     });
     expect(core.isPresent, 'settings create the queue').toBe(true);
     expect(endTurn(db, core)).toMatchObject({ expectedVersion: null, settings: { segmentSize: 5, maxDeliveries: 2 } });

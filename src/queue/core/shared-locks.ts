@@ -1,4 +1,4 @@
-import type { GiveBackOutcome, GivenBackItems } from './given-back-items.js';
+import type { GiveBackOutcome, GiveBackTime, GivenBackItems } from './given-back-items.js';
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
 import { MissingLockRows, NO_SHARED_LOCKS, type LockProblem, type LockRowsFetch, type LockState, type SharedLockSummary } from './types.js';
@@ -58,7 +58,7 @@ export class SharedLocks {
     if (!lock) return 'LOCK_NOT_FOUND';
     if (lock.state === 'expired') return 'LOCK_EXPIRED';
     if (lock.expiresAt <= now) {
-      this.end(lock, 'expire');
+      this.end(lock, 'expire', { now });
       this.ctx.turn.writes.sharedChanged = true;
       return 'LOCK_EXPIRED';
     }
@@ -109,10 +109,12 @@ export class SharedLocks {
     turn.expiredDue = true;
     let returned = 0;
     let deadLettered = 0;
+    let delayed = 0;
     for (const lock of due.locks) {
-      const outcome = this.end(lock, 'expire');
+      const outcome = this.end(lock, 'expire', { now });
       returned += outcome.returned;
       deadLettered += outcome.deadLettered;
+      delayed += outcome.delayed;
     }
     // Read exactly, unless more were due than one turn takes: then the last one read bounds the rest.
     const next = due.locks.length >= MAX_EXPIRED_LOCKS_PER_TURN ? due.locks[due.locks.length - 1].expiresAt : due.nextExpiry;
@@ -120,18 +122,18 @@ export class SharedLocks {
     turn.nextExpiryExact = due.locks.length < MAX_EXPIRED_LOCKS_PER_TURN;
     turn.writes.sharedChanged = true;
     turn.touch();
-    return { locks: due.locks.length, returned, deadLettered };
+    return { locks: due.locks.length, returned, deadLettered, delayed };
   }
 
   /** Ends a live lock: acknowledged (items gone), released (row gone, items back) or expired (row kept, items back). */
-  end(lock: LockState, how: 'acknowledge' | 'release' | 'expire'): GiveBackOutcome {
+  end(lock: LockState, how: 'acknowledge' | 'release' | 'expire', at?: GiveBackTime): GiveBackOutcome {
     const turn = this.ctx.turn;
-    let outcome: GiveBackOutcome = { returned: 0, deadLettered: 0 };
+    let outcome: GiveBackOutcome = { returned: 0, deadLettered: 0, delayed: 0 };
     if (how === 'acknowledge') {
       this.givenBack.unhold(lock.items);
       this.givenBack.settle(lock.items);
     } else {
-      outcome = this.givenBack.giveBack(lock.items, true);
+      outcome = this.givenBack.giveBack(lock.items, true, at);
     }
     const ended = how === 'expire' ? { ...lock, state: 'expired' as const, items: [] } : null;
     turn.writes.sharedLocks.set(lock.lockId, ended);

@@ -69,6 +69,7 @@ export function turnWrite(
     delayedDeleteThrough: writes.delayedDeleteThrough,
     dedupInserts: writes.dedupInserts,
     shared: writes.sharedChanged ? shared.state : null,
+    ...(writes.popBudget ? { popBudget: writes.popBudget } : {}),
     sharedLockUpserts: upserts,
     sharedLockDeletes: deletes,
     returnedInserts: returned.inserts,

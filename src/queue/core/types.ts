@@ -18,7 +18,22 @@ export interface QueueSettings {
   /** Deliveries after which an item given back goes to `deadLetterQueue` instead; null or absent: no limit. */
   readonly maxDeliveries?: number | null;
   readonly deadLetterQueue?: string | null;
+  /** Pops hand out nothing while set (absent: false). */
+  readonly paused?: boolean;
+  /** Base delay before an item given back (not dead-lettered) is visible again, 0-900 s (absent: 0, at once). */
+  readonly retryDelaySeconds?: number;
+  /** `fixed`: always `retryDelaySeconds`; `exponential` (absent): doubled per delivery, up to `retryDelayMaxSeconds`. */
+  readonly retryBackoff?: RetryBackoff;
+  /** Ceiling of an exponential retry delay, 1-900 s, never below `retryDelaySeconds` (absent: 900). */
+  readonly retryDelayMaxSeconds?: number;
+  /** Items held by live locks at most; null or absent: no limit. */
+  readonly maxInFlight?: number | null;
+  /** Items handed out by pops per second at most, on average; null or absent: no limit. */
+  readonly maxPopsPerSecond?: number | null;
 }
+
+/** How a retry delay grows with an item's deliveries. */
+export type RetryBackoff = 'fixed' | 'exponential';
 
 /** A change of settings as asked for: absent fields stay as they are. */
 export interface SettingsPatch {
@@ -27,10 +42,20 @@ export interface SettingsPatch {
   readonly lockMode?: LockMode;
   readonly maxDeliveries?: number | null;
   readonly deadLetterQueue?: string | null;
+  readonly paused?: boolean;
+  readonly retryDelaySeconds?: number;
+  readonly retryBackoff?: RetryBackoff;
+  readonly retryDelayMaxSeconds?: number;
+  readonly maxInFlight?: number | null;
+  readonly maxPopsPerSecond?: number | null;
 }
 
-/** Why a change of settings was refused. */
-export type SettingsProblem = 'QUEUE_NOT_EMPTY' | 'QUEUE_LOCKED';
+/**
+ * Why a change of settings was refused. `RETRY_DELAY_ABOVE_MAX`: the settings it would leave
+ * have `retryDelaySeconds` above `retryDelayMaxSeconds` (judged on the result, so a change naming
+ * only one of them is refused too).
+ */
+export type SettingsProblem = 'QUEUE_NOT_EMPTY' | 'QUEUE_LOCKED' | 'RETRY_DELAY_ABOVE_MAX';
 
 /**
  * Metadata of one priority of one queue (seed 003's metadata document, one entry per priority).
@@ -65,6 +90,12 @@ export interface PriorityMetadata {
    * place by its segment and position. Absent: 0.
    */
   held?: number;
+  /**
+   * Items of this priority given back by locks and waiting out a retry delay (among the delayed
+   * items). While any wait the entry stays (with `count` 0 if need be), so that segment numbers
+   * keep growing and such an item, once due, finds its push-order place by its origin. Absent: 0.
+   */
+  retrying?: number;
 }
 
 /** Where an item was pushed within its priority: its segment and position. Orders items by push order. */
@@ -142,6 +173,19 @@ export interface DelayedItem {
   readonly json: string;
   /** See {@link SegmentEntry.from} (dead letters wait here until their queue's next turn). */
   readonly from?: string;
+  /**
+   * Set for an item given back by a lock and waiting out its retry delay: where it was pushed.
+   * When due it returns to the front of its priority in push order, not to the tail.
+   */
+  readonly origin?: ItemOrigin;
+  /** With `origin`: the item's deliveries so far. */
+  readonly deliveries?: number;
+}
+
+/** A queue's pop budget (see `pop-budget.ts`): tokens left at `at` (epoch ms). */
+export interface PopBudget {
+  readonly tokens: number;
+  readonly at: number;
 }
 
 /** What the runner found for {@link MissingDueItems}: the due items, in `(dueAt, seq)` order. */
@@ -185,6 +229,8 @@ export interface QueueRecord {
   readonly delayed?: DelayedSummary;
   /** Absent: no shared lock. */
   readonly shared?: SharedLockSummary;
+  /** Absent: full. */
+  readonly popBudget?: PopBudget;
 }
 
 /**
@@ -328,6 +374,8 @@ export interface TurnWrite {
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
   /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */
   readonly shared: SharedLockSummary | null;
+  /** The queue's pop budget after the turn; absent or null when the turn left it as it was. */
+  readonly popBudget?: PopBudget | null;
   /** Shared locks written (created, extended, expired) and deleted (acknowledged, released). */
   readonly sharedLockUpserts: readonly LockState[];
   readonly sharedLockDeletes: readonly string[];

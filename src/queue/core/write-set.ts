@@ -1,4 +1,4 @@
-import type { DelayedItem, HeldItem, ItemOrigin, LockState, RedrivenItem, ReturnedEntry, SegmentEntry } from './types.js';
+import type { DelayedItem, HeldItem, ItemOrigin, LockState, PopBudget, RedrivenItem, ReturnedEntry, SegmentEntry } from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -38,6 +38,8 @@ export class WriteSet {
   sharedChanged = false;
   /** The queue's settings change. */
   settingsChanged = false;
+  /** The queue's pop budget after the turn, when the turn drew from it or refilled it. */
+  popBudget: PopBudget | undefined = undefined;
   private sharedLocksOf?: Map<string, LockState | null>;
   /** Shared locks to write (by id: the last write of a lock in the turn wins) or delete (null). Made on first use, as the rarer maps here. */
   get sharedLocks(): Map<string, LockState | null> {

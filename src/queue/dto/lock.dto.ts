@@ -24,3 +24,17 @@ export class ExtendLockRequestDto extends LockRequestDto {
   @Max(300)
   ttl_seconds?: number = 30;
 }
+
+export class ReleaseRequestDto extends LockRequestDto {
+  /**
+   * Seconds the released items wait before they are visible again, 0 to 900; replaces the
+   * queue's retry delay for this release (0: back at once). Left out: the queue's retry delay.
+   * @example 10
+   */
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 900 })
+  @IsOmittable()
+  @IsInt()
+  @Min(0)
+  @Max(900)
+  delay_seconds?: number;
+}

@@ -53,6 +53,19 @@ export class PopResponseDto {
    */
   @ApiProperty({ type: 'array', items: { type: 'integer', minimum: 1 }, required: false })
   delivery_counts?: number[];
+  /**
+   * Present (true) when the queue is paused: nothing was handed out.
+   * @example true
+   */
+  @ApiProperty({ type: 'boolean', required: false })
+  paused?: boolean;
+  /**
+   * Present (true) when a delivery limit (`max_in_flight` for pops with `require_ack`, or
+   * `max_pops_per_second`) left no room: nothing was handed out.
+   * @example true
+   */
+  @ApiProperty({ type: 'boolean', required: false })
+  limited?: boolean;
 }
 
 /** One priority of a queue. */
@@ -94,6 +107,41 @@ export class QueueSettingsDto {
   /** The queue items go to after `max_deliveries` deliveries; null: none. */
   @ApiProperty({ type: 'string', nullable: true })
   dead_letter_queue: string | null;
+  /**
+   * Pops hand out nothing while true.
+   * @example false
+   */
+  paused: boolean;
+  /**
+   * Seconds an item given back (expiry or release) waits before it is visible again (0-900; 0: at once).
+   * @example 0
+   */
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: 900 })
+  retry_delay_seconds: number;
+  /**
+   * How the retry delay grows with an item's deliveries.
+   * @example "exponential"
+   */
+  @ApiProperty({ enum: ['fixed', 'exponential'] })
+  retry_backoff: 'fixed' | 'exponential';
+  /**
+   * Ceiling of an exponential retry delay, seconds (1-900).
+   * @example 900
+   */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 900 })
+  retry_delay_max_seconds: number;
+  /**
+   * Items held by live locks at most; null: no limit.
+   * @example null
+   */
+  @ApiProperty({ type: 'integer', minimum: 1, maximum: 100000, nullable: true })
+  max_in_flight: number | null;
+  /**
+   * Items handed out by pops per second at most (all processes together); null: no limit.
+   * @example null
+   */
+  @ApiProperty({ type: 'number', minimum: 0.1, maximum: 100000, nullable: true })
+  max_pops_per_second: number | null;
 }
 
 /** The settings as `GET /queue/{queue_id}` shows them. */
@@ -152,6 +200,11 @@ export class QueueSummaryDto {
   @ApiProperty({ type: 'integer' })
   count: number;
   locked: boolean;
+  /**
+   * The queue is paused: pops hand out nothing.
+   * @example false
+   */
+  paused: boolean;
 }
 
 /** A page of queues. */
@@ -208,4 +261,10 @@ export class ReleaseResponseDto {
   /** Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
   @ApiProperty({ type: 'integer', required: false })
   items_dead_lettered?: number;
+  /**
+   * Of `items_returned`, items waiting out a retry delay before they are visible again (0 when none).
+   * @example 0
+   */
+  @ApiProperty({ type: 'integer' })
+  items_delayed: number;
 }

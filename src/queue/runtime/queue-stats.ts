@@ -20,4 +20,10 @@ export class QueueStats {
   itemsRedriven = 0;
   /** Items put back at the front of their queue, by reason. */
   readonly itemsRedelivered = { expired: 0, released: 0 };
+  /** Items given back (expiry or release) that waited out a retry delay before they were visible again. */
+  itemsRetryDelayed = 0;
+  /** Pops that handed out nothing because of a delivery limit, by the limit. */
+  readonly popsLimited = { in_flight: 0, rate: 0 };
+  /** Pops answered `paused`. */
+  pausedPops = 0;
 }

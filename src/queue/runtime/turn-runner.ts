@@ -58,7 +58,7 @@ interface SegmentId {
 
 interface Prepared {
   core: QueueCore;
-  /** Items waiting on the queue as committed before this turn. */
+  /** Items a pop could take on the queue as committed before this turn (none while paused). */
   countBefore: number;
   write: TurnWrite | undefined;
   /** The operations' outcomes; undefined: they did not run (a turn of its own for a backlog of due delayed items). */
@@ -311,7 +311,7 @@ export class TurnRunner {
     }
     const actor = core;
     const now = this.clock.now();
-    const countBefore = actor.count;
+    const countBefore = actor.available;
     const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
     // A core call that needs no rows answers at once: awaited only when the driver had to read
     // (an await of a plain value still costs a promise and a trip through the microtask queue,
@@ -396,6 +396,10 @@ export class TurnRunner {
       this.queueStats.itemsRedelivered.expired += sharedExpired.returned;
       this.lockLogger.log(`${sharedExpired.locks} shared lock(s) on queue ${queueId} expired; ${sharedExpired.returned} item(s) given back`);
     }
+    if (write) {
+      // Items given back that wait out a retry delay (by expiry or release): delayed items with an origin.
+      for (const d of write.delayedInserts) if (d.origin) this.queueStats.itemsRetryDelayed += 1;
+    }
     if (dueMoved > 0) {
       this.queueStats.delayedItemsDue += dueMoved;
       this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
@@ -427,12 +431,13 @@ export class TurnRunner {
       }
       this.logger.log(`${write.redriven.length} item(s) of queue ${queueId} redriven to ${[...counts.keys()].join(', ')}`);
     }
-    if (write && core.count > 0) {
+    if (write && core.available > 0) {
       // Long polls of this process waiting on the queue take what the turn left (after pushes,
-      // returned items, and delayed items that came due, also in the delay sweep's turns);
-      // other processes' long polls wait only on a queue they found empty, so they hear of the
-      // transition from none to some.
-      this.events.wake(queueId, core.count, 'local');
+      // returned items, delayed items that came due, also in the delay sweep's turns, and a
+      // resume); other processes' long polls wait only on a queue they found empty or paused,
+      // so they hear of the transition from none to some (a resume of a queue holding items is
+      // one).
+      this.events.wake(queueId, core.available, 'local');
       if (countBefore === 0) {
         // With the state just committed, when memory holds all of it: a long poll of another
         // process woken by it can take the item without reading the queue first.

@@ -43,6 +43,8 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
   const [lockId, setLockId] = useState(held?.lockId ?? '');
   useEffect(() => setLockId(held?.lockId ?? ''), [held?.lockId]);
   const [ttl, setTtl] = useState('30');
+  /** A release's own retry delay (blank: the queue's). */
+  const [delay, setDelay] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -53,6 +55,9 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
     const id = lockId.trim();
     const t = parseInteger(ttl, 1, 300);
     if (action === 'extend' && t === undefined) return setProblem('TTL must be a whole number of seconds from 1 to 300.');
+    const d = delay.trim() === '' ? undefined : parseInteger(delay, 0, 900);
+    if (action === 'release' && delay.trim() !== '' && d === undefined)
+      return setProblem('Delay must be a whole number of seconds from 0 to 900, or blank for the queue’s retry delay.');
     setProblem(null);
     setBusy(true);
     const path = { queue_id: queueId };
@@ -66,7 +71,8 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
         onHeld({ lockId: answer.lock_id, expiresAt: answer.lock_expires_at });
         onResult(`Lock extended: it now expires at ${clockTime(answer.lock_expires_at)}.`);
       } else {
-        const answer = await call(api.POST('/queue/{queue_id}/release', { params: { path }, body: { lock_id: id } }));
+        const body = d === undefined ? { lock_id: id } : { lock_id: id, delay_seconds: d };
+        const answer = await call(api.POST('/queue/{queue_id}/release', { params: { path }, body }));
         onHeld(undefined);
         onResult(releaseMessage(answer, locks ? 'shared' : 'exclusive'));
       }
@@ -171,6 +177,19 @@ export function LockCard({ queueId, lock, locks, held, onHeld, onResult, onChang
             <button type="button" className="btn" disabled={busy || !allowed.allowed} title={whyNot(allowed)} onClick={() => void run('release')}>
               Release
             </button>
+            <label className="field field-inline" title="Seconds the released items wait before they are visible again (blank: the queue’s retry delay)">
+              <span>after (s)</span>
+              <input
+                type="number"
+                min={0}
+                max={900}
+                value={delay}
+                placeholder="queue’s"
+                onChange={(e) => setDelay(e.target.value)}
+                className="num-input"
+                name="release-delay"
+              />
+            </label>
             <span className="spacer" />
             <label className="field field-inline">
               <span>TTL (s)</span>

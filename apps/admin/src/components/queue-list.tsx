@@ -5,6 +5,7 @@ import { usePoll } from '../hooks';
 import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
 import { LockIcon } from './icons';
+import { PauseSwitch } from './pause-switch';
 
 const PAGE_SIZE = 50;
 const LIST_POLL_MS = 3000;
@@ -22,6 +23,8 @@ interface Props {
   selected: string | null;
   onSelect: (queueId: string) => void;
   refreshKey: number;
+  /** A queue was paused or resumed from the list: everything reloads. */
+  onChanged?: () => void;
 }
 
 /** The queue list, or, for a key without the read scope, a note saying so (instead of a 403 every few seconds). */
@@ -41,8 +44,13 @@ export function QueueList(props: Props) {
 }
 
 /** `GET /queues`: a page at a time (next_cursor), filtered by prefix, refreshed every few seconds in place. */
-function LiveQueueList({ selected, onSelect, refreshKey }: Props) {
+function LiveQueueList({ selected, onSelect, refreshKey, onChanged }: Props) {
   const api = useApi();
+  const [paused, setPaused] = useState(0);
+  const onPaused = () => {
+    setPaused((n) => n + 1);
+    onChanged?.();
+  };
   const [filter, setFilter] = useState('');
   const prefix = useDebounced(filter.trim(), 250);
   // Cursors of the pages walked so far; the last is the page shown (undefined: the first).
@@ -56,7 +64,7 @@ function LiveQueueList({ selected, onSelect, refreshKey }: Props) {
       return { ...page, prefix, page: cursors.length };
     },
     LIST_POLL_MS,
-    `${prefix}\u0000${cursor ?? ''}\u0000${refreshKey}`,
+    `${prefix}\u0000${cursor ?? ''}\u0000${refreshKey}\u0000${paused}`,
     true,
   );
   const queues = list.data?.queues ?? [];
@@ -82,7 +90,7 @@ function LiveQueueList({ selected, onSelect, refreshKey }: Props) {
       {list.error && <ErrorNote error={list.error} />}
       <ul className="queues" data-testid="queue-list" data-prefix={list.data?.prefix} data-page={list.data?.page}>
         {queues.map((q) => (
-          <li key={q.queue_id}>
+          <li key={q.queue_id} className={q.paused ? 'paused' : undefined}>
             <button
               type="button"
               className={`queue-row${q.queue_id === selected ? ' selected' : ''}`}
@@ -92,12 +100,19 @@ function LiveQueueList({ selected, onSelect, refreshKey }: Props) {
               data-queue-id={q.queue_id}
               data-count={q.count}
               data-locked={q.locked}
-              title={q.queue_id}
+              data-paused={q.paused}
+              title={q.paused ? `${q.queue_id} (paused: pops hand out nothing)` : q.queue_id}
             >
               <span className="queue-name">{q.queue_id}</span>
+              {q.paused && (
+                <span className="badge badge-paused" data-testid="paused-mark">
+                  paused
+                </span>
+              )}
               {q.locked && <LockIcon className="locked-icon" title="Locked: items held pending acknowledgement" />}
               <span className="queue-count">{count(q.count)}</span>
             </button>
+            <PauseSwitch queueId={q.queue_id} paused={q.paused} onChanged={onPaused} small />
           </li>
         ))}
       </ul>

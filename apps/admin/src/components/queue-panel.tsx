@@ -15,6 +15,7 @@ import { RedriveCard } from './redrive-card';
 import { ResultPanel, type ActionResult } from './result-panel';
 import { SegmentChain, SegmentLegend, type SegmentRef } from './segment-chain';
 import { SegmentItems } from './segment-items';
+import { PauseSwitch } from './pause-switch';
 import { SettingsCard } from './settings-card';
 import { whyNot } from './scope-note';
 
@@ -107,7 +108,13 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
           <h1 className="mono" title={queueId}>
             {queueId}
           </h1>
+          {info?.config.paused && (
+            <span className="badge badge-paused" data-testid="queue-paused">
+              paused
+            </span>
+          )}
         </div>
+        {info && <PauseSwitch queueId={queueId} paused={info.config.paused} onChanged={message} />}
         <button
           type="button"
           className="btn btn-danger-outline"
@@ -136,7 +143,11 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
           <span className="stat-value">
             <span data-testid="queue-count">{info === undefined ? '–' : count(info?.count ?? 0)}</span>
             {info && info.delayed > 0 && (
-              <span className="stat-sub" data-testid="queue-delayed" title="Pushed with delay_seconds: not visible until due">
+              <span
+                className="stat-sub"
+                data-testid="queue-delayed"
+                title="Pushed with delay_seconds, or given back and waiting out a retry delay: not visible until due"
+              >
                 {' '}
                 · {count(info.delayed)} delayed
               </span>

@@ -2,7 +2,16 @@ import { useState, type FormEvent } from 'react';
 import type { QueueSettings } from '@pushpop/api-client';
 import { call, toApiError, type ApiError } from '../api';
 import { count } from '../format';
-import { describeSettings, settingsForm, settingsPatch, type LockMode, type SettingsField, type SettingsForm } from '../settings';
+import {
+  describeRetry,
+  describeSettings,
+  settingsForm,
+  settingsPatch,
+  type LockMode,
+  type RetryBackoff,
+  type SettingsField,
+  type SettingsForm,
+} from '../settings';
 import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
 import { ScopeNote, whyNot } from './scope-note';
@@ -16,10 +25,12 @@ interface Props {
   onChanged: () => void;
 }
 
-/** One of the settings form's numeric fields (1 to `max`). */
+/** One of the settings form's numeric fields (`min`, default 1, to `max`). */
 function NumberField(props: {
   name: SettingsField;
   label: string;
+  min?: number;
+  step?: number;
   max: number;
   placeholder: string;
   value: string;
@@ -31,7 +42,8 @@ function NumberField(props: {
       <span>{props.label}</span>
       <input
         type="number"
-        min={1}
+        min={props.min ?? 1}
+        step={props.step}
         max={props.max}
         name={props.name}
         value={props.value}
@@ -123,6 +135,10 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
               )}
             </dd>
           </div>
+          <Setting name="paused" value={settings.paused ? 'yes' : 'no'} hint={settings.paused ? 'pops hand out nothing' : undefined} />
+          <Setting name="retry_delay" value={describeRetry(settings)} hint="after an expiry or release" />
+          <Setting name="max_in_flight" value={settings.max_in_flight === null ? 'no limit' : count(settings.max_in_flight)} hint="items held by locks" />
+          <Setting name="max_pops_per_second" value={settings.max_pops_per_second === null ? 'no limit' : String(settings.max_pops_per_second)} />
         </dl>
       )}
       {!form && !settings && (
@@ -177,10 +193,57 @@ export function SettingsCard({ queueId, settings, onSaved, onChanged }: Props) {
                 aria-invalid={invalid('dead_letter_queue')}
               />
             </label>
+            <NumberField
+              name="retry_delay_seconds"
+              label="retry_delay_seconds (0–900)"
+              min={0}
+              max={900}
+              placeholder="0"
+              value={form.retry_delay_seconds}
+              onChange={(value) => change('retry_delay_seconds', value)}
+              invalid={invalid('retry_delay_seconds')}
+            />
+            <label className="field">
+              <span>retry_backoff</span>
+              <select name="retry_backoff" value={form.retry_backoff} onChange={(e) => change('retry_backoff', e.target.value as RetryBackoff)}>
+                <option value="exponential">exponential: doubles per delivery</option>
+                <option value="fixed">fixed: the same every time</option>
+              </select>
+            </label>
+            <NumberField
+              name="retry_delay_max_seconds"
+              label="retry_delay_max_seconds (1–900)"
+              max={900}
+              placeholder="900"
+              value={form.retry_delay_max_seconds}
+              onChange={(value) => change('retry_delay_max_seconds', value)}
+              invalid={invalid('retry_delay_max_seconds')}
+            />
+            <NumberField
+              name="max_in_flight"
+              label="max_in_flight (1–100,000)"
+              max={100000}
+              placeholder="no limit"
+              value={form.max_in_flight}
+              onChange={(value) => change('max_in_flight', value)}
+              invalid={invalid('max_in_flight')}
+            />
+            <NumberField
+              name="max_pops_per_second"
+              label="max_pops_per_second (0.1–100,000)"
+              min={0.1}
+              step={0.1}
+              max={100000}
+              placeholder="no limit"
+              value={form.max_pops_per_second}
+              onChange={(value) => change('max_pops_per_second', value)}
+              invalid={invalid('max_pops_per_second')}
+            />
           </div>
           <p className="hint">
             The segment layout changes only while the queue is empty and unlocked; the lock mode only while no lock lives. Items whose lock expires or is
-            released after max_deliveries deliveries go to the dead-letter queue.
+            released after max_deliveries deliveries go to the dead-letter queue; the others wait out the retry delay, then go back to the front. The delivery
+            limits bound the items held by locks and the items handed out per second, for all processes together.
           </p>
           {problem && (
             <p className="field-problem" role="alert" data-testid="settings-problem">
