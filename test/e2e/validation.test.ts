@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { Response } from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { propertyRuns } from '../support/queue-helpers.js';
 
 /** Every error response carries the contract's body: `statusCode`, a stable `error_code`, a message for people. */
 function expectError(res: Response, status: number, errorCode: string): void {
@@ -585,7 +586,7 @@ describe('bad input', () => {
           expect(pop.body).toEqual({ items: [expected], count: 1 });
           expect(JSON.stringify(pop.body.items[0])).toBe(JSON.stringify(expected));
         }),
-        { numRuns: 60 },
+        { numRuns: propertyRuns(60) },
       );
     });
   });
@@ -605,7 +606,7 @@ describe('bad input', () => {
             expect(typeof res.body.error_code).toBe('string');
           }
         }),
-        { numRuns: 100 },
+        { numRuns: propertyRuns(100) },
       );
     });
 
@@ -621,7 +622,7 @@ describe('bad input', () => {
             .send(body);
           expect(push.status, `${push.status} for push ${JSON.stringify(body)}: ${push.text}`).toBeLessThan(500);
         }),
-        { numRuns: 50 },
+        { numRuns: propertyRuns(50) },
       );
     });
 

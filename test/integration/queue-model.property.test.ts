@@ -20,6 +20,7 @@ import {
   SettingsChoice,
 } from '../support/queue-model.js';
 import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { propertyRuns } from '../support/queue-helpers.js';
 
 /**
  * Random command sequences run against the real service over HTTP and against the in-memory
@@ -783,7 +784,7 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
       }),
       // A failing run is shrunk; the time limit keeps that (at 30-80 requests per run) from
       // outlasting the test timeout, and still reports the smallest counterexample found.
-      { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+      { ...replay, numRuns: propertyRuns(30), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
     );
   });
 
@@ -798,7 +799,7 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
             await new ModelRunner(svc, uniqueQueueId('model-ack'), { segment_size: 3, buffer_segments: 1 }).run(commands);
           },
         ),
-        { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+        { ...replay, numRuns: propertyRuns(30), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
   );
@@ -814,7 +815,7 @@ describe(`queue against the in-memory model, tiny segments (SEGMENT_SIZE 3, BUFF
             await new ModelRunner(svc, uniqueQueueId('model-producers'), { segment_size: 3, buffer_segments: 1 }).run(commands);
           },
         ),
-        { ...replay, numRuns: 25, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+        { ...replay, numRuns: propertyRuns(25), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
   );
@@ -846,7 +847,7 @@ describe(`queue against the in-memory model in shared lock mode, with delivery l
             await new ModelRunner(svc, uniqueQueueId('model-shared'), { segment_size: 3, buffer_segments: 1 }, true).run([settings, ...commands]);
           },
         ),
-        { ...replay, numRuns: 60, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+        { ...replay, numRuns: propertyRuns(60), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
       );
     },
   );
@@ -860,7 +861,7 @@ describe(`queue against the in-memory model in shared lock mode, with delivery l
           await new ModelRunner(svc, uniqueQueueId('model-shared-producers'), { segment_size: 3, buffer_segments: 1 }, true).run([settings, ...commands]);
         },
       ),
-      { ...replay, numRuns: 30, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+      { ...replay, numRuns: propertyRuns(30), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
     );
   });
 });
@@ -883,7 +884,7 @@ describe('queue against the in-memory model, default segments (100), large batch
       fc.asyncProperty(fc.array(commandArb({ priorities: 1, maxBatch: 300 }), { minLength: 1, maxLength: 20, size: 'medium' }), async (commands) => {
         await new ModelRunner(svc, uniqueQueueId('model-big'), { segment_size: 100, buffer_segments: 1 }).run(commands);
       }),
-      { ...replay, numRuns: 15, interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
+      { ...replay, numRuns: propertyRuns(15), interruptAfterTimeLimit: 240_000, markInterruptAsFailure: true },
     );
   });
 
@@ -911,7 +912,7 @@ describe('queue against the in-memory model, default segments (100), large batch
         // Compared as JSON text: a parsed body may not keep a `__proto__` key as an own property.
         expect(popped.text, `queue ${q}`).toBe(JSON.stringify({ items: [item], count: 1 }));
       }),
-      { numRuns: 20 },
+      { numRuns: propertyRuns(20) },
     );
   });
 });

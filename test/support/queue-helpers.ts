@@ -18,6 +18,16 @@ export function testSeed(): number {
   return process.env.TEST_SEED ? Number(process.env.TEST_SEED) : Date.now() % 1_000_000_007;
 }
 
+/**
+ * Runs of a property test: `n` scaled by `PROPERTY_RUNS_SCALE` (default 1), at least 1. CI runs
+ * the suite three times (embedded PostgreSQL, the machine's PostgreSQL, Node 24): the first pass
+ * runs every property in full, the repeats a third of the runs with other seeds.
+ */
+export function propertyRuns(n: number): number {
+  const scale = Number(process.env.PROPERTY_RUNS_SCALE ?? 1);
+  return Math.max(1, Math.round(n * (Number.isFinite(scale) && scale > 0 ? scale : 1)));
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves once `condition()` holds (polled every `pollMs`), or after `timeoutMs` regardless. */
