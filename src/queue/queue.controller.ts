@@ -26,6 +26,7 @@ import { ExtendLockRequestDto, LockRequestDto, ReleaseRequestDto } from './dto/l
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
+import { serializePopAnswer } from './pop-body.js';
 
 /** What push and batch push answer about their items. */
 const ITEM_ERRORS: ErrorCodes = { 400: ['ITEM_TOO_DEEP'], 413: ['ITEM_TOO_LARGE'] };
@@ -95,6 +96,9 @@ export class QueueController {
     @Query() query: PopQueryDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<PopResponseDto> {
+    // Items leave as the JSON text they were stored as (see popAnswer). A reply with a serializer
+    // of its own gets no Content-Type from Fastify: it is set here.
+    reply.serializer(serializePopAnswer).type('application/json; charset=utf-8');
     const options = {
       depth: query.depth ?? 1,
       requireAck: query.require_ack ?? false,

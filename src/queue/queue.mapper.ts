@@ -1,6 +1,7 @@
 import type { PopOutcome, QueueView } from './core/queue-core.js';
 import type { QueueSettings } from './core/types.js';
 import type { QueueListRow } from '../database/stored-queue.js';
+import { popAnswer } from './pop-body.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
@@ -36,19 +37,19 @@ export const QueueMapper = {
   },
 
   pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean): PopResponseDto {
-    const items = outcome.items.map((i) => JSON.parse(i.json) as Record<string, unknown>);
+    // The items stay the JSON text they were stored as (see popAnswer).
+    const items = outcome.items.map((i) => i.json);
     // Nothing handed out because of a control: said so (`paused` first, as the pop checks it first).
     const why = outcome.paused ? { paused: true } : outcome.limited ? { limited: true } : {};
-    if (!requireAck) return { items, count: items.length, ...why };
-    if (!outcome.lock) return { items, count: 0, locked: false, ...why };
-    return {
-      items,
+    if (!requireAck) return popAnswer(items, { count: items.length, ...why });
+    if (!outcome.lock) return popAnswer(items, { count: 0, locked: false, ...why });
+    return popAnswer(items, {
       count: items.length,
       locked: true,
       lock_id: outcome.lock.lockId,
       lock_expires_at: seconds(outcome.lock.expiresAt),
       delivery_counts: outcome.items.map((i) => i.deliveries ?? 1),
-    };
+    });
   },
 
   settings(settings: QueueSettings): QueueSettingsDto {
