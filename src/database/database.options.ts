@@ -10,6 +10,7 @@ import { DelayedItemsAndDedup1764100000004 } from './migrations/1764100000004-de
 import { SharedLocksAndDeadLetters1764100000005 } from './migrations/1764100000005-shared-locks-and-dead-letters.js';
 import { LockModeUnchecked1764100000006 } from './migrations/1764100000006-lock-mode-unchecked.js';
 import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-canonical-functions.js';
+import { SegmentRangeDeletes1764100000008 } from './migrations/1764100000008-segment-range-deletes.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
@@ -37,6 +38,7 @@ export const MIGRATIONS = [
   SharedLocksAndDeadLetters1764100000005,
   LockModeUnchecked1764100000006,
   CanonicalFunctions1764100000007,
+  SegmentRangeDeletes1764100000008,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */
