@@ -82,14 +82,65 @@ describe('RequestValidationPipe on query strings and body shapes', () => {
     expect(validations).toHaveBeenCalledTimes(6);
   });
 
-  it('a batch is validated every time: its entries are DTOs of their own', async () => {
+  it('a batch of a length and entry shapes seen before is not validated again; its entries are DTOs of their own with their own items', async () => {
     const pipe = new RequestValidationPipe();
     const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
-    for (const n of [1, 2]) {
-      const batch = (await pipe.transform({ items: [{ item: { n } }, { item: { m: n }, priority: 1 }] }, batchBody)) as PushBatchDto;
-      expect(batch.items.map((e) => e.item)).toEqual([{ n }, { m: n }]);
-      expect(batch.items[0]).toBeInstanceOf(PushItemDto);
+    const batch = (n: number): Record<string, unknown> => ({ items: [{ item: { n } }, { item: { m: n }, priority: 1 }, { item: { o: n } }] });
+    const results: PushBatchDto[] = [];
+    for (const n of [1, 2, 3]) results.push((await pipe.transform(batch(n), batchBody)) as PushBatchDto);
+    expect(validations, 'the first batch only').toHaveBeenCalledTimes(1);
+    for (const [i, result] of results.entries()) {
+      const n = i + 1;
+      expect(result).toBeInstanceOf(PushBatchDto);
+      expect(result.items.map((e) => e.item)).toEqual([{ n }, { m: n }, { o: n }]);
+      expect(result.items.map((e) => e.priority)).toEqual([0, 1, 0]);
+      for (const entry of result.items) expect(entry).toBeInstanceOf(PushItemDto);
     }
+    expect(results[2].items[0], 'entries of one shape are separate objects').not.toBe(results[2].items[2]);
+    results[1].items[0].priority = 7;
+    expect(((await pipe.transform(batch(4), batchBody)) as PushBatchDto).items[0].priority, 'a change to an earlier answer does not leak').toBe(0);
+    // A new shape in a batch of a known length: a batch of that entry alone is validated.
+    const mixed = (await pipe.transform(
+      { items: [{ item: { a: 1 } }, { item: { b: 1 }, priority: 2 }, { item: { c: 1 }, priority: 1 }] },
+      batchBody,
+    )) as PushBatchDto;
+    expect(mixed.items.map((e) => [e.item, e.priority])).toEqual([
+      [{ a: 1 }, 0],
+      [{ b: 1 }, 2],
+      [{ c: 1 }, 1],
+    ]);
     expect(validations).toHaveBeenCalledTimes(2);
+    expect(validations.mock.calls[1][0], 'the new shape alone').toMatchObject({ items: [{ priority: 2 }] });
+    expect((validations.mock.calls[1][0] as { items: unknown[] }).items).toHaveLength(1);
+    // Another length: validated whole, once.
+    for (let i = 0; i < 2; i++) await pipe.transform({ items: [{ item: { n: i } }] }, batchBody);
+    expect(validations).toHaveBeenCalledTimes(3);
+  });
+
+  it('a refused entry of a batch is refused every time, with the error naming it in the batch', async () => {
+    const pipe = new RequestValidationPipe();
+    const body = (priority: number): Record<string, unknown> => ({ items: [{ item: { n: 1 } }, { item: { n: 2 }, priority }] });
+    await pipe.transform(body(1), batchBody);
+    for (let i = 0; i < 2; i++) {
+      await expect(pipe.transform(body(-1), batchBody)).rejects.toThrow(/items\.1\.priority must not be less than 0/);
+      await expect(pipe.transform({ items: [{ item: { n: 1 } }, { item: { n: 2 }, nope: true }] }, batchBody)).rejects.toThrow(
+        /property items\.1\.nope should not exist/,
+      );
+      await expect(pipe.transform({ items: [{ item: { n: 1 } }, { item: [2] }] }, batchBody)).rejects.toBeInstanceOf(ValidationFailedError);
+    }
+    const tooMany = { items: Array.from({ length: 1001 }, (_, n) => ({ item: { n } })) };
+    for (let i = 0; i < 2; i++) await expect(pipe.transform(tooMany, batchBody)).rejects.toThrow(/items must contain no more than 1000 elements/);
+  });
+
+  it('a batch whose entries have many new shapes (a dedup_id each) is validated whole, and none is remembered', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const batch = (round: number): Record<string, unknown> => ({ items: Array.from({ length: 20 }, (_, n) => ({ item: { n }, dedup_id: `d-${round}-${n}` })) });
+    for (const round of [1, 2, 3]) {
+      const result = (await pipe.transform(batch(round), batchBody)) as PushBatchDto;
+      expect(result.items.map((e) => e.dedup_id)).toEqual(Array.from({ length: 20 }, (_, n) => `d-${round}-${n}`));
+    }
+    expect(validations).toHaveBeenCalledTimes(3);
+    expect(validations.mock.calls.map((c) => (c[0] as { items: unknown[] }).items.length)).toEqual([20, 20, 20]);
   });
 });

@@ -12,6 +12,7 @@ import { LockModeUnchecked1764100000006 } from './migrations/1764100000006-lock-
 import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-canonical-functions.js';
 import { QueueControls1764100000008 } from './migrations/1764100000008-queue-controls.js';
 import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-letter-origins.js';
+import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-segment-range-deletes.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
@@ -41,6 +42,7 @@ export const MIGRATIONS = [
   CanonicalFunctions1764100000007,
   QueueControls1764100000008,
   DeadLetterOrigins1764100000009,
+  SegmentRangeDeletes1764100000010,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

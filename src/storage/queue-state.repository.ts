@@ -107,6 +107,20 @@ const RECHECK_QUEUE = `
     FROM queues q LEFT JOIN queue_locks l ON l.queue_id = q.queue_id${frontJoins('q.version IS DISTINCT FROM $2::bigint')}
    WHERE q.queue_id = $1`;
 
+/**
+ * Rows of the segments asked for: one index range per segment. The subquery's ORDER BY keeps
+ * PostgreSQL from turning it into a join, whose plan may read every row of the queue (the dead
+ * rows of a bulk load included) when it was made while the table looked small.
+ */
+const LOAD_SEGMENTS = `
+  SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from
+    FROM unnest($2::int[], $3::bigint[]) AS r(priority, segment)
+   CROSS JOIN LATERAL (
+     SELECT x.position, x.item, x.deliveries, x.dead_lettered_from FROM segment_items x
+      WHERE x.queue_id = $1 AND x.priority = r.priority AND x.segment = r.segment
+      ORDER BY x.position) s
+   ORDER BY r.priority, r.segment, s.position`;
+
 /** `$from+1, …, $from+n`. */
 const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
 /** The turn statement with everything. */
@@ -294,14 +308,7 @@ export class QueueStateRepository {
       item: string;
       deliveries: number;
       dead_lettered_from: string | null;
-    }>(
-      `SELECT s.priority, s.segment, s.position, s.item, s.deliveries, s.dead_lettered_from
-         FROM segment_items s JOIN unnest($2::int[], $3::bigint[]) AS r(priority, segment) ON s.priority = r.priority AND s.segment = r.segment
-        WHERE s.queue_id = $1
-        ORDER BY s.priority, s.segment, s.position`,
-      [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)],
-      'pushpop_load_segments',
-    );
+    }>(LOAD_SEGMENTS, [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)], 'pushpop_load_segments');
     const out = new Map<string, StoredEntry[]>();
     for (const row of rows) {
       const key = `${row.priority}:${row.segment}`;

@@ -520,7 +520,8 @@ class ModelRunner {
       case 'deactivate':
         // As the idle sweep does (it skips actors in a turn): the next turn rebuilds the actor
         // from the queue row (and its lock from the lock row) and loads segments from the database.
-        this.svc.app.get(ActorRegistry).deactivateIdle(Date.now() + 1);
+        // Idle by the service's clock, which the model moves.
+        this.svc.app.get(ActorRegistry).deactivateIdle(this.svc.app.get(Clock).now() + 1);
         expect(this.svc.app.get(ActorRegistry).peek(q), this.label).toBeUndefined();
         return;
       case 'advance':

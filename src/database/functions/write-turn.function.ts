@@ -84,11 +84,13 @@ BEGIN${f(`
     DELETE FROM returned_items WHERE queue_id = p_queue_id;
     RETURN true;
   END IF;
-  IF cardinality(p_del_priority) > 0 THEN
-    DELETE FROM segment_items s
-     USING unnest(p_del_priority, p_del_segment, p_del_from, p_del_through) AS d(priority, segment, first, through)
-     WHERE s.queue_id = p_queue_id AND s.priority = d.priority AND s.segment = d.segment AND s.position BETWEEN d.first AND d.through;
-  END IF;
+  -- One index range per segment, never a join with the ranges: a join's plan may read every row
+  -- of the queue (the dead rows a bulk load leaves included) when it was made while the table looked small.
+  FOR i IN 1 .. coalesce(cardinality(p_del_priority), 0) LOOP
+    DELETE FROM segment_items
+     WHERE queue_id = p_queue_id AND priority = p_del_priority[i] AND segment = p_del_segment[i]
+       AND position BETWEEN p_del_from[i] AND p_del_through[i];
+  END LOOP;
   IF cardinality(p_ins_priority) > 0 THEN${f(`
     -- p_ins_deliveries and p_ins_from may be shorter (empty when no item was delivered or dead-lettered): unnest pads them with nulls.`)}
     INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries, dead_lettered_from')})
