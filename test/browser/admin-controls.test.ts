@@ -136,7 +136,7 @@ suite(`admin console: pause, retry delays and delivery limits in Chromium (${dat
     const { page } = await open(`/admin/#/queue/${id}`);
     await page.getByTestId('lock-id').fill(lockId);
     await page.locator('input[name=release-delay]').fill('30');
-    await page.getByRole('button', { name: 'Release' }).click();
+    await page.getByTestId('lock-card').getByRole('button', { name: 'Release', exact: true }).click();
     await expect.poll(() => page.getByTestId('result-message').textContent()).toBe('Released: 1 item back after the retry delay, in push order.');
     const info = await fx.client.GET('/queue/{queue_id}', { params: { path: { queue_id: id } } });
     expect(info.data).toMatchObject({ count: 1, delayed: 1 });
