@@ -1,28 +1,47 @@
-// Builds dist/ so that the package stands on its own (`npm pack` installs without the
-// repository): the generated client (libs/api-client, private and never published) is compiled
-// into dist/api-client/ and the imports of `@pushpop/api-client` point there.
+// Builds dist/ (or the directory given with --out) so that the package stands on its own
+// (`npm pack` installs without the repository): the generated client (libs/api-client, private
+// and never published) is compiled into <out>/api-client/ and the imports of
+// `@pushpop/api-client` point there.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const { values } = parseArgs({ options: { out: { type: 'string' } } });
+const out = resolve(values.out ?? join(root, 'dist'));
 const apiClient = join(root, '../api-client');
-const dist = join(root, 'dist');
 const tsc = join(root, '../../node_modules/typescript/bin/tsc');
+const run = (args) => execFileSync(process.execPath, [tsc, ...args], { stdio: 'inherit' });
 
-rmSync(dist, { recursive: true, force: true });
-execFileSync(process.execPath, [tsc, '-p', join(apiClient, 'tsconfig.json'), '--outDir', join(dist, 'api-client'), '--declarationMap', 'false'], {
-  stdio: 'inherit',
-});
-copyFileSync(join(apiClient, 'src/schema.d.ts'), join(dist, 'api-client/schema.d.ts'));
-execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' });
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+run(['-p', join(apiClient, 'tsconfig.json'), '--outDir', join(out, 'api-client'), '--declarationMap', 'false', '--sourceMap', 'false']);
+copyFileSync(join(apiClient, 'src/schema.d.ts'), join(out, 'api-client/schema.d.ts'));
 
-for (const name of readdirSync(dist)) {
+// The client, type-checked against the declarations just built.
+const config = join(out, 'tsconfig.build.json');
+writeFileSync(
+  config,
+  JSON.stringify({
+    extends: join(root, 'tsconfig.json'),
+    compilerOptions: { rootDir: join(root, 'src'), outDir: out, paths: { '@pushpop/api-client': [join(out, 'api-client/index.d.ts')] } },
+    include: [join(root, 'src/**/*.ts')],
+    exclude: [join(root, 'src/**/*.spec.ts')],
+  }),
+);
+try {
+  run(['-p', config]);
+} finally {
+  rmSync(config);
+}
+
+for (const name of readdirSync(out)) {
   if (!/\.(js|d\.ts)$/.test(name)) continue;
-  const file = join(dist, name);
+  const file = join(out, name);
   const text = readFileSync(file, 'utf8');
   const rewritten = text.replaceAll(/(['"])@pushpop\/api-client\1/g, "'./api-client/index.js'");
   if (rewritten !== text) writeFileSync(file, rewritten);
 }
-chmodSync(join(dist, 'cli.js'), 0o755);
+chmodSync(join(out, 'cli.js'), 0o755);
