@@ -276,12 +276,31 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
         this.stats.acknowledged += batch.items.length;
         this.emit('completed', { lockId: batch.lockId, items: batch.items });
       } else {
-        await this.queue.release(batch.lockId, batch.delaySeconds !== undefined ? { delaySeconds: batch.delaySeconds } : {});
+        await this.releaseWithDelay(batch);
         this.stats.released += batch.items.length;
       }
     } catch (error) {
       if (isLockGone(error)) this.lockLost(batch, error);
       else this.report(error);
+    }
+  }
+
+  /**
+   * Releases a failed batch with the delay its handlers chose. A service older than the third
+   * version of the contract refuses `delay_seconds` (400): the items are then released without
+   * it rather than left locked until the lock expires.
+   */
+  private async releaseWithDelay(batch: Batch<T>): Promise<void> {
+    if (batch.delaySeconds === undefined) {
+      await this.queue.release(batch.lockId);
+      return;
+    }
+    try {
+      await this.queue.release(batch.lockId, { delaySeconds: batch.delaySeconds });
+    } catch (error) {
+      if (!isPushpopError(error, 'VALIDATION_FAILED')) throw error;
+      this.report(error);
+      await this.queue.release(batch.lockId);
     }
   }
 
