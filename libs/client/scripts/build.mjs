@@ -26,7 +26,12 @@ writeFileSync(
   config,
   JSON.stringify({
     extends: join(root, 'tsconfig.json'),
-    compilerOptions: { rootDir: join(root, 'src'), outDir: out, paths: { '@pushpop/api-client': [join(out, 'api-client/index.d.ts')] } },
+    compilerOptions: {
+      rootDir: join(root, 'src'),
+      outDir: out,
+      typeRoots: [join(root, '../../node_modules/@types')],
+      paths: { '@pushpop/api-client': [join(out, 'api-client/index.d.ts')] },
+    },
     include: [join(root, 'src/**/*.ts')],
     exclude: [join(root, 'src/**/*.spec.ts')],
   }),
