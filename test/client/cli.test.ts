@@ -35,10 +35,10 @@ describe(`pushpop command line (${databaseKind})`, () => {
     });
   }
 
-  async function json(args: string[], stdin = ''): Promise<any> {
+  async function json(args: string[], stdin = ''): Promise<Record<string, unknown>> {
     const { code, stdout, stderr } = await pushpop(['--json', ...args], stdin);
     expect(code, stderr).toBe(0);
-    return JSON.parse(stdout);
+    return JSON.parse(stdout) as Record<string, unknown>;
   }
 
   it('push, pop, pop --ack --wait, stats, list, settings get|set', async () => {

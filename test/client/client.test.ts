@@ -134,7 +134,7 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     // One bad entry (priority out of range) fails only its caller.
     const before = client.requests;
     const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, n) => producer.push({ n: 1000 + n }, n === 5 ? { priority: 100_000 } : {})));
-    expect(outcomes.filter((o) => o.status === 'rejected').map((o) => (o as PromiseRejectedResult).reason)).toEqual([
+    expect(outcomes.filter((o) => o.status === 'rejected').map((o) => o.reason)).toEqual([
       expect.objectContaining({ status: 400, errorCode: 'VALIDATION_FAILED' }),
     ]);
     expect(outcomes[5].status).toBe('rejected');

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Consumer, PushpopClient, RetryLater } from '@pushpop/client';
+import { type Consumer, type ConsumerOptions, type Handler, PushpopClient, RetryLater } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 import { buildClient, type ClientBuild, waitFor } from './client-support.js';
@@ -37,7 +37,7 @@ describe(`Consumer (${databaseKind})`, () => {
     for (let i = 0; i < count; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ item: { n: i + k } })));
   }
 
-  function consume(queueId: string, handler: Parameters<PushpopClient['consume']>[1], options: Parameters<PushpopClient['consume']>[2] = {}): Consumer<Job> {
+  function consume(queueId: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
     const consumer = client.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
     consumers.push(consumer);
     return consumer;
@@ -234,7 +234,7 @@ client.consume(process.env.QUEUE, async ({ item }) => {
     const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, QUEUE: q }, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitFor('the child handling four items', () => output.split('\n').filter(Boolean).length === 4);
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));

@@ -65,11 +65,11 @@ export class Producer<T extends Item = Item> {
     const entry: PushEntry<T> = { item, ...options };
     const bytes = JSON.stringify(toEntry(entry)).length + 1;
     return new Promise<PushResult>((resolve, reject) => {
-      if (this.pending.length > 0 && this.pendingBytes + bytes > this.maxBatchBytes) this.flush();
+      if (this.pending.length > 0 && this.pendingBytes + bytes > this.maxBatchBytes) void this.flush();
       this.pending.push({ entry, bytes, resolve, reject });
       this.pendingBytes += bytes;
-      if (this.pending.length >= this.maxBatch) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), this.lingerMs);
+      if (this.pending.length >= this.maxBatch) void this.flush();
+      else this.timer ??= setTimeout(() => void this.flush(), this.lingerMs);
     });
   }
 
