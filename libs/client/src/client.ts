@@ -183,8 +183,19 @@ export class PushpopClient {
     const { signal } = request;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
-      const timeout = AbortSignal.timeout(this.timeoutMs + (request.extraTimeoutMs ?? 0));
-      const attemptSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+      // One controller per attempt, aborted by the caller's signal or the timeout (not
+      // AbortSignal.any, which on Node 20 is slow and keeps composites alive on a long-lived signal).
+      const attempt$ = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(
+        () => {
+          timedOut = true;
+          attempt$.abort();
+        },
+        this.timeoutMs + (request.extraTimeoutMs ?? 0),
+      );
+      const onAbort = () => attempt$.abort(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.requests++;
       let result: Awaited<ReturnType<LooseMethod>>;
       try {
@@ -192,12 +203,15 @@ export class PushpopClient {
         result = await method(request.path, {
           ...(request.params ? { params: request.params } : {}),
           ...(request.body !== undefined ? { body: request.body } : {}),
-          signal: attemptSignal,
+          signal: attempt$.signal,
         });
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
-        if (timeout.aborted) throw new PushpopError(`no answer from ${this.baseUrl} within ${this.timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
+        if (timedOut) throw new PushpopError(`no answer from ${this.baseUrl} within ${this.timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
         throw new PushpopError(`cannot reach ${this.baseUrl}: ${(error as Error).message}`, 0, 'NETWORK_ERROR', undefined, { cause: error });
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
       }
       const { response } = result;
       if (response.ok) return result.data as R;
