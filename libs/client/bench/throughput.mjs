@@ -12,6 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import console from 'node:console';
+import { setTimeout } from 'node:timers';
 import { createPushpopClient } from '../dist/api-client/index.js';
 import { PushpopClient } from '../dist/index.js';
 
