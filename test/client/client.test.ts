@@ -107,6 +107,25 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     expect(retryDelayMs(3, undefined, options, () => 0)).toBe(800);
   });
 
+  it('retries 503 STORE_UNAVAILABLE after its Retry-After, up to the configured retries', async () => {
+    const answers: number[] = [];
+    const fakeService = (failures: number) => async () => {
+      const status = answers.length < failures ? 503 : 200;
+      answers.push(status);
+      const body =
+        status === 503 ? { statusCode: 503, error_code: 'STORE_UNAVAILABLE', message: 'database unreachable' } : { success: true, message: 'pushed' };
+      return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'retry-after': '0' } });
+    };
+    const client = new PushpopClient({ baseUrl: 'http://pushpop.invalid', fetch: fakeService(2), retry: { retries: 2 } });
+    expect(await client.queue('q').push({})).toMatchObject({ success: true });
+    expect(answers).toEqual([503, 503, 200]);
+
+    answers.length = 0;
+    const giveUp = new PushpopClient({ baseUrl: 'http://pushpop.invalid', fetch: fakeService(5), retry: { retries: 2 } });
+    await expect(giveUp.queue('q').push({})).rejects.toMatchObject({ status: 503, errorCode: 'STORE_UNAVAILABLE' });
+    expect(answers).toEqual([503, 503, 503]);
+  });
+
   it('sends the release delay the handler chose as delay_seconds', async () => {
     const bodies: unknown[] = [];
     const client = new PushpopClient({
