@@ -126,6 +126,35 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     expect(answers).toEqual([503, 503, 503]);
   });
 
+  it('a consumer treats paused and limited answers as "nothing now" and polls again', async () => {
+    const calls: string[] = [];
+    const answers = [
+      { items: [], count: 0, locked: false, paused: true },
+      { items: [], count: 0, locked: false, limited: true },
+      { items: [{ n: 1 }], count: 1, locked: true, lock_id: 'lock-abcdefghijk', lock_expires_at: Date.now() / 1000 + 30, delivery_counts: [3] },
+    ];
+    const json = (body: unknown) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json' } });
+    const client = new PushpopClient({
+      baseUrl: 'http://pushpop.invalid',
+      fetch: async (input) => {
+        const url = new URL((input as Request).url);
+        calls.push(url.pathname.split('/').pop()!);
+        if (url.pathname.endsWith('/pop')) return json(answers.shift() ?? { items: [], count: 0, locked: false });
+        return json({ success: true, message: 'ok', items_acknowledged: 1 });
+      },
+    });
+    const handled: unknown[] = [];
+    const consumer = client.consume('q', ({ item, deliveryCount }) => void handled.push({ item, deliveryCount }), {
+      lockMode: 'exclusive',
+      waitSeconds: 0,
+      idleDelayMs: 50,
+    });
+    await expect.poll(() => consumer.stats.acknowledged).toBe(1);
+    await consumer.close();
+    expect(handled).toEqual([{ item: { n: 1 }, deliveryCount: 3 }]);
+    expect(calls.slice(0, 4)).toEqual(['pop', 'pop', 'pop', 'acknowledge']);
+  });
+
   it('sends the release delay the handler chose as delay_seconds', async () => {
     const bodies: unknown[] = [];
     const client = new PushpopClient({
