@@ -27,6 +27,9 @@ describe(`Consumer (${databaseKind})`, () => {
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(consumers.map((c) => c.close(100)));
+    // A keep-alive connection left over from the killed consumer's test holds app.close() for
+    // Fastify's keepAliveTimeout (72 s); the test is over, so every connection is cut.
+    svc?.app.getHttpServer().closeAllConnections();
     await svc?.close();
     if (svc) removeDataDir(svc.dataDir);
     build?.remove();
@@ -240,6 +243,8 @@ client.consume(process.env.QUEUE, async ({ item }) => {
     await new Promise((r) => child.once('exit', r));
     rmSync(dir, { recursive: true, force: true });
     expect(await settled(q)).toMatchObject({ count: 6, locked: 4 });
+    // The killed consumer's lock expires and its items come back.
+    await waitFor('the items back after the TTL', async () => (await settled(q)).count === 10, 10_000);
 
     const handled = new Map<number, number>();
     const consumer = consume(q, ({ item, deliveryCount }) => void handled.set(item.n, deliveryCount), { concurrency: 4, ttlSeconds: 2 });
