@@ -27,9 +27,6 @@ describe(`Consumer (${databaseKind})`, () => {
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(consumers.map((c) => c.close(100)));
-    // A keep-alive connection left over from the killed consumer's test holds app.close() for
-    // Fastify's keepAliveTimeout (72 s); the test is over, so every connection is cut.
-    svc?.app.getHttpServer().closeAllConnections();
     await svc?.close();
     if (svc) removeDataDir(svc.dataDir);
     build?.remove();

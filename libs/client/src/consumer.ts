@@ -95,7 +95,10 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
     maxProcessingSeconds?: number;
     extendEverySeconds: number;
   };
+  /** Aborted by close(): no new pops. */
   private readonly stopping = new AbortController();
+  /** Aborted when close() times out: a long poll still in flight is cut. */
+  private readonly cutting = new AbortController();
   private readonly batches = new Set<Batch<T>>();
   private loops: Promise<void>[] = [];
   private closing: Promise<void> | undefined;
@@ -158,6 +161,7 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
       const outcome = await Promise.race([all(), timedOut]);
       clearTimeout(timer);
       if (outcome === 'timeout') {
+        this.cutting.abort('shutdown');
         await Promise.all([...this.batches].map((batch) => this.giveUp(batch, 'shutdown')));
         await all();
       }
@@ -187,7 +191,9 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
           ttlSeconds: this.options.ttlSeconds,
           waitSeconds: this.options.waitSeconds,
           includeHeaders: this.options.includeHeaders,
-          signal,
+          // Not cut by close() at once: a long poll cut while the service answers it would leave
+          // its lock to expire, so close() waits for it (up to waitSeconds) within its timeout.
+          signal: this.cutting.signal,
         });
       } catch (error) {
         if (signal.aborted) return;
@@ -201,6 +207,11 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
           await this.idle(this.options.idleDelayMs);
         }
         continue;
+      }
+      if (signal.aborted) {
+        // Closing: items that came in meanwhile go straight back.
+        if (result.lock_id) await this.queue.release(result.lock_id).catch((error: unknown) => this.report(error));
+        return;
       }
       if (!result.lock_id || result.items.length === 0) {
         // Empty, paused or limited: "nothing now". A long poll already waited; a short answer must not spin.
