@@ -27,6 +27,11 @@ export default tseslint.config(
     },
   },
   {
+    // Examples read as users write them: Node's globals without imports.
+    files: ['libs/*/examples/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', fetch: 'readonly' } },
+  },
+  {
     // The browser tests reach into the console's sources and run callbacks in the page: their own tsconfig (DOM, bundler resolution).
     files: ['test/browser/**/*.ts'],
     languageOptions: {

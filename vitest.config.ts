@@ -9,6 +9,7 @@ const swcPlugin = swc.vite({ module: { type: 'es6' }, jsc: { target: 'es2022' } 
 const alias = {
   '@pushpop/keyed-mutex': fileURLToPath(new URL('./libs/keyed-mutex/src/index.ts', import.meta.url)),
   '@pushpop/api-client': fileURLToPath(new URL('./libs/api-client/src/index.ts', import.meta.url)),
+  '@pushpop/client': fileURLToPath(new URL('./libs/client/src/index.ts', import.meta.url)),
 };
 
 export default defineConfig({
@@ -27,7 +28,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           sequence: { groupOrder: 1 },
-          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/client/**/*.test.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // Each file starts its own service and database; two cores run two at a time.

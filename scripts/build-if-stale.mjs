@@ -1,4 +1,4 @@
-// Builds the four parts `npm start` runs, skipping each one whose inputs are what they were at
+// Builds the parts `npm start` runs (and the client package), skipping each one whose inputs are what they were at
 // its last successful build, and says per part what it did.
 //   node scripts/build-if-stale.mjs         build the parts that changed (`npm start` runs this first)
 //   node scripts/build-if-stale.mjs --all   build every part (`npm run build`, CI, the Docker image)
@@ -6,7 +6,7 @@
 // Hand-written, not `tsc --build` or a task runner: the parts are built by three tools (tsc, `nest
 // build` with the Swagger plugin, Vite), and none of them can tell that its output is current
 // (`nest build` deletes dist/ first, Vite always bundles), while a task runner (turbo, nx, wireit)
-// would add a dependency and a configuration language for four commands.
+// would add a dependency and a configuration language for five commands.
 //
 // A part is up to date when the stamp in its output directory records the inputs it is built
 // from now: the content of every input file (not modification times, which a checkout or a copy
@@ -53,6 +53,13 @@ export const PARTS = [
     output: 'libs/api-client/dist',
     check: 'index.js',
     command: ['npm', 'run', 'build', '--workspace=@pushpop/api-client'],
+  },
+  {
+    title: 'libs/client',
+    inputs: ['libs/client', 'libs/api-client', 'package-lock.json'],
+    output: 'libs/client/dist',
+    check: 'index.js',
+    command: ['npm', 'run', 'build', '--workspace=@pushpop/client'],
   },
   {
     title: 'service (src)',

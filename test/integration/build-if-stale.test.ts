@@ -144,7 +144,8 @@ describe('the parts of pushpop', () => {
     expect(rebuiltBy('src/main.ts')).toEqual(['service (src)']);
     expect(rebuiltBy('nest-cli.json')).toEqual(['service (src)']);
     expect(rebuiltBy('libs/keyed-mutex/src/keyed-mutex.ts')).toEqual(['libs/keyed-mutex', 'service (src)']);
-    expect(rebuiltBy('libs/api-client/src/index.ts')).toEqual(['libs/api-client', 'admin console (apps/admin)']);
+    expect(rebuiltBy('libs/api-client/src/index.ts')).toEqual(['libs/api-client', 'libs/client', 'admin console (apps/admin)']);
+    expect(rebuiltBy('libs/client/src/index.ts')).toEqual(['libs/client']);
     expect(rebuiltBy('package-lock.json')).toEqual(PARTS.map((part) => part.title));
     expect(rebuiltBy('src/architecture.spec.ts')).toEqual([]);
     expect(rebuiltBy('README.md')).toEqual([]);

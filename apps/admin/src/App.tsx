@@ -81,6 +81,11 @@ function Console({ session }: { session: ConsoleSession }) {
                   <li>
                     The HTTP API: <a href="/docs">Swagger UI</a> · <a href="/openapi.json">openapi.json</a>
                   </li>
+                  <li>
+                    From code: the TypeScript client <code>@pushpop/client</code> (a consumer that extends locks and drains on shutdown, a batching producer)
+                    and its command line, e.g. <code>pushpop stats &lt;queue&gt;</code> or <code>pushpop consume &lt;queue&gt; -- ./handler.sh</code>; see
+                    libs/client/README.md in the repository.
+                  </li>
                 </ul>
               </div>
             )}

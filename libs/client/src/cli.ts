@@ -1,0 +1,287 @@
+#!/usr/bin/env node
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { PushpopClient } from './client.js';
+import { PushpopError } from './errors.js';
+import type { Item, QueueSettingsUpdate } from './types.js';
+
+interface GlobalOptions {
+  url?: string;
+  apiKey?: string;
+  json?: boolean;
+  timeout?: number;
+}
+
+const integer = (value: string): number => {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError('not an integer');
+  return n;
+};
+
+function parseItem(text: string): Item {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError(`not JSON: ${text.slice(0, 80)}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidArgumentError('an item is a JSON object');
+  return value as Item;
+}
+
+/** A settings value from the command line: JSON when it parses (numbers, booleans, null), else the text. */
+function parseSetting(pair: string, previous: QueueSettingsUpdate = {}): QueueSettingsUpdate {
+  const at = pair.indexOf('=');
+  if (at < 1) throw new InvalidArgumentError(`expected name=value, got ${pair}`);
+  const raw = pair.slice(at + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // a plain string such as exclusive
+  }
+  return { ...previous, [pair.slice(0, at)]: value };
+}
+
+async function* stdinLines(): AsyncGenerator<string> {
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) if (line.trim()) yield line;
+}
+
+function print(json: boolean | undefined, value: unknown, text: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text()}\n`);
+}
+
+/** Progress on stderr, only for a person at a terminal. */
+function progress(text: string): void {
+  if (process.stderr.isTTY) process.stderr.write(`\r${text}`);
+}
+
+/** Stops on SIGINT/SIGTERM: the first signal asks nicely (`stop`), a second one exits. */
+function onStopSignal(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = () => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}
+
+export function program(): Command {
+  const cli = new Command('pushpop')
+    .description('Command line for a pushpop service')
+    .addOption(new Option('--url <url>', 'service address').env('PUSHPOP_URL').default('http://127.0.0.1:8000'))
+    .addOption(new Option('--api-key <key>', 'API key').env('PUSHPOP_API_KEY'))
+    .option('--timeout <ms>', 'per-request timeout', integer)
+    .option('--json', 'print JSON (one document per line)')
+    .showHelpAfterError();
+
+  const connect = (): { client: PushpopClient; opts: GlobalOptions } => {
+    const opts = cli.opts<GlobalOptions>();
+    const client = new PushpopClient({
+      baseUrl: opts.url,
+      ...(opts.apiKey ? { apiKey: opts.apiKey } : {}),
+      ...(opts.timeout ? { timeoutMs: opts.timeout } : {}),
+    });
+    return { client, opts };
+  };
+
+  cli
+    .command('push')
+    .description('push one item (given as JSON), or one per line of stdin')
+    .argument('<queue>')
+    .argument('[item]', 'the item as JSON; without it, one item per stdin line')
+    .option('-p, --priority <n>', 'priority', integer)
+    .option('--delay <seconds>', 'delay_seconds', integer)
+    .option('--dedup-id <id>', 'dedup_id')
+    .action(async (queueId: string, itemText: string | undefined, o: { priority?: number; delay?: number; dedupId?: string }) => {
+      const { client, opts } = connect();
+      const options = { priority: o.priority, delaySeconds: o.delay, dedupId: o.dedupId };
+      if (itemText !== undefined) {
+        const answer = await client.queue(queueId).push(parseItem(itemText), options);
+        print(opts.json, answer, () => (answer.duplicate ? 'duplicate, not pushed' : answer.message));
+        return;
+      }
+      const producer = client.producer(queueId, { lingerMs: 5 });
+      let count = 0;
+      let duplicates = 0;
+      const waiting: Promise<void>[] = [];
+      for await (const line of stdinLines()) {
+        waiting.push(
+          producer.push(parseItem(line), { priority: o.priority, delaySeconds: o.delay }).then((r) => {
+            if (r.duplicate) duplicates++;
+            else count++;
+            progress(`pushed ${count}`);
+          }),
+        );
+        if (waiting.length >= 10_000) await Promise.all(waiting.splice(0));
+      }
+      await Promise.all(waiting);
+      print(opts.json, { success: true, count, duplicates }, () => `pushed ${count} item(s) to ${queueId}`);
+    });
+
+  cli
+    .command('pop')
+    .description('pop items (removed; with --ack held under a lock and acknowledged once printed)')
+    .argument('<queue>')
+    .option('-n, --depth <n>', 'items at most (1-100)', integer, 1)
+    .option('--ack', 'pop with require_ack and acknowledge after printing')
+    .option('--wait <seconds>', 'long poll up to this long (0-20)', integer, 0)
+    .option('--ttl <seconds>', 'lock time to live with --ack', integer)
+    .action(async (queueId: string, o: { depth: number; ack?: boolean; wait: number; ttl?: number }) => {
+      const { client, opts } = connect();
+      const queue = client.queue(queueId);
+      const answer = await queue.pop({ depth: o.depth, requireAck: o.ack === true, waitSeconds: o.wait, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) });
+      print(opts.json, answer, () => answer.items.map((item) => JSON.stringify(item)).join('\n') || '(empty)');
+      if (o.ack && answer.lock_id) await queue.acknowledge(answer.lock_id);
+    });
+
+  cli
+    .command('stats')
+    .description("a queue's counts, settings and lock(s)")
+    .argument('<queue>')
+    .action(async (queueId: string) => {
+      const { client, opts } = connect();
+      const info = await client.queue(queueId).info();
+      print(opts.json, info, () => {
+        const lines = [`queue ${info.queue_id}: ${info.count} item(s), ${info.delayed ?? 0} delayed`];
+        for (const [p, prio] of Object.entries(info.priorities)) lines.push(`  priority ${p}: ${prio.count}`);
+        if (info.lock) lines.push(`  locked: ${info.lock.item_count} item(s) until ${new Date(info.lock.expires_at * 1000).toISOString()}`);
+        if (info.locks) lines.push(`  locks: ${info.locks.count} holding ${info.locks.item_count} item(s)`);
+        lines.push(`  settings: ${JSON.stringify(info.config)}`);
+        return lines.join('\n');
+      });
+    });
+
+  cli
+    .command('list')
+    .description('list queues')
+    .option('--prefix <prefix>', 'only ids starting with this')
+    .action(async (o: { prefix?: string }) => {
+      const { client, opts } = connect();
+      const queues: { queue_id: string; count: number; locked: boolean }[] = [];
+      for await (const q of client.allQueues(o.prefix ? { prefix: o.prefix } : {})) queues.push(q);
+      print(opts.json, { queues }, () => queues.map((q) => `${q.queue_id}\t${q.count}${q.locked ? '\tlocked' : ''}`).join('\n') || '(no queues)');
+    });
+
+  const settings = cli.command('settings').description("a queue's settings");
+  settings
+    .command('get')
+    .argument('<queue>')
+    .action(async (queueId: string) => {
+      const { client, opts } = connect();
+      const answer = await client.queue(queueId).settings();
+      print(opts.json, answer, () =>
+        Object.entries(answer)
+          .map(([k, v]) => `${k}\t${JSON.stringify(v)}`)
+          .join('\n'),
+      );
+    });
+  settings
+    .command('set')
+    .argument('<queue>')
+    .argument('<name=value...>', 'e.g. lock_mode=shared max_deliveries=5 dead_letter_queue=orders.dlq paused=true')
+    .action(async (queueId: string, pairs: string[]) => {
+      const { client, opts } = connect();
+      const update = pairs.reduce<QueueSettingsUpdate>((acc, pair) => parseSetting(pair, acc), {});
+      const answer = await client.queue(queueId).updateSettings(update);
+      print(opts.json, answer, () =>
+        Object.entries(answer)
+          .map(([k, v]) => `${k}\t${JSON.stringify(v)}`)
+          .join('\n'),
+      );
+    });
+
+  cli
+    .command('consume')
+    .description('run a shell command per item, the item as JSON on stdin: exit 0 acknowledges, anything else releases')
+    .argument('<queue>')
+    .argument('<command...>', 'after --, the command and its arguments')
+    .option('-c, --concurrency <n>', 'commands at once', integer, 1)
+    .option('--ttl <seconds>', 'lock time to live (extended while a command runs)', integer, 30)
+    .option('--wait <seconds>', 'long-poll wait', integer, 20)
+    .action(async (queueId: string, command: string[], o: { concurrency: number; ttl: number; wait: number }) => {
+      const { client, opts } = connect();
+      const shell = command.join(' ');
+      let done = 0;
+      let failed = 0;
+      const consumer = client.consume(
+        queueId,
+        ({ item, deliveryCount, signal }) =>
+          new Promise<void>((resolve, reject) => {
+            const child = spawn(shell, {
+              shell: true,
+              stdio: ['pipe', 'inherit', 'inherit'],
+              signal,
+              env: { ...process.env, PUSHPOP_QUEUE: queueId, PUSHPOP_DELIVERY_COUNT: String(deliveryCount) },
+            });
+            child.on('error', reject);
+            child.on('exit', (code, sig) => {
+              if (code === 0) resolve();
+              else reject(new Error(`${shell} exited with ${code ?? sig}`));
+            });
+            child.stdin.on('error', () => {});
+            child.stdin.end(`${JSON.stringify(item)}\n`);
+          }),
+        { concurrency: o.concurrency, ttlSeconds: o.ttl, waitSeconds: o.wait },
+      );
+      consumer.on('completed', ({ items }) => {
+        done += items.length;
+        if (opts.json) for (const item of items) print(true, { event: 'acknowledged', item }, () => '');
+        progress(`done ${done}, failed ${failed}`);
+      });
+      consumer.on('failed', ({ item, error }) => {
+        failed++;
+        if (opts.json) print(true, { event: 'failed', item, error: (error as Error).message }, () => '');
+        else process.stderr.write(`${(error as Error).message}\n`);
+      });
+      consumer.on('error', (error) => process.stderr.write(`${(error as Error).message}\n`));
+      consumer.on('lockLost', ({ lockId }) => process.stderr.write(`lock ${lockId} lost\n`));
+      onStopSignal(() => consumer.close());
+      await new Promise(() => {});
+    });
+
+  cli
+    .command('tail')
+    .description('pop items as they come and print them (removes them: for debugging)')
+    .argument('<queue>')
+    .option('-n, --depth <n>', 'items per pop', integer, 100)
+    .action(async (queueId: string, o: { depth: number }) => {
+      const { client, opts } = connect();
+      const queue = client.queue(queueId);
+      const stop = new AbortController();
+      onStopSignal(async () => stop.abort());
+      while (!stop.signal.aborted) {
+        try {
+          const answer = await queue.pop({ depth: o.depth, waitSeconds: 20, signal: stop.signal });
+          for (const item of answer.items) print(opts.json, item, () => JSON.stringify(item));
+          if (answer.paused) await new Promise((r) => setTimeout(r, 1000));
+        } catch (error) {
+          if (stop.signal.aborted) break;
+          throw error;
+        }
+      }
+    });
+
+  return cli;
+}
+
+async function main(): Promise<void> {
+  try {
+    await program().parseAsync(process.argv);
+  } catch (error) {
+    const json = process.argv.includes('--json');
+    if (error instanceof PushpopError) {
+      if (json) process.stdout.write(`${JSON.stringify({ error: { status: error.status, error_code: error.errorCode, message: error.message } })}\n`);
+      process.stderr.write(`pushpop: ${error.message}\n`);
+    } else process.stderr.write(`pushpop: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

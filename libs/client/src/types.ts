@@ -1,0 +1,78 @@
+import type { components } from '@pushpop/api-client';
+
+type Schemas = components['schemas'];
+
+/** An item: any JSON object. */
+export type Item = Record<string, unknown>;
+
+/** Options of a push, or of one entry of a batch. */
+export interface PushOptions {
+  /** 0 (popped first) … the service's `MAX_PRIORITY`; default 0. */
+  priority?: number;
+  /** A push whose `dedupId` was accepted on the queue within the dedup window enqueues nothing. */
+  dedupId?: string;
+  /** Invisible to pops for this long. */
+  delaySeconds?: number;
+  /** Invisible to pops until then (unix seconds); not with `delaySeconds`. */
+  deliverAt?: number;
+  /** Up to 16 string values kept with the item (`include_headers` pops answer them). */
+  headers?: Record<string, string>;
+}
+
+export interface PushEntry<T> extends PushOptions {
+  item: T;
+}
+
+export interface PopOptions {
+  /** 1–100 items at most (default 1). */
+  depth?: number;
+  /** Hold the items under a lock until acknowledged (default false: they are removed). */
+  requireAck?: boolean;
+  /** The lock's time to live, 1–300 (default 30). */
+  ttlSeconds?: number;
+  /** Long poll: on an empty queue wait up to this long, 0–20 (default 0). */
+  waitSeconds?: number;
+  /** Answer each item's headers. */
+  includeHeaders?: boolean;
+}
+
+/** A pop's answer, items typed; `paused` and `limited` mean "nothing now, poll again". */
+export interface PopResult<T> {
+  items: T[];
+  count: number;
+  locked?: boolean;
+  lock_id?: string;
+  lock_expires_at?: number;
+  delivery_counts?: number[];
+  headers?: Record<string, string>[];
+  paused?: boolean;
+  limited?: boolean;
+}
+
+export interface ReleaseResult {
+  success: boolean;
+  items_returned: number;
+  items_delayed?: number;
+  items_dead_lettered?: number;
+}
+
+export interface RedriveResult {
+  success: boolean;
+  items_moved: number;
+  items_left: number;
+}
+
+/** The settings added by the third version of the contract (typed here until the generated types have them). */
+export interface ProductionSettings {
+  paused: boolean;
+  retry_delay_seconds: number;
+  retry_backoff: 'fixed' | 'exponential';
+  retry_delay_max_seconds: number;
+  max_in_flight: number | null;
+  max_pops_per_second: number | null;
+}
+
+export type QueueSettings = Schemas['QueueSettingsDto'] & Partial<ProductionSettings>;
+export type QueueSettingsUpdate = Schemas['QueueSettingsRequestDto'] & Partial<ProductionSettings>;
+export type QueueInfo = Omit<Schemas['QueueInfoDto'], 'config'> & { config: QueueSettings };
+export type QueueList = Schemas['QueueListDto'];

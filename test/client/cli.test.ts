@@ -1,0 +1,144 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PushpopClient } from '@pushpop/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { buildClient, type ClientBuild, waitFor } from './client-support.js';
+
+describe(`pushpop command line (${databaseKind})`, () => {
+  let svc: TestService;
+  let build: ClientBuild;
+  let client: PushpopClient;
+  let dir: string;
+
+  beforeAll(async () => {
+    [svc, build] = await Promise.all([startService(), buildClient()]);
+    client = new PushpopClient({ baseUrl: svc.url });
+    dir = mkdtempSync(join(tmpdir(), 'pushpop-cli-'));
+  });
+  afterAll(async () => {
+    await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+    build?.remove();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Runs `pushpop <args>` with PUSHPOP_URL set; resolves with its exit code and output. */
+  function pushpop(args: string[], stdin = ''): Promise<{ code: number; stdout: string; stderr: string }> {
+    return new Promise((resolve) => {
+      const child = execFile(process.execPath, [build.cliJs, ...args], { env: { ...process.env, PUSHPOP_URL: svc.url } }, (error, stdout, stderr) =>
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      );
+      child.stdin!.end(stdin);
+    });
+  }
+
+  async function json(args: string[], stdin = ''): Promise<Record<string, unknown>> {
+    const { code, stdout, stderr } = await pushpop(['--json', ...args], stdin);
+    expect(code, stderr).toBe(0);
+    return JSON.parse(stdout) as Record<string, unknown>;
+  }
+
+  it('push, pop, pop --ack --wait, stats, list, settings get|set', async () => {
+    const q = uniqueQueueId('cli');
+    expect(await json(['push', q, '{"n":1}', '--priority', '2'])).toMatchObject({ success: true });
+    expect(await json(['push', q, '{"n":2}', '--dedup-id', 'two'])).toMatchObject({ success: true });
+    expect(await json(['push', q, '{"n":2}', '--dedup-id', 'two'])).toMatchObject({ duplicate: true });
+    expect(await json(['push', q], '{"n":3}\n{"n":4}\n\n{"n":5}\n')).toEqual({ success: true, count: 3, duplicates: 0 });
+
+    const stats = await json(['stats', q]);
+    expect(stats).toMatchObject({ queue_id: q, count: 5, config: { lock_mode: 'exclusive' } });
+    expect((await json(['list', '--prefix', q])).queues).toEqual([{ queue_id: q, count: 5, locked: false }]);
+
+    expect(await json(['pop', q, '--depth', '2'])).toMatchObject({ items: [{ n: 2 }, { n: 3 }], count: 2 });
+    const acked = await json(['pop', q, '--ack', '-n', '10']);
+    expect(acked).toMatchObject({ items: [{ n: 4 }, { n: 5 }, { n: 1 }], locked: true });
+    expect((await client.queue(q).info()).lock).toBeNull();
+
+    // --wait: a long poll answered by a push made while it waits.
+    const waiting = json(['pop', q, '--wait', '10']);
+    await new Promise((r) => setTimeout(r, 700));
+    await client.queue(q).push({ n: 6 });
+    expect(await waiting).toMatchObject({ items: [{ n: 6 }] });
+
+    expect(await json(['settings', 'set', q, 'lock_mode=shared', 'max_deliveries=4', `dead_letter_queue=${q}.dlq`])).toMatchObject({
+      lock_mode: 'shared',
+      max_deliveries: 4,
+      dead_letter_queue: `${q}.dlq`,
+    });
+    expect(await json(['settings', 'get', q])).toMatchObject({ lock_mode: 'shared', max_deliveries: 4 });
+
+    // Plain output, and errors: a non-zero exit with the error_code.
+    expect((await pushpop(['pop', q])).stdout).toBe('(empty)\n');
+    const failed = await pushpop(['--json', 'settings', 'get', uniqueQueueId('missing')]);
+    expect(failed.code).toBe(1);
+    expect(JSON.parse(failed.stdout)).toMatchObject({ error: { status: 404, error_code: 'QUEUE_NOT_FOUND' } });
+    expect((await pushpop(['push', q, '[1]'])).code).not.toBe(0);
+  });
+
+  it('consume runs the command per item with the item on stdin: exit 0 acknowledges, non-zero releases', async () => {
+    const q = uniqueQueueId('cli-consume');
+    await client.queue(q).updateSettings({ max_deliveries: 2, dead_letter_queue: `${q}.dlq` });
+    await client.queue(q).pushBatch([{ item: { n: 1 } }, { item: { n: 2, fail: true } }, { item: { n: 3 } }]);
+    const out = join(dir, 'consumed.jsonl');
+    // The command appends its stdin to a file, and fails for items with "fail".
+    const command = `tee -a ${out} | grep -v fail > /dev/null`;
+    const child = spawn(process.execPath, [build.cliJs, '--json', 'consume', q, '--ttl', '5', '--wait', '1', '--', command], {
+      env: { ...process.env, PUSHPOP_URL: svc.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    await waitFor(
+      'the failing item dead-lettered',
+      async () =>
+        (
+          await client
+            .queue(`${q}.dlq`)
+            .info()
+            .catch(() => ({ count: 0 }))
+        ).count === 1,
+    );
+    await waitFor('the others acknowledged', () => stdout.split('\n').filter((l) => l.includes('"acknowledged"')).length === 2);
+    child.kill('SIGTERM');
+    const code = await new Promise((r) => child.once('exit', r));
+    expect(code).toBe(0);
+    const events = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    expect(events.filter((e) => e.event === 'acknowledged').map((e) => e.item.n)).toEqual([1, 3]);
+    expect(events.filter((e) => e.event === 'failed').map((e) => e.item.n)).toEqual([2, 2]);
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines).toEqual([{ n: 1 }, { n: 2, fail: true }, { n: 2, fail: true }, { n: 3 }]);
+    const info = await client.queue(q).info();
+    expect({ count: info.count, lock: info.lock }).toEqual({ count: 0, lock: null });
+  });
+
+  it('tail prints items as they are pushed', async () => {
+    const q = uniqueQueueId('cli-tail');
+    const child = spawn(process.execPath, [build.cliJs, '--json', 'tail', q], {
+      env: { ...process.env, PUSHPOP_URL: svc.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    await client.queue(q).pushBatch([{ item: { n: 1 } }, { item: { n: 2 } }]);
+    await waitFor('two items printed', () => stdout.split('\n').filter(Boolean).length === 2);
+    await client.queue(q).push({ n: 3 });
+    await waitFor('three items printed', () => stdout.split('\n').filter(Boolean).length === 3);
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.once('exit', r))).toBe(0);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+  });
+});
