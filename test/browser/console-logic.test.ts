@@ -357,16 +357,18 @@ describe('locks and releases', () => {
   });
 
   it('a release says where the items went, in the words of the lock mode', () => {
-    expect(releaseMessage({ success: true, items_returned: 1 }, 'exclusive')).toBe('Released: 1 item back at the front of its priority.');
-    expect(releaseMessage({ success: true, items_returned: 3 }, 'exclusive')).toBe('Released: 3 items back at the front of their priorities.');
-    expect(releaseMessage({ success: true, items_returned: 2 }, 'shared')).toBe('Released: 2 items back in the queue, in push order.');
-    expect(releaseMessage({ success: true, items_returned: 1, items_dead_lettered: 2 }, 'shared')).toBe(
+    expect(releaseMessage({ success: true, items_returned: 1, items_delayed: 0 }, 'exclusive')).toBe('Released: 1 item back at the front of its priority.');
+    expect(releaseMessage({ success: true, items_returned: 3, items_delayed: 0 }, 'exclusive')).toBe(
+      'Released: 3 items back at the front of their priorities.',
+    );
+    expect(releaseMessage({ success: true, items_returned: 2, items_delayed: 0 }, 'shared')).toBe('Released: 2 items back in the queue, in push order.');
+    expect(releaseMessage({ success: true, items_returned: 1, items_dead_lettered: 2, items_delayed: 0 }, 'shared')).toBe(
       'Released: 1 item back in the queue, in push order; 2 items reached max_deliveries and went to the dead-letter queue.',
     );
-    expect(releaseMessage({ success: true, items_returned: 0, items_dead_lettered: 1 }, 'shared')).toBe(
+    expect(releaseMessage({ success: true, items_returned: 0, items_dead_lettered: 1, items_delayed: 0 }, 'shared')).toBe(
       'Released: 1 item reached max_deliveries and went to the dead-letter queue.',
     );
-    expect(releaseMessage({ success: true, items_returned: 0 }, 'shared')).toBe('Released: 0 items back in the queue, in push order.');
+    expect(releaseMessage({ success: true, items_returned: 0, items_delayed: 0 }, 'shared')).toBe('Released: 0 items back in the queue, in push order.');
     expect(releaseMessage({ success: true, items_returned: 3, items_delayed: 3 }, 'exclusive')).toBe(
       'Released: 3 items back after the retry delay, in push order.',
     );

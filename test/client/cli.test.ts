@@ -50,7 +50,7 @@ describe(`pushpop command line (${databaseKind})`, () => {
 
     const stats = await json(['stats', q]);
     expect(stats).toMatchObject({ queue_id: q, count: 5, config: { lock_mode: 'exclusive' } });
-    expect((await json(['list', '--prefix', q])).queues).toEqual([{ queue_id: q, count: 5, locked: false }]);
+    expect((await json(['list', '--prefix', q])).queues).toEqual([{ queue_id: q, count: 5, locked: false, paused: false }]);
 
     expect(await json(['pop', q, '--depth', '2'])).toMatchObject({ items: [{ n: 2 }, { n: 3 }], count: 2 });
     const acked = await json(['pop', q, '--ack', '-n', '10']);

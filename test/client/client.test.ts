@@ -52,7 +52,7 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     expect(isPushpopError(gone, 'LOCK_NOT_FOUND', 'INVALID_LOCK_ID')).toBe(true);
 
     const listed = await client.listQueues({ prefix: orders.id });
-    expect(listed.queues).toEqual([{ queue_id: orders.id, count: 0, locked: false }]);
+    expect(listed.queues).toEqual([{ queue_id: orders.id, count: 0, locked: false, paused: false }]);
     expect(await orders.updateSettings({ lock_mode: 'shared' })).toMatchObject({ lock_mode: 'shared' });
     expect(await orders.delete()).toMatchObject({ success: true });
     await expect(orders.info()).rejects.toMatchObject({ status: 404, errorCode: 'QUEUE_NOT_FOUND' });
