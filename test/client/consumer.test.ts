@@ -51,7 +51,7 @@ describe(`Consumer (${databaseKind})`, () => {
   for (const mode of ['exclusive', 'shared'] as const) {
     it(`drains a queue with concurrency 8, every item handled and acknowledged once (${mode})`, async () => {
       const q = uniqueQueueId(`drain-${mode}`);
-      const total = mode === 'exclusive' ? 2000 : 400;
+      const total = mode === 'exclusive' ? 10_000 : 400;
       await client.queue(q).updateSettings({ lock_mode: mode });
       await fill(q, total);
       const seen = new Map<number, number>();
