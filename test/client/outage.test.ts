@@ -1,7 +1,6 @@
 import { PushpopClient } from '@pushpop/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
-import { makeDataDir, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { serviceOnPrivateDatabase, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * The client rides out a database restart: while the database is away the service answers 503
@@ -9,20 +8,11 @@ import { makeDataDir, removeDataDir, startService, type TestService, uniqueQueue
  * failing. On a private PostgreSQL server this test starts and stops itself.
  */
 describe('the client while the database is stopped and started', () => {
-  const serverDir = makeDataDir();
-  const database = EmbeddedPostgres.prepare(serverDir);
+  const privateDatabase = serviceOnPrivateDatabase();
+  const database = privateDatabase.database;
   let svc: TestService;
-
-  beforeAll(async () => {
-    await database.start();
-    svc = await startService({ env: { DATABASE_URL: database.url, LOG_LEVEL: 'error' } });
-  }, 120_000);
-
-  afterAll(async () => {
-    await svc?.close();
-    await database.stop();
-    if (svc) removeDataDir(svc.dataDir);
-    removeDataDir(serverDir);
+  beforeAll(() => {
+    svc = privateDatabase.service();
   });
 
   it('retries 503 until the database is back; a client without retries gets the 503', async () => {

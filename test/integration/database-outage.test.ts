@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EmbeddedPostgres } from '../../src/database/embedded-postgres.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
-import { makeDataDir, removeDataDir, startService, type TestService } from '../support/service.js';
+import { serviceOnPrivateDatabase, type TestService } from '../support/service.js';
 
 /**
  * The database goes away under load and comes back: a fast restart, then a 5 s outage. The
@@ -17,20 +16,11 @@ type Outcome = CallOutcome<{ error_code?: string; items?: { c: number; s: number
 const call = (url: string, method: string, path: string, body?: unknown): Promise<Outcome> => callService(url, method, path, body, 20_000);
 
 describe('the database restarting and going away under load', () => {
-  const serverDir = makeDataDir();
-  const database = EmbeddedPostgres.prepare(serverDir);
+  const privateDatabase = serviceOnPrivateDatabase();
+  const database = privateDatabase.database;
   let svc: TestService;
-
-  beforeAll(async () => {
-    await database.start();
-    svc = await startService({ env: { DATABASE_URL: database.url, LOG_LEVEL: 'error' } });
-  }, 120_000);
-
-  afterAll(async () => {
-    await svc?.close();
-    await database.stop();
-    if (svc) removeDataDir(svc.dataDir);
-    removeDataDir(serverDir);
+  beforeAll(() => {
+    svc = privateDatabase.service();
   });
 
   it('answers 503 STORE_UNAVAILABLE with Retry-After while it is away, never 500, recovers within 5 s of its return, loses nothing', async () => {

@@ -7,7 +7,8 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { createApp } from '../../src/bootstrap.js';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
-import { embeddedLayout } from '../../src/database/embedded-postgres.js';
+import { EmbeddedPostgres, embeddedLayout } from '../../src/database/embedded-postgres.js';
+import { afterAll, beforeAll } from 'vitest';
 import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { until } from './queue-helpers.js';
 import type { Environment } from '../../src/config/environment.js';
@@ -113,4 +114,32 @@ export async function startService(options: { dataDir?: string; env?: EnvOverrid
 /** A queue id no other test uses. */
 export function uniqueQueueId(label = 'q'): string {
   return `${label}-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * A service on a private PostgreSQL server the test starts and stops itself (never the
+ * machine's shared one), through DATABASE_URL as any external server: for tests that take the
+ * database away. Registers the suite's `beforeAll` (server, then service) and `afterAll`.
+ */
+export function serviceOnPrivateDatabase(): { readonly database: EmbeddedPostgres; service(): TestService } {
+  const serverDir = makeDataDir();
+  const database = EmbeddedPostgres.prepare(serverDir);
+  let svc: TestService | undefined;
+  beforeAll(async () => {
+    await database.start();
+    svc = await startService({ env: { DATABASE_URL: database.url, LOG_LEVEL: 'error' } });
+  }, 120_000);
+  afterAll(async () => {
+    await svc?.close();
+    await database.stop();
+    if (svc) removeDataDir(svc.dataDir);
+    removeDataDir(serverDir);
+  });
+  return {
+    database,
+    service: () => {
+      if (!svc) throw new Error('the service on the private database has not started');
+      return svc;
+    },
+  };
 }
