@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
+import { callService, expectPoppedExactlyOnce, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
 import { serviceOnPrivateDatabase, type TestService } from '../support/service.js';
 
 /**
@@ -105,18 +105,7 @@ describe('the database restarting and going away under load', () => {
     expect(lastFailure - back, `last failure ${lastFailure - back} ms after the database was back (${summary})`).toBeLessThan(5000);
     expect((await call(svc.url, 'GET', '/health/ready')).status).toBe(200);
 
-    const all = [...popped, ...rest];
-    const seen = new Set<string>();
-    const duplicates = all.filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
-    expect(duplicates, 'no item popped twice').toEqual([]);
-    expect(
-      [...acked].filter((k) => !seen.has(k)),
-      'every acknowledged push popped',
-    ).toEqual([]);
-    expect(
-      all.filter((k) => !acked.has(k) && !maybe.has(k)),
-      'nothing popped that was never pushed',
-    ).toEqual([]);
+    expectPoppedExactlyOnce([...popped, ...rest], acked, maybe);
     expect(acked.size, `the load really ran (${summary})`).toBeGreaterThan(100);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
-import { callService, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
+import { callService, expectPoppedExactlyOnce, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, type EnvOverrides } from '../support/service.js';
 
 /**
@@ -97,18 +97,7 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     expect(pollsAnsweredMs, 'long polls answered at once, not at the end of their 20 s').toBeLessThan(5000);
     expect(bad, 'no answer other than 200 (a replica going away may leave a request unanswered)').toEqual([]);
 
-    const all = [...popped, ...rest];
-    const seen = new Set<string>();
-    const duplicates = all.filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
-    expect(duplicates, 'no item popped twice').toEqual([]);
-    expect(
-      [...acked].filter((k) => !seen.has(k)),
-      'every acknowledged push popped',
-    ).toEqual([]);
-    expect(
-      all.filter((k) => !acked.has(k) && !maybe.has(k)),
-      'nothing popped that was never pushed',
-    ).toEqual([]);
+    expectPoppedExactlyOnce([...popped, ...rest], acked, maybe);
     expect(acked.size, 'the load really ran').toBeGreaterThan(100);
   });
 });

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import type TestAgent from 'supertest/lib/agent.js';
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same run, so failures reproduce. */
@@ -131,4 +132,23 @@ export async function callService<B = Record<string, unknown>>(
   } catch {
     return { status: 'no answer' };
   }
+}
+
+/**
+ * Exactly once, for a load whose pushes may go unanswered: no key popped twice, every push
+ * acknowledged popped, and nothing popped that was neither acknowledged nor maybe pushed (a
+ * push left without an answer may or may not have committed).
+ */
+export function expectPoppedExactlyOnce(popped: readonly string[], acked: ReadonlySet<string>, maybe: ReadonlySet<string>): void {
+  const seen = new Set<string>();
+  const duplicates = popped.filter((k) => (seen.has(k) ? true : (seen.add(k), false)));
+  expect(duplicates, 'no item popped twice').toEqual([]);
+  expect(
+    [...acked].filter((k) => !seen.has(k)),
+    'every acknowledged push popped',
+  ).toEqual([]);
+  expect(
+    popped.filter((k) => !acked.has(k) && !maybe.has(k)),
+    'nothing popped that was never pushed',
+  ).toEqual([]);
 }
