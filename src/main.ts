@@ -3,7 +3,10 @@ import { setFlagsFromString } from 'node:v8';
 import { Logger } from '@nestjs/common';
 import { createApp } from './bootstrap.js';
 import { AppConfig } from './config/app-config.js';
-import { EnvironmentError } from './config/environment.js';
+import cluster from 'node:cluster';
+import { EnvironmentError, parseEnvironment } from './config/environment.js';
+import { runPrimary } from './cluster/primary.js';
+import { announceReady } from './cluster/worker.js';
 import { DatabaseProvider } from './database/database.provider.js';
 
 /**
@@ -57,9 +60,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   logger.log('Ready');
+  announceReady();
 }
 
-main().catch((error: unknown) => {
+/** The service in this process, or (`WORKERS` > 1) the primary of that many worker processes. */
+async function start(): Promise<void> {
+  const { WORKERS } = parseEnvironment(process.env);
+  if (WORKERS > 1 && cluster.isPrimary) await runPrimary(WORKERS);
+  else await main();
+}
+
+start().catch((error: unknown) => {
   if (error instanceof EnvironmentError) {
     console.error(error.message);
   } else {

@@ -30,6 +30,7 @@ const DEFAULTS = {
   DB_POOL_SIZE: 10,
   RATE_LIMIT_PER_SECOND: 0,
   LOG_LEVEL: 'log',
+  WORKERS: 1,
 };
 
 describe('parseEnvironment', () => {
@@ -95,6 +96,14 @@ describe('parseEnvironment', () => {
 
   it.each(LOG_LEVELS)('accepts LOG_LEVEL=%s', (level) => {
     expect(parseEnvironment({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
+  });
+
+  it('takes WORKERS above 1 only with DATABASE_URL', () => {
+    expect(parseEnvironment({ WORKERS: '4', DATABASE_URL: 'postgres://u@db:5432/pushpop' }).WORKERS).toBe(4);
+    const message = (env: Record<string, string>): string => (thrown(() => parseEnvironment(env)) as Error).message;
+    expect(message({ WORKERS: '2' })).toContain('WORKERS=2: several workers need DATABASE_URL');
+    expect(message({ WORKERS: '0', DATABASE_URL: 'postgres://u@db/p' })).toContain('WORKERS');
+    expect(message({ WORKERS: '1.5', DATABASE_URL: 'postgres://u@db/p' })).toContain('WORKERS');
   });
 
   it('does not read process.env', () => {

@@ -16,6 +16,7 @@ import { LockRepository } from '../storage/lock.repository.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
+import { clusterMetrics, isClusterWorker, shareMetrics } from '../cluster/worker.js';
 /** The offloaded-segment and delayed-item counts are read from the database; refresh them at most this often. */
 const STORED_COUNT_TTL_MS = 10_000;
 
@@ -67,6 +68,7 @@ export class MetricsService implements OnModuleInit {
       this.registry.removeSingleMetric(DEFAULT_METRICS_PREFIX + name);
     }
     this.registerRuntimeMetrics();
+    if (isClusterWorker()) shareMetrics(this.registry);
   }
 
   private registerRuntimeMetrics(): void {
@@ -106,9 +108,12 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
     fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
     fromStats(METRICS.notificationStates, () => ({ sent: this.notifications.statesSent, kept: this.loads.statesOffered, used: this.loads.statesTaken }));
-    const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
+    // Across workers (WORKERS > 1) a gauge of this process is summed; one every process reads
+    // from the database is the same figure in each ('max'), and listening holds only if it does in all ('min').
+    const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>, aggregator: 'sum' | 'max' | 'min' = 'sum'): void => {
       new Gauge({
         ...def,
+        aggregator,
         registers: [this.registry],
         async collect(this: Gauge) {
           this.set(await read());
@@ -119,11 +124,11 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
     gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
-    gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
-    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
-    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
-    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()));
-    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
+    gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()), 'max');
+    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()), 'max');
+    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()), 'max');
+    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()), 'max');
+    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0), 'min');
   }
 
   /** A count read from the database at most every STORED_COUNT_TTL_MS; the last one while it cannot be read. */
@@ -137,6 +142,8 @@ export class MetricsService implements OnModuleInit {
 
   /** The exposition in Prometheus text format. */
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    // One of several workers answers for all of them.
+    const body = isClusterWorker() ? await clusterMetrics() : await this.registry.metrics();
+    return { contentType: this.registry.contentType, body };
   }
 }
