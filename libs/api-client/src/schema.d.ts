@@ -146,7 +146,8 @@ export interface paths {
         put?: never;
         /**
          * Pushes one item at a priority (default 0). A queue exists once something is pushed to it.
-         *     With `delay_seconds` the item becomes visible only then; with `dedup_id` a repeat within
+         *     With `delay_seconds` (up to one year) or `deliver_at` (unix seconds) the item becomes visible
+         *     only then; with `dedup_id` a repeat within
          *     `DEDUP_WINDOW_SECONDS` pushes nothing and answers `duplicate: true`.
          */
         post: operations["push"];
@@ -166,8 +167,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds` and
-         *     `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
+         * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds`,
+         *     `deliver_at` and `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
          */
         post: operations["pushBatch"];
         delete?: never;
@@ -491,13 +492,19 @@ export interface components {
              */
             dedup_id?: string;
             /**
-             * @description Seconds before the item becomes visible, 0 (at once, the default) to 900. Until then it is
-             *     not popped and not counted in `count` (`GET /queue/{queue_id}` shows it under `delayed`);
-             *     when it is due it joins the tail of its priority, due items in due-time order, ties in push
-             *     order.
+             * @description Seconds before the item becomes visible, 0 (at once, the default) to 31536000 (one year).
+             *     Until then it is not popped and not counted in `count` (`GET /queue/{queue_id}` shows it
+             *     under `delayed`); when it is due it joins the tail of its priority, due items in due-time
+             *     order, ties in push order. Not together with `deliver_at` (400, even `0`).
              * @example 30
              */
             delay_seconds?: number;
+            /**
+             * @description When the item becomes visible, in unix seconds (fractions allowed), at most one year ahead;
+             *     a time in the past delivers at once. Instead of `delay_seconds`: giving both is 400.
+             * @example 1767225600
+             */
+            deliver_at?: number;
             /**
              * @description The item: any JSON object (`{}` allowed), returned exactly as pushed. Arrays, strings,
              *     numbers and null are refused; nesting deeper than 64 levels is refused (400 `ITEM_TOO_DEEP`);
