@@ -105,6 +105,12 @@ describe('ScheduleRule', () => {
     expect(r.nextRuns(3, at('2026-03-28T12:00:00Z')).map(iso)).toEqual(['2026-03-29T01:00:00.000Z', '2026-03-30T00:30:00.000Z', '2026-03-31T00:30:00.000Z']);
     // 25 October 2026: 03:00 CEST becomes 02:00 CET; 02:30 happens twice, fired at the first.
     expect(r.nextRuns(3, at('2026-10-24T12:00:00Z')).map(iso)).toEqual(['2026-10-25T00:30:00.000Z', '2026-10-26T01:30:00.000Z', '2026-10-27T01:30:00.000Z']);
+    // Hourly: every real hour on both days, none skipped, none doubled.
+    const hourly = rule('0 * * * *', 'Europe/Berlin');
+    for (const day of ['2026-03-28T23:30:00Z', '2026-10-24T23:30:00Z']) {
+      const runs = hourly.nextRuns(4, at(day));
+      expect(runs.slice(1).map((t, i) => t - runs[i])).toEqual([3_600_000, 3_600_000, 3_600_000]);
+    }
     // On a simulated clock across the autumn change, every 30 minutes: 02:00, 02:30 local once each, in UTC one hour apart from 03:00.
     const half = rule('0,30 * * * *', 'Europe/Berlin');
     const pushed = simulate(half, at('2026-10-24T23:45:00Z'), at('2026-10-25T02:05:00Z'), 1_000).map((p) => p.at);

@@ -183,6 +183,21 @@ describe(`schedules (${databaseKind})`, () => {
     await answer(svc.http.delete(`/schedules/${id}`));
   });
 
+  it('a process that pushed a firing and stopped before claiming it: the next push of it is a duplicate, and the claim goes through', async () => {
+    const id = uniqueQueueId('sched-crash');
+    const q = uniqueQueueId('sched-crash-q');
+    expect((await put(id, { queue_id: q, cron: '0 0 1 1 *', item: { once: true } })).status).toBe(200);
+    const firing = (Math.floor(Date.now() / 1000) - 1) * 1000;
+    // What the stopped process left: its push (with the firing's dedup id) committed, the row not moved on.
+    expect((await answer(svc.http.post(`/queue/${q}/push`).send({ item: { once: true }, dedup_id: `schedule:${id}@${firing}` }))).body).toMatchObject({
+      duplicate: false,
+    });
+    await svc.app.get(DataSource).query(`UPDATE schedules SET next_run_at = to_timestamp($2 / 1000.0) WHERE schedule_id = $1`, [id, firing]);
+    await expect.poll(async () => ((await get(id)).body as Schedule).last_run_at, { timeout: 5000, interval: 100 }).toBe(firing / 1000);
+    expect(await count(q), 'pushed once').toBe(1);
+    await answer(svc.http.delete(`/schedules/${id}`));
+  });
+
   it('firings missed while no process ran are made up by one push at the next start, not one per missed tick', async () => {
     const id = uniqueQueueId('sched-restart');
     const q = uniqueQueueId('sched-restart-q');
