@@ -37,7 +37,7 @@ function setUp(failWith?: () => Error) {
     },
   };
   let now = T;
-  const clock = { now: () => now } as Clock;
+  const clock = { now: () => now };
   const stats = new ScheduleStats();
   const service = new ScheduleService(
     { env: { MAX_PRIORITY: 255, MAX_ITEM_BYTES: 1000 } } as AppConfig,
