@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { AppConfig } from '../config/app-config.js';
-import type { Clock } from '../common/clock.js';
 import { ItemTooLargeError, QueueBusyError } from '../common/errors.js';
 import type { QueueService } from '../queue/queue.service.js';
 import type { ScheduleRepository, StoredSchedule } from '../storage/schedule.repository.js';
