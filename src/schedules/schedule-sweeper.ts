@@ -41,6 +41,6 @@ export class ScheduleSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   /** One sweep; returns true when it fired something (sweep again at once). */
   async sweep(): Promise<boolean> {
-    return (await this.schedules.fireDue(SWEEP_BATCH)) > 0;
+    return (await this.schedules.fireDue(SWEEP_BATCH, () => this.loop.stopped)) > 0;
   }
 }

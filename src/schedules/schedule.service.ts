@@ -89,7 +89,7 @@ export class ScheduleService {
   }
 
   /**
-   * Pushes every firing due now, at most `limit` schedules; returns how many schedules were due
+   * Pushes every firing due now, at most `limit` schedules (until `stopping`); returns how many schedules were due
    * (the sweep comes back at once while there were some: a firing's successor may be due too).
    *
    * Each firing pushes exactly once, however many processes sweep:
@@ -106,10 +106,12 @@ export class ScheduleService {
    * The one gap: a firing left unclaimed for longer than the dedup window (every process down
    * that long right after pushing it) is pushed a second time when made up.
    */
-  async fireDue(limit: number): Promise<number> {
+  async fireDue(limit: number, stopping: () => boolean = () => false): Promise<number> {
     const now = this.clock.now();
     const due = await this.schedules.findDue(now, limit);
     for (const schedule of due) {
+      // At shutdown the rest stay due: the next process to run fires them.
+      if (stopping()) break;
       try {
         await this.fire(schedule, now);
       } catch (error) {
