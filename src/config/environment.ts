@@ -186,6 +186,16 @@ export class Environment {
   @Max(60_000)
   DELAY_SWEEP_INTERVAL_MS?: number;
 
+  /**
+   * How often due schedules are looked for (one index probe for all schedules) and fired. A
+   * firing is pushed within this long of its time, plus the push; keep it under 1000.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  SCHEDULE_SWEEP_INTERVAL_MS = 500;
+
   /** How often expired dedup ids are deleted (housekeeping only: an expired id is never read as live). */
   @Transform(toInt)
   @IsInt()

@@ -14,6 +14,8 @@ import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 import { LockRepository } from '../storage/lock.repository.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
+import { ScheduleRepository } from '../storage/schedule.repository.js';
+import { ScheduleStats } from '../schedules/schedule-stats.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
 import { clusterMetrics, isClusterWorker, shareMetrics } from '../cluster/worker.js';
@@ -36,6 +38,7 @@ export class MetricsService implements OnModuleInit {
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
   private pausedCount = { value: 0, at: 0 };
+  private scheduleCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -53,6 +56,8 @@ export class MetricsService implements OnModuleInit {
     private readonly clock: Clock,
     private readonly metricsRegistry: MetricsRegistry,
     private readonly listing: QueueListingRepository,
+    private readonly schedules: ScheduleRepository,
+    private readonly scheduleStats: ScheduleStats,
   ) {
     const registers = [(this.registry = metricsRegistry.registry)];
     this.operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers });
@@ -99,6 +104,8 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.itemsRetryDelayed, () => queueStats.itemsRetryDelayed);
     fromStats(METRICS.popsLimited, () => queueStats.popsLimited);
+    fromStats(METRICS.scheduleFirings, () => this.scheduleStats.firings);
+    fromStats(METRICS.scheduleFiringsMadeUp, () => this.scheduleStats.firingsMadeUp);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
@@ -128,6 +135,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()), 'max');
     gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()), 'max');
     gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()), 'max');
+    gauge(METRICS.schedules, () => this.stored(this.scheduleCount, () => this.schedules.count()), 'max');
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0), 'min');
   }
 
