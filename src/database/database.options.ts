@@ -13,6 +13,7 @@ import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-cano
 import { QueueControls1764100000008 } from './migrations/1764100000008-queue-controls.js';
 import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-letter-origins.js';
 import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-segment-range-deletes.js';
+import { ItemHeaders1764100000011 } from './migrations/1764100000011-item-headers.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
@@ -43,6 +44,7 @@ export const MIGRATIONS = [
   QueueControls1764100000008,
   DeadLetterOrigins1764100000009,
   SegmentRangeDeletes1764100000010,
+  ItemHeaders1764100000011,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

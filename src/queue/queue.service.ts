@@ -32,7 +32,7 @@ import type {
   RedriveResponseDto,
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
-import { encodeItem } from './item-codec.js';
+import { encodeHeaders, encodeItem } from './item-codec.js';
 import { QueueEvents } from './runtime/queue-events.js';
 import { isQueueId } from './core/queue-id.js';
 import { withControlDefaults } from './core/queue-settings.js';
@@ -44,6 +44,8 @@ import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
 export interface PopOptions {
   depth: number;
   requireAck: boolean;
+  /** Answer the items' headers too. Absent: false. */
+  includeHeaders?: boolean;
   ttlSeconds: number;
   waitSeconds: number;
 }
@@ -53,6 +55,10 @@ export interface PushOptions {
   /** Seconds before the item becomes visible (0-900; the DTO checks the range). */
   delaySeconds?: number;
   dedupId?: string;
+  /** Headers of the item (checked by the DTO). */
+  headers?: Record<string, string>;
+  /** The request's W3C `traceparent`, kept as the header `traceparent` unless `headers` names one. */
+  traceparent?: string;
 }
 
 /** A batch entry as the controller hands it over. */
@@ -61,6 +67,7 @@ export interface PushEntry {
   priority?: number;
   delay_seconds?: number;
   dedup_id?: string;
+  headers?: Record<string, string>;
 }
 
 /** Items one batch of a redrive moves at most: one turn, one statement, one transaction. */
@@ -124,12 +131,14 @@ export class QueueService {
     return p;
   }
 
-  /** An item as the core takes it; without delay or dedup id exactly `{priority, json}`, as before. */
+  /** An item as the core takes it; without headers, delay or dedup id exactly `{priority, json}`, as before. */
   private newItem(item: unknown, priority: number | undefined, options: PushOptions, field?: string): NewItem {
-    const entry = {
+    const plain = {
       priority: this.checkPriority(priority, field ? `${field}.priority` : 'priority'),
       json: encodeItem(item, this.config.env.MAX_ITEM_BYTES, field ? `${field}.item` : 'item'),
     };
+    const headers = options.headers === undefined && options.traceparent === undefined ? undefined : encodeHeaders(options.headers, options.traceparent);
+    const entry = headers === undefined ? plain : { ...plain, headers };
     if (!options.delaySeconds && options.dedupId === undefined) return entry;
     return { ...entry, delayMs: (options.delaySeconds ?? 0) * 1000, dedupId: options.dedupId };
   }
@@ -154,10 +163,18 @@ export class QueueService {
     });
   }
 
-  /** Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped. */
-  async pushBatch(queueId: string, entries: PushEntry[]): Promise<PushBatchResponseDto> {
+  /**
+   * Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped.
+   * `traceparent`: the request's, kept with every entry that sets none.
+   */
+  async pushBatch(queueId: string, entries: PushEntry[], traceparent?: string): Promise<PushBatchResponseDto> {
     const items = entries.map((entry, i) =>
-      this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`),
+      this.newItem(
+        entry.item,
+        entry.priority,
+        { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id, headers: entry.headers, traceparent },
+        `items.${i}`,
+      ),
     );
     const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
@@ -205,7 +222,7 @@ export class QueueService {
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - this.clock.now();
-        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options.requireAck);
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options);
         // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
         const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
         const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
@@ -216,10 +233,10 @@ export class QueueService {
           const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now), now) });
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
-            return this.popAnswer(last, options.requireAck);
+            return this.popAnswer(last, options);
           }
         }
-        return this.popAnswer(outcome, options.requireAck);
+        return this.popAnswer(outcome, options);
       }
     } finally {
       poll?.close();
@@ -227,10 +244,10 @@ export class QueueService {
   }
 
   /** A pop's answer; one limited by a delivery limit is counted by its reason. */
-  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], requireAck: boolean): PopResponseDto {
+  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], options: PopOptions): PopResponseDto {
     if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
     if (outcome.paused) this.stats.pausedPops += 1;
-    return QueueMapper.pop(outcome, requireAck);
+    return QueueMapper.pop(outcome, options.requireAck, options.includeHeaders === true);
   }
 
   /** Removes the lock's items for good. */

@@ -336,7 +336,9 @@ export class TurnRunner {
       const defaults = this.config.queueDefaults;
       const stored: StoredTurnWrite = {
         ...write,
-        storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items, ...(m.from ? { from: m.from } : {}) })) : [],
+        storeSaves: inDatabase
+          ? offloaded.map((m) => ({ key: key(m), items: m.items, ...(m.from ? { from: m.from } : {}), ...(m.headers ? { headers: m.headers } : {}) }))
+          : [],
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
         ...(write.deadLetters || write.redriven.length > 0 ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
@@ -466,7 +468,7 @@ export class TurnRunner {
     for (const move of moves) {
       if (failed.has(move.priority)) continue;
       try {
-        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items, move.from);
+        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items, move.from, move.headers);
       } catch (error) {
         failed.add(move.priority);
         failedSaves.push(move);
