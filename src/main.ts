@@ -4,12 +4,14 @@ import { createApp } from './bootstrap.js';
 import { AppConfig } from './config/app-config.js';
 import { EnvironmentError } from './config/environment.js';
 import { DatabaseProvider } from './database/database.provider.js';
+import { startTracing } from './telemetry/tracing.js';
 
 /** How long a graceful shutdown may take before the process gives up on it and exits with 1. */
 const SHUTDOWN_TIMEOUT_MS = 20_000;
 
 async function main(): Promise<void> {
-  const app = await createApp();
+  // Before the app: the OpenTelemetry SDK is loaded only when the OTEL_* variables ask for traces.
+  const app = await createApp({}, true, await startTracing(process.env));
   const { PORT, HOST } = app.get(AppConfig).env;
   const logger = new Logger('pushpop');
   // Graceful shutdown: waiting long polls are answered, the HTTP server stops accepting and

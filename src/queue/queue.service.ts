@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import {
@@ -40,6 +40,7 @@ import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
 import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
+import { TRACING, type Tracing } from '../telemetry/tracing.js';
 
 export interface PopOptions {
   depth: number;
@@ -116,6 +117,7 @@ export class QueueService {
     private readonly listing: QueueListingRepository,
     private readonly stats: QueueStats,
     private readonly wakeUps: QueueWakeUps,
+    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {}
 
   /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
@@ -247,6 +249,7 @@ export class QueueService {
   private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], options: PopOptions): PopResponseDto {
     if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
     if (outcome.paused) this.stats.pausedPops += 1;
+    if (this.tracing && outcome.items.length > 0) this.tracing.linkItems(outcome.items.map((i) => i.headers));
     return QueueMapper.pop(outcome, options.requireAck, options.includeHeaders === true);
   }
 
