@@ -197,6 +197,13 @@ describe('item headers as stored', () => {
     expect(JSON.parse(encodeHeaders({ traceparent: 'mine' }, TP)!)).toEqual({ traceparent: 'mine' });
   });
 
+  it('headers that break a rule are 400 VALIDATION_FAILED naming the field; names such as __proto__ are kept', () => {
+    expect(() => encodeHeaders({ a: 1 } as unknown as Record<string, string>, undefined, 'items.2.headers')).toThrow(ValidationFailedError);
+    expect(() => encodeHeaders({ a: 1 } as unknown as Record<string, string>, undefined, 'items.2.headers')).toThrow('items.2.headers.a must be a string');
+    const proto = JSON.parse('{"__proto__": "x", "b": "c"}') as Record<string, string>;
+    expect(encodeHeaders(proto, TP)).toBe(`{"__proto__":"x","b":"c","traceparent":"${TP}"}`);
+  });
+
   it('only a well-formed W3C traceparent is taken from the request', () => {
     expect(requestTraceparent(TP)).toBe(TP);
     expect(requestTraceparent(` ${TP} `)).toBe(TP);

@@ -1,5 +1,6 @@
 import { nestsDeeperThan } from '../common/request-validation.pipe.js';
 import { ItemTooDeepError, ItemTooLargeError, ValidationFailedError } from '../common/errors.js';
+import { headersMessage, headersProblem } from './dto/item-headers.js';
 
 /** Deepest nesting of objects and arrays accepted inside an item (the item itself is level 1). */
 export const MAX_ITEM_DEPTH = 64;
@@ -30,12 +31,15 @@ export function requestTraceparent(header: string | string[] | undefined): strin
 }
 
 /**
- * An item's headers as stored: the JSON text of `headers` (checked by the DTO) with the
+ * Checks an item's headers and returns them as stored: the JSON text of `headers` with the
  * request's `traceparent` added unless they name one; undefined when there is none at all, so
  * that an item without headers stores and costs nothing for them.
+ * @throws ValidationFailedError for headers that break a rule of `headersProblem` (named `field`)
  */
-export function encodeHeaders(headers: Readonly<Record<string, string>> | undefined, traceparent: string | undefined): string | undefined {
+export function encodeHeaders(headers: Readonly<Record<string, string>> | undefined, traceparent: string | undefined, field = 'headers'): string | undefined {
   if (headers === undefined) return traceparent === undefined ? undefined : JSON.stringify({ traceparent });
+  const problem = headersProblem(headers);
+  if (problem !== undefined) throw new ValidationFailedError(headersMessage(field, problem));
   const kept = traceparent !== undefined && !Object.hasOwn(headers, 'traceparent') ? { ...headers, traceparent } : headers;
   for (const _ in kept) return JSON.stringify(kept);
   return undefined;

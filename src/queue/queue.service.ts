@@ -139,7 +139,10 @@ export class QueueService {
       priority: this.checkPriority(priority, field ? `${field}.priority` : 'priority'),
       json: encodeItem(item, this.config.env.MAX_ITEM_BYTES, field ? `${field}.item` : 'item'),
     };
-    const headers = options.headers === undefined && options.traceparent === undefined ? undefined : encodeHeaders(options.headers, options.traceparent);
+    const headers =
+      options.headers === undefined && options.traceparent === undefined
+        ? undefined
+        : encodeHeaders(options.headers, options.traceparent, field ? `${field}.headers` : 'headers');
     const entry = headers === undefined ? plain : { ...plain, headers };
     if (!options.delaySeconds && options.dedupId === undefined) return entry;
     return { ...entry, delayMs: (options.delaySeconds ?? 0) * 1000, dedupId: options.dedupId };

@@ -97,6 +97,17 @@ describe(`item headers (${databaseKind})`, () => {
     const popped = await pop(q, `depth=10&include_headers=true`);
     expect(popped.headers).toEqual(accepted);
 
+    // Names such as __proto__ and constructor are header names like any other (sent as raw JSON: a JS literal would set a prototype).
+    const raw = (q2: string, text: string) => answer(svc.http.post(`/queue/${q2}/push`).set('content-type', 'application/json').send(text));
+    const protoRefused = await raw(q, '{"item": {"id": "p"}, "headers": {"__proto__": {"x": "1"}}}');
+    expect({ status: protoRefused.status, code: (protoRefused.body as { error_code?: string }).error_code }).toEqual({
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    });
+    expect((await raw(q, '{"item": {"id": "p"}, "headers": {"__proto__": "x", "constructor": "y", "b": "c"}}')).status).toBe(200);
+    const proto = await svc.http.post(`/queue/${q}/pop?include_headers=true`);
+    expect(proto.text).toBe('{"items":[{"id":"p"}],"headers":[{"__proto__":"x","constructor":"y","b":"c"}],"count":1}');
+
     for (const bad of ['yes', 'TRUE', '2', '']) {
       const res = await answer(svc.http.post(`/queue/${q}/pop?include_headers=${bad}`));
       expect({ bad, status: res.status, code: (res.body as { error_code?: string }).error_code }).toEqual({ bad, status: 400, code: 'VALIDATION_FAILED' });

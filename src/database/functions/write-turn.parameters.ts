@@ -279,7 +279,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   // added, the items of the segments saved (concatenated), the delayed items added, the dead letters and the redriven
   // items; not given when none has any (unnest pads them with nulls).
   { name: 'p_ins_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.inserts) },
-  { name: 'p_lock_headers', type: 'text[]', form: 'latest', unset: null, value: (w) => headersOf(savedLock(w)?.items ?? []) },
+  { name: 'p_lock_headers', type: 'text[]', form: 'latest', unset: null, value: (w) => headersOf(savedLock(w)?.items ?? NONE) },
   { name: 'p_ret_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.returnedInserts) },
   {
     name: 'p_save_headers',
@@ -289,7 +289,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
     value: (w) => (w.storeSaves.some((s) => s.headers) ? w.storeSaves.flatMap((s) => s.headers ?? s.items.map(() => null)) : undefined),
   },
   { name: 'p_dl_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.delayedInserts) },
-  { name: 'p_dlq_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.deadLetters?.items ?? []) },
+  { name: 'p_dlq_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.deadLetters?.items ?? NONE) },
   { name: 'p_rd_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.redriven) },
 ];
 

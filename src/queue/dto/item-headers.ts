@@ -22,7 +22,17 @@ export function headersProblem(value: unknown): string | undefined {
   return undefined;
 }
 
-/** A body field holding item headers (see {@link headersProblem}); the message names the field and the rule broken. */
+/** The message for a field `field` whose headers break a rule (a problem of {@link headersProblem}). */
+export function headersMessage(field: string, problem: string): string {
+  return `${field}${problem.startsWith('.') ? problem : ` ${problem}`}`;
+}
+
+/**
+ * A body field holding item headers (see {@link headersProblem}); the message names the field
+ * and the rule broken. The validation pipe shows it a stand-in for an object (headers, like
+ * items, never go through class-transformer, which would drop names such as `__proto__`): the
+ * service checks the object itself with {@link headersProblem}.
+ */
 export function IsItemHeaders(): PropertyDecorator {
   return (target: object, propertyName: string | symbol) =>
     registerDecorator({
@@ -31,10 +41,7 @@ export function IsItemHeaders(): PropertyDecorator {
       propertyName: propertyName as string,
       validator: {
         validate: (value: unknown) => headersProblem(value) === undefined,
-        defaultMessage: (args?: ValidationArguments) => {
-          const problem = headersProblem(args?.value) ?? '';
-          return `${args?.property ?? 'headers'}${problem.startsWith('.') ? problem : ` ${problem}`}`;
-        },
+        defaultMessage: (args?: ValidationArguments) => headersMessage(args?.property ?? 'headers', headersProblem(args?.value) ?? ''),
       },
     });
 }
