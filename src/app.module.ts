@@ -13,15 +13,18 @@ import { MetricsModule } from './metrics/metrics.module.js';
 import { ObserversModule } from './metrics/observers.module.js';
 import { QueueModule } from './queue/queue.module.js';
 import { SchedulesModule } from './schedules/schedules.module.js';
+import { TelemetryModule } from './telemetry/telemetry.module.js';
+import type { Tracing } from './telemetry/tracing.js';
 
 @Module({})
 export class AppModule {
-  /** The whole service; `overrides` replace environment variables (tests). */
-  static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}): DynamicModule {
+  /** The whole service; `overrides` replace environment variables (tests); `tracing`: on when given (see `startTracing`). */
+  static forRoot(overrides: Partial<Record<keyof Environment, string>> = {}, tracing?: Tracing): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(overrides),
+        TelemetryModule.forRoot(tracing),
         CommonModule,
         ObserversModule,
         AuthModule,

@@ -143,4 +143,19 @@ describe('architecture', () => {
       .map(rel);
     expect(offending).toEqual([]);
   });
+
+  it('the OpenTelemetry SDK is loaded only when tracing is on: only otel-tracing.ts imports @opentelemetry, and only by a dynamic import', () => {
+    const sdkImports = files.flatMap((file) =>
+      importsOf(file)
+        .filter(({ specifier }) => specifier.startsWith('@opentelemetry/'))
+        .map(({ specifier }) => `${rel(file)}: ${specifier}`),
+    );
+    expect(sdkImports.every((line) => line.startsWith(join('telemetry', 'otel-tracing.ts')))).toBe(true);
+    expect(sdkImports.length).toBeGreaterThan(0);
+    const importers = files.filter((file) => importsOf(file).some(({ target }) => target === join(SRC, 'telemetry', 'otel-tracing.ts')));
+    expect(importers.map(rel)).toEqual([join('telemetry', 'tracing.ts')]);
+    const text = readFileSync(join(SRC, 'telemetry', 'tracing.ts'), 'utf8');
+    expect(text).toMatch(/await import\('\.\/otel-tracing\.js'\)/);
+    expect(text).not.toMatch(/^import\s[^;]*otel-tracing/m);
+  });
 });

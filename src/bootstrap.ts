@@ -16,6 +16,7 @@ import { AppConfig } from './config/app-config.js';
 import type { Environment, LogLevelName } from './config/environment.js';
 import { LOG_LEVELS } from './config/environment.js';
 import { rateLimitHook } from './auth/rate-limit.hook.js';
+import type { Tracing } from './telemetry/tracing.js';
 
 /**
  * Fastify's router, as the service uses it. Route parameters are judged by the pipes (a queue id
@@ -109,9 +110,16 @@ function logLevels(level: LogLevelName): LogLevelName[] {
   return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
 }
 
-/** Creates the configured app (not yet listening). */
-export async function createApp(overrides: Partial<Record<keyof Environment, string>> = {}, withDocs = true): Promise<NestFastifyApplication> {
-  const module = AppModule.forRoot(overrides);
+/**
+ * Creates the configured app (not yet listening). `tracing`: traces its requests (see
+ * `startTracing`); the app stops it when it closes.
+ */
+export async function createApp(
+  overrides: Partial<Record<keyof Environment, string>> = {},
+  withDocs = true,
+  tracing?: Tracing,
+): Promise<NestFastifyApplication> {
+  const module = AppModule.forRoot(overrides, tracing);
   const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
   const app = await NestFactory.create<NestFastifyApplication>(
     module,

@@ -8,6 +8,7 @@ import { EnvironmentError, parseEnvironment } from './config/environment.js';
 import { runPrimary } from './cluster/primary.js';
 import { announceReady } from './cluster/worker.js';
 import { DatabaseProvider } from './database/database.provider.js';
+import { startTracing } from './telemetry/tracing.js';
 
 /**
  * How far V8 lets the old generation grow past what survived its last full collection before
@@ -24,7 +25,8 @@ setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 const SHUTDOWN_TIMEOUT_MS = 20_000;
 
 async function main(): Promise<void> {
-  const app = await createApp();
+  // Before the app: the OpenTelemetry SDK is loaded only when the OTEL_* variables ask for traces.
+  const app = await createApp({}, true, await startTracing(process.env));
   const { PORT, HOST } = app.get(AppConfig).env;
   const logger = new Logger('pushpop');
   // Graceful shutdown: waiting long polls are answered, the HTTP server stops accepting and

@@ -42,6 +42,9 @@ function messages(errors: ValidationError[], parent = ''): string[] {
 
 type Holder = Record<string, unknown>;
 
+/** A JSON object (not an array, not null). */
+const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
 /** The places in a body where items sit: `item`, and `item` of each entry of `items`. */
 function itemHolders(body: unknown): Holder[] {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return [];
@@ -101,9 +104,12 @@ export class RequestValidationPipe extends ValidationPipe {
     if (value === null) throw new ValidationFailedError('request body must be a JSON object, not null');
     const holders = itemHolders(value);
     const items = holders.map((holder) => holder.item);
+    // Headers are kept away too (names such as `__proto__` are ordinary header names); the service checks them.
+    const headers = holders.map((holder) => holder.headers);
     holders.forEach((holder) => {
       const item = holder.item;
       if (item !== null && typeof item === 'object') holder.item = Array.isArray(item) ? [] : {};
+      if (isPlainObject(holder.headers)) holder.headers = {};
     });
     try {
       const validate = (): Promise<unknown> => {
@@ -112,11 +118,17 @@ export class RequestValidationPipe extends ValidationPipe {
         return super.transform(value, metadata);
       };
       const result = (await this.validateBatchOnce(value, metadata, validate)) ?? (await this.validateOnce(value, metadata, validate));
-      // Put the items back into the validated DTO, in the same places.
-      itemHolders(result).forEach((holder, i) => (holder.item = items[i]));
+      // Put the items (and headers) back into the validated DTO, in the same places.
+      itemHolders(result).forEach((holder, i) => {
+        holder.item = items[i];
+        if (isPlainObject(headers[i])) holder.headers = headers[i];
+      });
       return result;
     } finally {
-      holders.forEach((holder, i) => (holder.item = items[i]));
+      holders.forEach((holder, i) => {
+        holder.item = items[i];
+        if (isPlainObject(headers[i])) holder.headers = headers[i];
+      });
     }
   }
 

@@ -130,6 +130,14 @@ describe('parseEnvironment', () => {
     expect(message).not.toContain('HOST');
   });
 
+  it('OpenTelemetry: an http(s) endpoint and a list of known exporters, or unset', () => {
+    expect(parseEnvironment({})).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: undefined, OTEL_TRACES_EXPORTER: undefined });
+    const on = parseEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'otlp, console', OTEL_SERVICE_NAME: 'pp' });
+    expect(on).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'otlp, console', OTEL_SERVICE_NAME: 'pp' });
+    const error = thrown(() => parseEnvironment({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318', OTEL_TRACES_EXPORTER: 'jaeger' })) as EnvironmentError;
+    expect(error.problems.map((p) => p.split('=')[0]).sort()).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_TRACES_EXPORTER']);
+  });
+
   it('DATABASE_SCHEMA: a lower-case identifier, or unset', () => {
     expect(parseEnvironment({}).DATABASE_SCHEMA).toBeUndefined();
     expect(parseEnvironment({ DATABASE_SCHEMA: 'pushpop_2' }).DATABASE_SCHEMA).toBe('pushpop_2');

@@ -252,6 +252,28 @@ export class Environment {
   @Min(1)
   @Max(64)
   WORKERS = 1;
+
+  /**
+   * OpenTelemetry tracing (docs/operations.md, "Tracing"): the OTLP/HTTP receiver traces go to
+   * (`<endpoint>/v1/traces`); setting it turns tracing on. Unset with `OTEL_TRACES_EXPORTER`
+   * unset too, tracing is off and the SDK is never loaded. The SDK reads the other standard
+   * variables itself (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `_HEADERS`, `_TIMEOUT`,
+   * `_COMPRESSION`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`,
+   * `OTEL_SDK_DISABLED`).
+   */
+  @IsOptional()
+  @Matches(/^https?:\/\/\S+$/, { message: 'OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL' })
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+
+  /** Trace exporters, comma-separated: `otlp` (OTLP over HTTP, JSON), `console`, `none`; setting it turns tracing on, `none` keeps it off. */
+  @IsOptional()
+  @Matches(/^\s*(otlp|console|none)\s*(,\s*(otlp|console|none)\s*)*$/, { message: 'OTEL_TRACES_EXPORTER must list otlp, console or none' })
+  OTEL_TRACES_EXPORTER?: string;
+
+  /** The traces' `service.name` (default `pushpop`). */
+  @IsOptional()
+  @IsString()
+  OTEL_SERVICE_NAME?: string;
 }
 
 export class EnvironmentError extends Error {
@@ -271,6 +293,9 @@ export function parseEnvironment(env: Record<string, string | undefined>): Envir
     'API_KEYS_FILE',
     'RATE_LIMIT_BURST',
     'DELAY_SWEEP_INTERVAL_MS',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'OTEL_TRACES_EXPORTER',
+    'OTEL_SERVICE_NAME',
   );
   const input: Record<string, string> = {};
   for (const key of known) {

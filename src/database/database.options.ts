@@ -13,6 +13,7 @@ import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-cano
 import { QueueControls1764100000008 } from './migrations/1764100000008-queue-controls.js';
 import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-letter-origins.js';
 import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-segment-range-deletes.js';
+import { ItemHeaders1764100000011 } from './migrations/1764100000011-item-headers.js';
 import { Schedules1764100000012 } from './migrations/1764100000012-schedules.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
@@ -46,6 +47,7 @@ export const MIGRATIONS = [
   QueueControls1764100000008,
   DeadLetterOrigins1764100000009,
   SegmentRangeDeletes1764100000010,
+  ItemHeaders1764100000011,
   Schedules1764100000012,
 ];
 

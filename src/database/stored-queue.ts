@@ -34,6 +34,8 @@ export interface StoredHeldItem {
   readonly deliveries?: number;
   /** The queue it was dead-lettered from; absent: never dead-lettered. */
   readonly from?: string;
+  /** The item's headers as a JSON object's text; absent: none. */
+  readonly headers?: string;
 }
 
 /** A `returned_items` row. */
@@ -41,6 +43,7 @@ export interface StoredReturnedEntry extends StoredOrigin {
   readonly json: string;
   readonly deliveries: number;
   readonly from?: string;
+  readonly headers?: string;
 }
 
 /** The queue row's settings. */
@@ -95,6 +98,8 @@ export interface StoredDelayedItem {
   readonly json: string;
   /** The queue it was dead-lettered from (dead letters wait here until their queue's next turn); absent: none. */
   readonly from?: string;
+  /** The item's headers as a JSON object's text; absent: none. */
+  readonly headers?: string;
   /** An item given back, waiting out its retry delay: where it was pushed, and its deliveries. */
   readonly origin?: StoredOrigin;
   readonly deliveries?: number;
@@ -120,6 +125,8 @@ export interface StoredEntry {
   readonly deliveries?: number;
   /** The queue it was dead-lettered from; absent: never dead-lettered. */
   readonly from?: string;
+  /** The item's headers as a JSON object's text; absent: none. */
+  readonly headers?: string;
 }
 
 /** A queue row loaded for an activation, with the rows of its front segment when they were asked for. */
@@ -147,10 +154,19 @@ export interface StoredTurnWrite {
     readonly json: string;
     readonly deliveries?: number;
     readonly from?: string;
+    readonly headers?: string;
   }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: StoredLock } | { readonly op: 'delete' } | undefined;
-  /** Segments moved to the `offloaded_segments` table by this turn (when that is the offload store); `from` parallel to `items`, absent when no item was dead-lettered. */
-  readonly storeSaves: readonly { readonly key: string; readonly items: readonly string[]; readonly from?: readonly (string | null)[] }[];
+  /**
+   * Segments moved to the `offloaded_segments` table by this turn (when that is the offload
+   * store); `from` and `headers` parallel to `items`, absent when no item was dead-lettered or has headers.
+   */
+  readonly storeSaves: readonly {
+    readonly key: string;
+    readonly items: readonly string[];
+    readonly from?: readonly (string | null)[];
+    readonly headers?: readonly (string | null)[];
+  }[];
   /** Keys deleted from the `offloaded_segments` table by this turn (when that is the offload store). */
   readonly storeDeletes: readonly string[];
   /** The queue row's delayed columns after the turn; null: unchanged (the statement leaves them alone). */
@@ -174,7 +190,7 @@ export interface StoredTurnWrite {
   /** Items for the tail of another queue (its dead-letter queue), in order. */
   readonly deadLetters: { readonly queueId: string; readonly items: readonly StoredHeldItem[] } | null;
   /** Items a redrive moves to the tails of other queues (due at once there), in order; their delivery counts start again at 0. */
-  readonly redriven: readonly { readonly queueId: string; readonly priority: number; readonly json: string }[];
+  readonly redriven: readonly { readonly queueId: string; readonly priority: number; readonly json: string; readonly headers?: string }[];
   /** With dead letters or redriven items: the turn's time (they are due then) and the settings and version of a queue the turn creates for them. */
   readonly deadLetterDefaults?: { readonly segmentSize: number; readonly bufferSegments: number; readonly version: number; readonly now: number };
 }

@@ -1,8 +1,7 @@
-import { Injectable, OnModuleInit, RequestMethod } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, HttpAdapterHost, MetadataScanner, Reflector } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { COUNTED_OPERATIONS } from '../common/operations.decorator.js';
+import { operationRoutes } from '../common/operation-routes.js';
 import { MetricsService } from './metrics.service.js';
 
 /**
@@ -29,7 +28,7 @@ export class OperationMetrics implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.mapOperations();
+    for (const [route, name] of operationRoutes(this.discovery, this.scanner, this.reflector)) this.operations.set(route, name);
     const fastify = this.adapter.httpAdapter?.getInstance<FastifyInstance>();
     // Absent in preview mode (writing openapi.json), where nothing serves requests.
     if (!fastify) return;
@@ -60,25 +59,5 @@ export class OperationMetrics implements OnModuleInit {
     this.metrics.operations.inc({ operation, outcome });
     this.metrics.operationDuration.observe({ operation }, reply.elapsedTime / 1000);
     if (operation === 'acknowledge') this.metrics.acknowledgements.inc({ result: outcome });
-  }
-
-  private mapOperations(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const controller = wrapper.metatype as (new (...args: never[]) => unknown) | undefined;
-      if (!controller || !this.reflector.get<boolean>(COUNTED_OPERATIONS, controller)) continue;
-      const base = (Reflect.getMetadata(PATH_METADATA, controller) as string | undefined) ?? '';
-      const prototype = controller.prototype as Record<string, object>;
-      for (const name of this.scanner.getAllMethodNames(prototype)) {
-        const handler = prototype[name];
-        const path = Reflect.getMetadata(PATH_METADATA, handler) as string | undefined;
-        const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
-        if (path === undefined || method === undefined) continue;
-        const url = `/${[base, path]
-          .map((p) => p.replace(/^\/+|\/+$/g, ''))
-          .filter(Boolean)
-          .join('/')}`;
-        this.operations.set(`${RequestMethod[method]} ${url}`, name);
-      }
-    }
   }
 }

@@ -18,21 +18,23 @@ export class DatabaseOffloadStore extends OffloadStore {
     return true;
   }
 
-  async save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[]): Promise<void> {
+  async save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[], headers?: readonly (string | null)[]): Promise<void> {
     await this.uow.autocommit.query(
-      `INSERT INTO offloaded_segments (queue_id, key, items, dead_lettered_from) VALUES ($1, $2, $3::text[], $4::varchar[])
-       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, dead_lettered_from = EXCLUDED.dead_lettered_from, created_at = now()`,
-      [queueId, key, items, from ?? null],
+      `INSERT INTO offloaded_segments (queue_id, key, items, dead_lettered_from, headers) VALUES ($1, $2, $3::text[], $4::varchar[], $5::text[])
+       ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, dead_lettered_from = EXCLUDED.dead_lettered_from, headers = EXCLUDED.headers,
+         created_at = now()`,
+      [queueId, key, items, from ?? null, headers ?? null],
     );
   }
 
   async load(queueId: string, key: string): Promise<StoredSegment | undefined> {
-    const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null }>(
-      `SELECT items, dead_lettered_from FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
+    const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null; headers: (string | null)[] | null }>(
+      `SELECT items, dead_lettered_from, headers FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
       [queueId, key],
     );
     const row = rows[0];
-    return row && (row.dead_lettered_from ? { items: row.items, from: row.dead_lettered_from } : { items: row.items });
+    if (!row) return undefined;
+    return { items: row.items, ...(row.dead_lettered_from ? { from: row.dead_lettered_from } : {}), ...(row.headers ? { headers: row.headers } : {}) };
   }
 
   async delete(queueId: string, keys: readonly string[]): Promise<void> {

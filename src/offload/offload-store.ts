@@ -28,12 +28,13 @@ export abstract class OffloadStore {
    * @param items - the segment's items as JSON texts, in order (never empty)
    * @param from - parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was.
    *   A store keeps it with the segment and gives it back from {@link load}.
+   * @param headers - parallel to `items`: each one's headers as JSON text (null: none); absent when none has any. Kept and given back as `from` is.
    */
-  abstract save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[]): Promise<void>;
+  abstract save(queueId: string, key: string, items: readonly string[], from?: readonly (string | null)[], headers?: readonly (string | null)[]): Promise<void>;
 
   /**
    * Reads a segment.
-   * @returns its items as saved, with `from` when it was saved with one, or undefined when nothing is stored under `key`
+   * @returns its items as saved, with `from` and `headers` when it was saved with them, or undefined when nothing is stored under `key`
    */
   abstract load(queueId: string, key: string): Promise<StoredSegment | undefined>;
 
@@ -44,10 +45,14 @@ export abstract class OffloadStore {
   abstract countSegments(): Promise<number>;
 }
 
-/** A segment as an offload store keeps it: its items as JSON texts, in order, and where each was dead-lettered from (absent: none was). */
+/**
+ * A segment as an offload store keeps it: its items as JSON texts, in order, where each was
+ * dead-lettered from (absent: none was) and each one's headers (absent: none has any).
+ */
 export interface StoredSegment {
   readonly items: string[];
   readonly from?: (string | null)[];
+  readonly headers?: (string | null)[];
 }
 
 /** The seed's key of an offloaded segment. */

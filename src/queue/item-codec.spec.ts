@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ItemTooDeepError, ItemTooLargeError, PushpopError, ValidationFailedError } from '../common/errors.js';
-import { encodeItem, MAX_ITEM_DEPTH } from './item-codec.js';
+import { encodeHeaders, encodeItem, MAX_ITEM_DEPTH, requestTraceparent } from './item-codec.js';
 
 /** `levels` nested objects: the item itself is level 1. */
 function nestedObjects(levels: number): Record<string, unknown> {
@@ -179,5 +179,48 @@ describe('encodeItem', () => {
       expect(encodeItem({}, 2)).toBe('{}');
       expect(() => encodeItem({ a: 1 }, 2)).toThrow(ItemTooLargeError);
     });
+  });
+});
+
+describe('item headers as stored', () => {
+  const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  it('none at all: nothing stored', () => {
+    expect(encodeHeaders(undefined, undefined)).toBeUndefined();
+    expect(encodeHeaders({}, undefined)).toBeUndefined();
+  });
+
+  it("the request's traceparent is added unless the headers name one", () => {
+    expect(encodeHeaders(undefined, TP)).toBe(JSON.stringify({ traceparent: TP }));
+    expect(encodeHeaders({}, TP)).toBe(JSON.stringify({ traceparent: TP }));
+    expect(JSON.parse(encodeHeaders({ a: 'b' }, TP)!)).toEqual({ a: 'b', traceparent: TP });
+    expect(JSON.parse(encodeHeaders({ traceparent: 'mine' }, TP)!)).toEqual({ traceparent: 'mine' });
+  });
+
+  it('headers that break a rule are 400 VALIDATION_FAILED naming the field; names such as __proto__ are kept', () => {
+    expect(() => encodeHeaders({ a: 1 } as unknown as Record<string, string>, undefined, 'items.2.headers')).toThrow(ValidationFailedError);
+    expect(() => encodeHeaders({ a: 1 } as unknown as Record<string, string>, undefined, 'items.2.headers')).toThrow('items.2.headers.a must be a string');
+    const proto = JSON.parse('{"__proto__": "x", "b": "c"}') as Record<string, string>;
+    expect(encodeHeaders(proto, TP)).toBe(`{"__proto__":"x","b":"c","traceparent":"${TP}"}`);
+  });
+
+  it('only a well-formed W3C traceparent is taken from the request', () => {
+    expect(requestTraceparent(TP)).toBe(TP);
+    expect(requestTraceparent(` ${TP} `)).toBe(TP);
+    expect(requestTraceparent(`01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra`)).toBe(
+      '01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra',
+    );
+    for (const bad of [
+      undefined,
+      [TP, TP],
+      '',
+      'garbage',
+      TP.toUpperCase(),
+      'ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01',
+      '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7',
+    ])
+      expect(requestTraceparent(bad), String(bad)).toBeUndefined();
   });
 });

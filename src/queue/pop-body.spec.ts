@@ -48,4 +48,18 @@ describe('pop answers with items as stored JSON', () => {
     expect(serializePopAnswer(error)).toBe(JSON.stringify(error));
     expect(serializePopAnswer(null)).toBe('null');
   });
+
+  it('with headers: spliced in as stored after items, same text as JSON.stringify; parsed on first access in code', () => {
+    const headers = [JSON.stringify({ traceparent: 'tp', a: 'é\u0000' }), '{}'];
+    for (const rest of [{ count: 2 }, { count: 2, locked: true, lock_id: 'AbCdEfGhIjK', lock_expires_at: 1.5, delivery_counts: [1, 1] }]) {
+      const answer = popAnswer(stored, rest, headers);
+      const plain = { items: stored.map((s) => JSON.parse(s) as unknown), headers: headers.map((h) => JSON.parse(h) as unknown), ...rest };
+      expect(serializePopAnswer(answer)).toBe(JSON.stringify(plain));
+      expect(answer).toEqual(plain);
+      expect(answer.headers).toBe(answer.headers);
+    }
+    expect(serializePopAnswer(popAnswer([], { count: 0 }, []))).toBe('{"items":[],"headers":[],"count":0}');
+    // Not asked for: no field at all.
+    expect('headers' in popAnswer(stored, { count: 2 })).toBe(false);
+  });
 });

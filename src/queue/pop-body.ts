@@ -1,12 +1,19 @@
 import type { PopResponseDto } from './dto/queue-responses.dto.js';
 
-/** Where a pop's answer keeps its items as the JSON text they were stored as, and the rest of the answer. */
+/** Where a pop's answer keeps its items (and headers) as the JSON text they were stored as, and the rest of the answer. */
 const STORED = Symbol('pop answer: items as stored JSON');
 
 interface Stored {
   readonly items: readonly string[];
-  readonly rest: Omit<PopResponseDto, 'items'>;
+  /** Parallel to `items` (`{}` for an item without headers); absent: the pop did not ask for them. */
+  readonly headers?: readonly string[];
+  readonly rest: Omit<PopResponseDto, 'items' | 'headers'>;
 }
+
+/** An item without headers, in a pop's `headers`. */
+export const NO_HEADERS = '{}';
+
+const parsedAll = (texts: readonly string[]): Record<string, unknown>[] => texts.map((json) => JSON.parse(json) as Record<string, unknown>);
 
 /**
  * A pop's answer whose items stay the JSON text they were pushed and stored as: an item arrives
@@ -14,32 +21,49 @@ interface Stored {
  * {@link serializePopAnswer} puts the texts into the body as they are, where a plain object
  * would parse each item only for it to be serialised again (a parse and a stringify per item,
  * a hundred of each for `depth=100`). Read in code (`answer.items`), the items are parsed on
- * first access, so the answer is an ordinary {@link PopResponseDto} to every caller.
+ * first access, so the answer is an ordinary {@link PopResponseDto} to every caller. Headers
+ * (`include_headers`), stored as JSON text too, are treated the same way; a pop that did not ask
+ * for them has no `headers` field and pays nothing for them.
  *
  * The texts can be inserted as they are: every one was written by `JSON.stringify` (see
- * `encodeItem`), which always produces well-formed JSON.
+ * `encodeItem` and `encodeHeaders`), which always produces well-formed JSON.
  */
-export function popAnswer(items: readonly string[], rest: Omit<PopResponseDto, 'items'>): PopResponseDto {
+export function popAnswer(items: readonly string[], rest: Omit<PopResponseDto, 'items' | 'headers'>, headers?: readonly string[]): PopResponseDto {
   let parsed: Record<string, unknown>[] | undefined;
-  const answer = {
-    get items(): Record<string, unknown>[] {
-      return (parsed ??= items.map((json) => JSON.parse(json) as Record<string, unknown>));
-    },
-    ...rest,
-  };
+  let answer: PopResponseDto;
+  if (headers === undefined) {
+    answer = {
+      get items(): Record<string, unknown>[] {
+        return (parsed ??= parsedAll(items));
+      },
+      ...rest,
+    };
+  } else {
+    let parsedHeaders: Record<string, string>[] | undefined;
+    answer = {
+      get items(): Record<string, unknown>[] {
+        return (parsed ??= parsedAll(items));
+      },
+      get headers(): Record<string, string>[] {
+        return (parsedHeaders ??= parsedAll(headers) as Record<string, string>[]);
+      },
+      ...rest,
+    };
+  }
   // Not enumerable: equality in tests and JSON.stringify see the answer's fields only.
-  Object.defineProperty(answer, STORED, { value: { items, rest } satisfies Stored });
+  Object.defineProperty(answer, STORED, { value: { items, rest, ...(headers ? { headers } : {}) } satisfies Stored });
   return answer;
 }
 
 /**
- * The HTTP body of a pop's answer: the stored item texts spliced in for an answer made by
- * {@link popAnswer}, `JSON.stringify` for anything else (an error body on the same reply).
- * Same text as `JSON.stringify(answer)`, fields in the same order.
+ * The HTTP body of a pop's answer: the stored item (and header) texts spliced in for an answer
+ * made by {@link popAnswer}, `JSON.stringify` for anything else (an error body on the same
+ * reply). Same text as `JSON.stringify(answer)`, fields in the same order.
  */
 export function serializePopAnswer(payload: unknown): string {
   const stored = typeof payload === 'object' && payload !== null ? ((payload as Record<symbol, unknown>)[STORED] as Stored | undefined) : undefined;
   if (!stored) return JSON.stringify(payload);
   const rest = JSON.stringify(stored.rest);
-  return `{"items":[${stored.items.join(',')}]${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
+  const headers = stored.headers ? `,"headers":[${stored.headers.join(',')}]` : '';
+  return `{"items":[${stored.items.join(',')}]${headers}${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
 }

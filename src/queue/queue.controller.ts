@@ -1,6 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Param, Post, Put, Query, Res, UseGuards } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOkResponse, ApiParam, ApiTags } from '@nestjs/swagger';
 import { PopQueryDto } from './dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
 import { ListQueuesQueryDto } from './dto/list-queues-query.dto.js';
@@ -27,6 +27,7 @@ import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
 import { serializePopAnswer } from './pop-body.js';
+import { requestTraceparent } from './item-codec.js';
 
 /** What push and batch push answer about their items. */
 const ITEM_ERRORS: ErrorCodes = { 400: ['ITEM_TOO_DEEP'], 413: ['ITEM_TOO_LARGE'] };
@@ -41,6 +42,15 @@ const QUEUE_ID_PARAM = {
   name: 'queue_id',
   description: 'Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -',
   example: 'orders',
+};
+
+/** W3C trace context of a push: kept as each item's header `traceparent` unless the item sets one. */
+const TRACEPARENT_HEADER = {
+  name: 'traceparent',
+  required: false,
+  description:
+    "W3C trace context (`00-<trace id>-<span id>-<flags>`); kept as the item header `traceparent` unless the entry's `headers` set one. A malformed value is ignored.",
+  example: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
 };
 
 /** The HTTP contract of the queues; validation only, the service does the work. */
@@ -62,11 +72,18 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
+  @ApiHeader(TRACEPARENT_HEADER)
+  async push(
+    @Param('queue_id', QueueIdPipe) queueId: string,
+    @Body() body: PushItemDto,
+    @Headers('traceparent') traceparent?: string,
+  ): Promise<PushResponseDto> {
     return this.queues.push(queueId, body.item, body.priority, {
       delaySeconds: body.delay_seconds,
       deliverAt: body.deliver_at,
       dedupId: body.dedup_id,
+      headers: body.headers,
+      traceparent: requestTraceparent(traceparent),
     });
   }
 
@@ -79,8 +96,13 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, ITEM_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async pushBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushBatchDto): Promise<PushBatchResponseDto> {
-    return this.queues.pushBatch(queueId, body.items);
+  @ApiHeader(TRACEPARENT_HEADER)
+  async pushBatch(
+    @Param('queue_id', QueueIdPipe) queueId: string,
+    @Body() body: PushBatchDto,
+    @Headers('traceparent') traceparent?: string,
+  ): Promise<PushBatchResponseDto> {
+    return this.queues.pushBatch(queueId, body.items, requestTraceparent(traceparent));
   }
 
   /**
@@ -107,6 +129,7 @@ export class QueueController {
     const options = {
       depth: query.depth ?? 1,
       requireAck: query.require_ack ?? false,
+      includeHeaders: query.include_headers ?? false,
       ttlSeconds: query.ttl_seconds ?? 30,
       waitSeconds: query.wait_seconds ?? 0,
     };

@@ -1,7 +1,7 @@
 import type { PopOutcome, QueueView } from './core/queue-core.js';
 import type { QueueSettings } from './core/types.js';
 import type { QueueListRow } from '../database/stored-queue.js';
-import { popAnswer } from './pop-body.js';
+import { NO_HEADERS, popAnswer } from './pop-body.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
@@ -36,20 +36,26 @@ export const QueueMapper = {
     return { success: true, count, duplicates, message: `${count} item(s) pushed to queue ${queueId}${skipped}` };
   },
 
-  pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean): PopResponseDto {
-    // The items stay the JSON text they were stored as (see popAnswer).
+  /** `includeHeaders`: the answer carries each item's headers (`{}` for none), parallel to `items`. */
+  pop(outcome: Extract<PopOutcome, { items: unknown }>, requireAck: boolean, includeHeaders = false): PopResponseDto {
+    // The items (and headers) stay the JSON text they were stored as (see popAnswer).
     const items = outcome.items.map((i) => i.json);
+    const headers = includeHeaders ? outcome.items.map((i) => i.headers ?? NO_HEADERS) : undefined;
     // Nothing handed out because of a control: said so (`paused` first, as the pop checks it first).
     const why = outcome.paused ? { paused: true } : outcome.limited ? { limited: true } : {};
-    if (!requireAck) return popAnswer(items, { count: items.length, ...why });
-    if (!outcome.lock) return popAnswer(items, { count: 0, locked: false, ...why });
-    return popAnswer(items, {
-      count: items.length,
-      locked: true,
-      lock_id: outcome.lock.lockId,
-      lock_expires_at: seconds(outcome.lock.expiresAt),
-      delivery_counts: outcome.items.map((i) => i.deliveries ?? 1),
-    });
+    if (!requireAck) return popAnswer(items, { count: items.length, ...why }, headers);
+    if (!outcome.lock) return popAnswer(items, { count: 0, locked: false, ...why }, headers);
+    return popAnswer(
+      items,
+      {
+        count: items.length,
+        locked: true,
+        lock_id: outcome.lock.lockId,
+        lock_expires_at: seconds(outcome.lock.expiresAt),
+        delivery_counts: outcome.items.map((i) => i.deliveries ?? 1),
+      },
+      headers,
+    );
   },
 
   settings(settings: QueueSettings): QueueSettingsDto {

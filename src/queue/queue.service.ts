@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import {
@@ -33,7 +33,7 @@ import type {
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 import { MAX_DELAY_SECONDS } from './dto/push-item.dto.js';
-import { encodeItem } from './item-codec.js';
+import { encodeHeaders, encodeItem } from './item-codec.js';
 import { QueueEvents } from './runtime/queue-events.js';
 import { isQueueId } from './core/queue-id.js';
 import { withControlDefaults } from './core/queue-settings.js';
@@ -41,10 +41,13 @@ import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
 import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
+import { TRACING, type Tracing } from '../telemetry/tracing.js';
 
 export interface PopOptions {
   depth: number;
   requireAck: boolean;
+  /** Answer the items' headers too. Absent: false. */
+  includeHeaders?: boolean;
   ttlSeconds: number;
   waitSeconds: number;
 }
@@ -56,6 +59,10 @@ export interface PushOptions {
   /** When the item becomes visible, unix seconds (at most one year ahead; the past: at once). Not with `delaySeconds`. */
   deliverAt?: number;
   dedupId?: string;
+  /** Headers of the item (checked by the DTO). */
+  headers?: Record<string, string>;
+  /** The request's W3C `traceparent`, kept as the header `traceparent` unless `headers` names one. */
+  traceparent?: string;
 }
 
 /** A batch entry as the controller hands it over. */
@@ -65,6 +72,7 @@ export interface PushEntry {
   delay_seconds?: number;
   deliver_at?: number;
   dedup_id?: string;
+  headers?: Record<string, string>;
 }
 
 /** Items one batch of a redrive moves at most: one turn, one statement, one transaction. */
@@ -113,6 +121,7 @@ export class QueueService {
     private readonly listing: QueueListingRepository,
     private readonly stats: QueueStats,
     private readonly wakeUps: QueueWakeUps,
+    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {}
 
   /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
@@ -141,12 +150,17 @@ export class QueueService {
     return delayMs;
   }
 
-  /** An item as the core takes it; without delay or dedup id exactly `{priority, json}`, as before. */
+  /** An item as the core takes it; without headers, delay or dedup id exactly `{priority, json}`, as before. */
   private newItem(item: unknown, priority: number | undefined, options: PushOptions, field?: string): NewItem {
-    const entry = {
+    const plain = {
       priority: this.checkPriority(priority, field ? `${field}.priority` : 'priority'),
       json: encodeItem(item, this.config.env.MAX_ITEM_BYTES, field ? `${field}.item` : 'item'),
     };
+    const headers =
+      options.headers === undefined && options.traceparent === undefined
+        ? undefined
+        : encodeHeaders(options.headers, options.traceparent, field ? `${field}.headers` : 'headers');
+    const entry = headers === undefined ? plain : { ...plain, headers };
     const delayMs = this.delayMsOf(options, field);
     if (!delayMs && options.dedupId === undefined) return entry;
     return { ...entry, delayMs, dedupId: options.dedupId };
@@ -173,10 +187,18 @@ export class QueueService {
     });
   }
 
-  /** Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped. */
-  async pushBatch(queueId: string, entries: PushEntry[]): Promise<PushBatchResponseDto> {
+  /**
+   * Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped.
+   * `traceparent`: the request's, kept with every entry that sets none.
+   */
+  async pushBatch(queueId: string, entries: PushEntry[], traceparent?: string): Promise<PushBatchResponseDto> {
     const items = entries.map((entry, i) =>
-      this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, deliverAt: entry.deliver_at, dedupId: entry.dedup_id }, `items.${i}`),
+      this.newItem(
+        entry.item,
+        entry.priority,
+        { delaySeconds: entry.delay_seconds, deliverAt: entry.deliver_at, dedupId: entry.dedup_id, headers: entry.headers, traceparent },
+        `items.${i}`,
+      ),
     );
     const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
@@ -224,7 +246,7 @@ export class QueueService {
         looked = undefined;
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - this.clock.now();
-        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options.requireAck);
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options);
         // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
         const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
         const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
@@ -235,10 +257,10 @@ export class QueueService {
           const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now), now) });
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
-            return this.popAnswer(last, options.requireAck);
+            return this.popAnswer(last, options);
           }
         }
-        return this.popAnswer(outcome, options.requireAck);
+        return this.popAnswer(outcome, options);
       }
     } finally {
       poll?.close();
@@ -246,10 +268,11 @@ export class QueueService {
   }
 
   /** A pop's answer; one limited by a delivery limit is counted by its reason. */
-  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], requireAck: boolean): PopResponseDto {
+  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], options: PopOptions): PopResponseDto {
     if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
     if (outcome.paused) this.stats.pausedPops += 1;
-    return QueueMapper.pop(outcome, requireAck);
+    if (this.tracing && outcome.items.length > 0) this.tracing.linkItems(outcome.items.map((i) => i.headers));
+    return QueueMapper.pop(outcome, options.requireAck, options.includeHeaders === true);
   }
 
   /** Removes the lock's items for good. */

@@ -8,10 +8,10 @@ import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
  * the primary key `(queue_id, due_at, seq)`.
  */
 const LOAD_DUE = `
-  (SELECT due_at, seq, priority, item, origin_segment, origin_position, deliveries, dead_lettered_from FROM delayed_items
+  (SELECT due_at, seq, priority, item, origin_segment, origin_position, deliveries, dead_lettered_from, headers FROM delayed_items
     WHERE queue_id = $1 AND due_at <= to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT $3)
   UNION ALL
-  (SELECT due_at, seq, NULL, NULL, NULL, NULL, NULL, NULL FROM delayed_items
+  (SELECT due_at, seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM delayed_items
     WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
 
 /**
@@ -41,6 +41,7 @@ export class DelayedItemRepository {
       origin_position: number | null;
       deliveries: number | null;
       dead_lettered_from: string | null;
+      headers: string | null;
     }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
     const due: StoredDelayedItem[] = [];
     let later: number | null = null;
@@ -53,6 +54,7 @@ export class DelayedItemRepository {
           priority: row.priority!,
           json: row.item,
           ...(row.dead_lettered_from !== null ? { from: row.dead_lettered_from } : {}),
+          ...(row.headers !== null ? { headers: row.headers } : {}),
         };
         // A given-back item waiting out its retry delay carries where it was pushed.
         due.push(

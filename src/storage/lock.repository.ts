@@ -3,7 +3,7 @@ import type { StoredLock, StoredReturnedEntry } from '../database/stored-queue.j
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import { toStoredLock, type RawLockRow } from './stored-rows.js';
 
-const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, dead_lettered_from, created_at, expires_at';
+const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, dead_lettered_from, headers, created_at, expires_at';
 
 /**
  * The SQL of locks: shared locks and the items they gave back, read in a queue's turn, and the
@@ -65,8 +65,15 @@ export class LockRepository {
 
   /** The first `limit` given-back items of a queue's priority, in push order (one range of the primary key). */
   async loadReturned(queueId: string, priority: number, limit: number, session: DbSession = this.uow.autocommit): Promise<StoredReturnedEntry[]> {
-    const rows = await session.query<{ segment: string; position: number; item: string; deliveries: number; dead_lettered_from: string | null }>(
-      `SELECT segment, position, item, deliveries, dead_lettered_from FROM returned_items WHERE queue_id = $1 AND priority = $2 ORDER BY segment, position LIMIT $3`,
+    const rows = await session.query<{
+      segment: string;
+      position: number;
+      item: string;
+      deliveries: number;
+      dead_lettered_from: string | null;
+      headers: string | null;
+    }>(
+      `SELECT segment, position, item, deliveries, dead_lettered_from, headers FROM returned_items WHERE queue_id = $1 AND priority = $2 ORDER BY segment, position LIMIT $3`,
       [queueId, priority, limit],
       'pushpop_load_returned',
     );
@@ -76,6 +83,7 @@ export class LockRepository {
       json: r.item,
       deliveries: r.deliveries,
       ...(r.dead_lettered_from !== null ? { from: r.dead_lettered_from } : {}),
+      ...(r.headers !== null ? { headers: r.headers } : {}),
     }));
   }
 

@@ -21,6 +21,7 @@ interface RawQueueRow {
   lock_positions: number[] | null;
   lock_deliveries: number[] | null;
   lock_from: (string | null)[] | null;
+  lock_headers: (string | null)[] | null;
   lock_created_at: Date | null;
   lock_expires_at: Date | null;
   delayed_count: string;
@@ -50,6 +51,7 @@ interface RawFront {
   front_items: string[] | null;
   front_deliveries: number[] | null;
   front_from: (string | null)[] | null;
+  front_headers: (string | null)[] | null;
 }
 
 /** The columns of a queue row and its exclusive lock (`queues q LEFT JOIN queue_locks l`), as {@link RawQueueRow}. */
@@ -59,7 +61,7 @@ const QUEUE_COLUMNS = `
          q.paused, q.retry_delay_seconds, q.retry_backoff, q.retry_delay_max_seconds, q.max_in_flight, q.max_pops_per_second,
          q.pop_tokens, q.pop_tokens_at,
          l.lock_id, l.state AS lock_state, l.priorities AS lock_priorities, l.items AS lock_items,
-         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries, l.dead_lettered_from AS lock_from,
+         l.segments AS lock_segments, l.positions AS lock_positions, l.deliveries AS lock_deliveries, l.dead_lettered_from AS lock_from, l.headers AS lock_headers,
          l.created_at AS lock_created_at, l.expires_at AS lock_expires_at`;
 
 const LOAD_QUEUE = `
@@ -70,7 +72,8 @@ const LOAD_QUEUE = `
 /** The front segment's columns ({@link RawFront}), from {@link frontJoins}. */
 const FRONT_COLUMNS = `
          f.priority AS front_priority, f.segment AS front_segment,
-         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries, h.dead_lettered_from AS front_from`;
+         h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries, h.dead_lettered_from AS front_from,
+         h.headers AS front_headers`;
 
 /**
  * When `condition` holds for the queue row `q`: the rows of the head segment of its lowest
@@ -86,7 +89,8 @@ const frontJoins = (condition: string): string => `
        ORDER BY p.key::int LIMIT 1) f ON true
     LEFT JOIN LATERAL (
       SELECT array_agg(s.position ORDER BY s.position) AS positions, array_agg(s.item ORDER BY s.position) AS items,
-             array_agg(s.deliveries ORDER BY s.position) AS deliveries, array_agg(s.dead_lettered_from ORDER BY s.position) AS dead_lettered_from
+             array_agg(s.deliveries ORDER BY s.position) AS deliveries, array_agg(s.dead_lettered_from ORDER BY s.position) AS dead_lettered_from,
+             array_agg(s.headers ORDER BY s.position) AS headers
         FROM segment_items s
        WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true`;
 
@@ -113,10 +117,10 @@ const RECHECK_QUEUE = `
  * rows of a bulk load included) when it was made while the table looked small.
  */
 const LOAD_SEGMENTS = `
-  SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from
+  SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from, s.headers
     FROM unnest($2::int[], $3::bigint[]) AS r(priority, segment)
    CROSS JOIN LATERAL (
-     SELECT x.position, x.item, x.deliveries, x.dead_lettered_from FROM segment_items x
+     SELECT x.position, x.item, x.deliveries, x.dead_lettered_from, x.headers FROM segment_items x
       WHERE x.queue_id = $1 AND x.priority = r.priority AND x.segment = r.segment
       ORDER BY x.position) s
    ORDER BY r.priority, r.segment, s.position`;
@@ -160,7 +164,15 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
         : {
             lockId: raw.lock_id,
             state: raw.lock_state!,
-            items: heldItems(raw.lock_priorities!, raw.lock_items!, raw.lock_segments, raw.lock_positions, raw.lock_deliveries, raw.lock_from),
+            items: heldItems(
+              raw.lock_priorities!,
+              raw.lock_items!,
+              raw.lock_segments,
+              raw.lock_positions,
+              raw.lock_deliveries,
+              raw.lock_from,
+              raw.lock_headers,
+            ),
             createdAt: raw.lock_created_at!.getTime(),
             expiresAt: raw.lock_expires_at!.getTime(),
           },
@@ -174,7 +186,9 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
 function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
   const queue = toStoredQueue(row);
   if (row.front_priority === null || row.front_positions === null) return { queue };
-  const entries = row.front_positions.map((position, i) => toEntry(position, row.front_items![i], row.front_deliveries![i], row.front_from?.[i] ?? null));
+  const entries = row.front_positions.map((position, i) =>
+    toEntry(position, row.front_items![i], row.front_deliveries![i], row.front_from?.[i] ?? null, row.front_headers?.[i] ?? null),
+  );
   return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } };
 }
 
@@ -308,13 +322,14 @@ export class QueueStateRepository {
       item: string;
       deliveries: number;
       dead_lettered_from: string | null;
+      headers: string | null;
     }>(LOAD_SEGMENTS, [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)], 'pushpop_load_segments');
     const out = new Map<string, StoredEntry[]>();
     for (const row of rows) {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);
       if (!list) out.set(key, (list = []));
-      list.push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from));
+      list.push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from, row.headers));
     }
     return out;
   }

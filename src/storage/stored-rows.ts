@@ -10,6 +10,7 @@ export interface RawLockRow {
   positions: number[] | null;
   deliveries: number[] | null;
   dead_lettered_from: (string | null)[] | null;
+  headers: (string | null)[] | null;
   created_at: Date;
   expires_at: Date;
 }
@@ -22,15 +23,17 @@ export function heldItems(
   positions: number[] | null,
   deliveries: number[] | null,
   from: (string | null)[] | null = null,
+  headers: (string | null)[] | null = null,
 ): StoredHeldItem[] {
   return items.map((json, i) => {
-    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number; from?: string } = {
+    const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number; from?: string; headers?: string } = {
       priority: priorities[i],
       json,
     };
     if (segments && positions) item.origin = { segment: Number(segments[i]), position: positions[i] };
     if (deliveries) item.deliveries = deliveries[i];
     if (from && from[i] !== null && from[i] !== undefined) item.from = from[i]!;
+    if (headers && headers[i] !== null && headers[i] !== undefined) item.headers = headers[i]!;
     return item;
   });
 }
@@ -39,14 +42,20 @@ export function toStoredLock(row: RawLockRow): StoredLock {
   return {
     lockId: row.lock_id,
     state: row.state,
-    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries, row.dead_lettered_from),
+    items: heldItems(row.priorities, row.items, row.segments, row.positions, row.deliveries, row.dead_lettered_from, row.headers),
     createdAt: row.created_at.getTime(),
     expiresAt: row.expires_at.getTime(),
   };
 }
 
-/** A segment row as the core takes it (no `deliveries` for an item never delivered, no `from` for one never dead-lettered). */
-export function toEntry(position: number, json: string, deliveries: number, from: string | null = null): StoredEntry {
-  const entry = deliveries > 0 ? { position, json, deliveries } : { position, json };
-  return from === null ? entry : { ...entry, from };
+/**
+ * A segment row as the core takes it (no `deliveries` for an item never delivered, no `from`
+ * for one never dead-lettered, no `headers` for one without).
+ */
+export function toEntry(position: number, json: string, deliveries: number, from: string | null = null, headers: string | null = null): StoredEntry {
+  const entry: { position: number; json: string; deliveries?: number; from?: string; headers?: string } =
+    deliveries > 0 ? { position, json, deliveries } : { position, json };
+  if (from !== null) entry.from = from;
+  if (headers !== null) entry.headers = headers;
+  return entry;
 }

@@ -65,7 +65,12 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
 
   it('pops with acknowledgement: the lock counts down, acknowledge empties the queue', async () => {
     const id = queueId('admin-ack');
-    await push(id, [{ job: 'a' }, { job: 'b' }]);
+    await push(id, [{ job: 'a' }]);
+    const { error } = await fx.client.POST('/queue/{queue_id}/push', {
+      params: { path: { queue_id: id } },
+      body: { item: { job: 'b' }, headers: { tenant: 'acme' } },
+    });
+    expect(error).toBeUndefined();
     const { page } = await open(`/admin/#/queue/${id}`);
     await expect.poll(() => page.getByTestId('queue-count').textContent()).toBe('2');
 
@@ -75,6 +80,7 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
 
     await expect.poll(() => page.getByTestId('result-message').textContent()).toBe('Popped 2 items, held under a lock until acknowledged.');
     expect(await page.getByTestId('popped-items').textContent()).toContain('"job": "b"');
+    expect(JSON.parse((await page.getByTestId('popped-headers').textContent())!)).toEqual([{}, { tenant: 'acme' }]);
     const lockId = await page.getByTestId('result-lock-id').textContent();
     expect(lockId).toMatch(/^[A-Za-z0-9_-]{11,}$/);
     await expect.poll(() => page.getByTestId('lock-id').inputValue()).toBe(lockId);

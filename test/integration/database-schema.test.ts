@@ -172,4 +172,54 @@ describe(`database schema (${databaseKind})`, () => {
       await dataSource.query(`DELETE FROM queues WHERE queue_id = $1`, [queueId]);
     }
   });
+
+  it('a process of the third release still writes through its full form: its items have no headers', async () => {
+    const queueId = `t-third-full-${randomBytes(4).toString('hex')}`;
+    const write: StoredTurnWrite = {
+      expectedVersion: null,
+      newVersion: 1,
+      deleteQueue: false,
+      settings: { segmentSize: 5, bufferSegments: 1 },
+      settingsChanged: true,
+      itemCount: 1,
+      priorities: {
+        '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 },
+      },
+      deletes: [],
+      inserts: [{ priority: 0, segment: 0, position: 0, json: '{"n":1}', from: 'elsewhere' }],
+      lock: undefined,
+      storeSaves: [],
+      storeDeletes: [],
+      delayed: null,
+      delayedInserts: [],
+      delayedDeleteThrough: null,
+      dedupInserts: [],
+      shared: null,
+      sharedLockUpserts: [],
+      sharedLockDeletes: [],
+      returnedInserts: [],
+      returnedDeletes: [],
+      deadLetters: null,
+      redriven: [],
+    };
+    const third = parametersOf('third').length;
+    const values = writeTurnValues(queueId, write);
+    expect(values).toHaveLength(WRITE_TURN_FULL.parameters.length);
+    expect(third).toBeLessThan(WRITE_TURN_FULL.parameters.length);
+    const placeholders = values
+      .slice(0, third)
+      .map((_, i) => `$${i + 1}`)
+      .join(', ');
+    try {
+      const [{ applied }] = await dataSource.query<{ applied: boolean }[]>(`SELECT pushpop_write_turn(${placeholders}) AS applied`, values.slice(0, third));
+      expect(applied).toBe(true);
+      const rows = await dataSource.query<Record<string, unknown>[]>(`SELECT item, dead_lettered_from, headers FROM segment_items WHERE queue_id = $1`, [
+        queueId,
+      ]);
+      expect(rows).toEqual([{ item: '{"n":1}', dead_lettered_from: 'elsewhere', headers: null }]);
+    } finally {
+      await dataSource.query(`DELETE FROM segment_items WHERE queue_id = $1`, [queueId]);
+      await dataSource.query(`DELETE FROM queues WHERE queue_id = $1`, [queueId]);
+    }
+  });
 });

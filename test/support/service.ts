@@ -1,3 +1,4 @@
+import type { Tracing } from '../../src/telemetry/tracing.js';
 import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -87,10 +88,10 @@ export function removeDataDir(dir: string): void {
  * TEST_DATABASE_URL. Queue ids in tests should come from {@link uniqueQueueId}, so files
  * sharing one PostgreSQL never see each other's queues.
  */
-export async function startService(options: { dataDir?: string; env?: EnvOverrides; docs?: boolean } = {}): Promise<TestService> {
+export async function startService(options: { dataDir?: string; env?: EnvOverrides; docs?: boolean; tracing?: Tracing } = {}): Promise<TestService> {
   const dataDir = options.dataDir ?? makeDataDir();
   const env: EnvOverrides = { DATA_DIR: dataDir, LOG_LEVEL: 'error', ...testDatabase(dataDir), ...options.env };
-  const app = await createApp(env, options.docs ?? false);
+  const app = await createApp(env, options.docs ?? false, options.tracing);
   await app.listen(0, '127.0.0.1');
   try {
     await app.get(DatabaseProvider).ready;

@@ -4,7 +4,9 @@ import { QueueCore } from '../../src/queue/core/queue-core.js';
 import {
   NO_DELAYED,
   NO_SHARED_LOCKS,
+  withTags,
   type HeldItem,
+  type ItemTags,
   type LockRowsFetch,
   type LockRowsNeed,
   type LockState,
@@ -25,7 +27,7 @@ import {
  * they ask for, then load back, offload, write and commit.
  */
 export class FakeDb {
-  readonly rows = new Map<string, Map<number, { json: string; deliveries: number }>>();
+  readonly rows = new Map<string, Map<number, { json: string; deliveries: number } & ItemTags>>();
   readonly store = new Map<string, string[]>();
   readonly locks = new Map<string, LockState>();
   /** `returned_items` per priority. */
@@ -43,7 +45,7 @@ export class FakeDb {
       return {
         entries: [...rows.entries()]
           .sort((a, b) => a[0] - b[0])
-          .map(([position, r]) => (r.deliveries ? { position, json: r.json, deliveries: r.deliveries } : { position, json: r.json })),
+          .map(([position, r]) => withTags(r.deliveries ? { position, json: r.json, deliveries: r.deliveries } : { position, json: r.json }, r)),
       };
     }
     return { entries: this.store.get(k)?.map((json, position) => ({ position, json })) };
@@ -85,7 +87,7 @@ export class FakeDb {
       const k = `${i.priority}:${i.segment}`;
       if (!this.rows.has(k)) this.rows.set(k, new Map());
       expect(this.rows.get(k)!.has(i.position), `duplicate key ${k}:${i.position}`).toBe(false);
-      this.rows.get(k)!.set(i.position, { json: i.json, deliveries: i.deliveries ?? 0 });
+      this.rows.get(k)!.set(i.position, withTags({ json: i.json, deliveries: i.deliveries ?? 0 }, i));
     }
     for (const id of write.sharedLockDeletes) {
       expect(this.locks.has(id), `deleting lock ${id} that is not stored`).toBe(true);
@@ -104,7 +106,7 @@ export class FakeDb {
         list.some((e) => e.segment === r.segment && e.position === r.position),
         `duplicate given-back key ${JSON.stringify(r)}`,
       ).toBe(false);
-      list.push({ segment: r.segment, position: r.position, json: r.json, deliveries: r.deliveries });
+      list.push(withTags({ segment: r.segment, position: r.position, json: r.json, deliveries: r.deliveries }, r));
       list.sort((a, b) => a.segment - b.segment || a.position - b.position);
       this.returned.set(r.priority, list);
     }

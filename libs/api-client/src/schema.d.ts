@@ -470,6 +470,18 @@ export interface components {
              *     this time included (1 for an item never delivered before), parallel to `items`.
              */
             delivery_counts?: number[];
+            /**
+             * @description With `include_headers`: each item's headers, parallel to `items` (`{}` for an item without).
+             * @example [
+             *       {
+             *         "tenant": "acme",
+             *         "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+             *       }
+             *     ]
+             */
+            headers?: {
+                [key: string]: string;
+            }[];
             /** @description The popped items, in order. */
             items: {
                 [key: string]: unknown;
@@ -552,6 +564,19 @@ export interface components {
              * @example 1767225600
              */
             deliver_at?: number;
+            /**
+             * @description Headers that travel with the item (through locks, retries, delays, dead letters and
+             *     redrive) and come back on pops with `include_headers=true`: at most 16 string values, names
+             *     1-64 characters of A-Z a-z 0-9 . _ -, values at most 1024 characters. The request's W3C
+             *     `traceparent` HTTP header is kept as the header `traceparent` unless this sets one.
+             * @example {
+             *       "content-type": "order",
+             *       "tenant": "acme"
+             *     }
+             */
+            headers?: {
+                [key: string]: string;
+            };
             /**
              * @description The item: any JSON object (`{}` allowed), returned exactly as pushed. Arrays, strings,
              *     numbers and null are refused; nesting deeper than 64 levels is refused (400 `ITEM_TOO_DEEP`);
@@ -1691,6 +1716,8 @@ export interface operations {
                 depth?: number;
                 /** @description Hold the popped items under an acknowledgement lock (`true`/`false`/`1`/`0`). */
                 require_ack?: boolean;
+                /** @description Answer each item's headers too, as `headers`, parallel to `items` (`true`/`false`/`1`/`0`). */
+                include_headers?: boolean;
                 /** @description Lock time to live in seconds, 1 to 300 (with `require_ack`). */
                 ttl_seconds?: number;
                 /**
@@ -1813,7 +1840,10 @@ export interface operations {
     push: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C trace context (`00-<trace id>-<span id>-<flags>`); kept as the item header `traceparent` unless the entry's `headers` set one. A malformed value is ignored. */
+                traceparent?: string;
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1948,7 +1978,10 @@ export interface operations {
     pushBatch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description W3C trace context (`00-<trace id>-<span id>-<flags>`); kept as the item header `traceparent` unless the entry's `headers` set one. A malformed value is ignored. */
+                traceparent?: string;
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;

@@ -2,6 +2,7 @@ import { createPushpopClient, type components, type PushpopClient as GeneratedCl
 import { PushpopError } from './errors.js';
 import { Consumer, type ConsumerOptions, type Handler } from './consumer.js';
 import { Producer, type ProducerOptions } from './producer.js';
+import { activeTraceparent } from './tracing.js';
 import type {
   Item,
   PopOptions,
@@ -59,6 +60,8 @@ interface RawCall {
   path: string;
   params?: { path?: Record<string, string>; query?: Record<string, unknown> };
   body?: unknown;
+  /** Headers of this call only. */
+  headers?: Record<string, string>;
   /** Added to the timeout (a long poll's wait). */
   extraTimeoutMs?: number;
   signal?: AbortSignal;
@@ -236,6 +239,7 @@ export class PushpopClient {
         result = await method(request.path, {
           ...(request.params ? { params: request.params } : {}),
           ...(request.body !== undefined ? { body: request.body } : {}),
+          ...(request.headers ? { headers: request.headers } : {}),
           signal: attempt$.signal,
         });
       } catch (error) {
@@ -274,14 +278,19 @@ export class Queue<T extends Item = Item> {
     return { path: { queue_id: this.id } };
   }
 
-  /** `POST /queue/{id}/push`: `duplicate` is true when its `dedupId` was seen within the window. */
+  /**
+   * `POST /queue/{id}/push`: `duplicate` is true when its `dedupId` was seen within the window.
+   * Sends the active OpenTelemetry context's `traceparent` (kept as the item's header), if any.
+   */
   push(item: T, options: PushOptions & CallOptions = {}): Promise<Schemas['PushResponseDto']> {
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push', params: this.path, body: toEntry({ item, ...options }), signal: options.signal });
+    const body = toEntry({ item, ...options });
+    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push', params: this.path, body, headers: traceHeaders(), signal: options.signal });
   }
 
-  /** `POST /queue/{id}/push/batch`: 1–1000 entries, all or nothing, in order. */
+  /** `POST /queue/{id}/push/batch`: 1–1000 entries, all or nothing, in order; with the active `traceparent`, as {@link push}. */
   pushBatch(entries: PushEntry<T>[], options: CallOptions = {}): Promise<Schemas['PushBatchResponseDto']> {
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push/batch', params: this.path, body: { items: entries.map(toEntry) }, ...options });
+    const body = { items: entries.map(toEntry) };
+    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push/batch', params: this.path, body, headers: traceHeaders(), ...options });
   }
 
   /** `POST /queue/{id}/pop`. With `requireAck`, hold the items under the answer's `lock_id`; with `waitSeconds`, long-poll. */
@@ -377,4 +386,10 @@ export function toEntry<T>(entry: PushEntry<T>): Record<string, unknown> {
   if (entry.deliverAt !== undefined) body.deliver_at = entry.deliverAt;
   if (entry.headers !== undefined) body.headers = entry.headers;
   return body;
+}
+
+/** The active OpenTelemetry context's `traceparent` as a request header; undefined when there is none. */
+function traceHeaders(): Record<string, string> | undefined {
+  const traceparent = activeTraceparent();
+  return traceparent === undefined ? undefined : { traceparent };
 }

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { isPushpopError, PushpopError } from './errors.js';
+import { inItemSpan } from './tracing.js';
 import type { Queue } from './client.js';
 import type { Item, PopResult } from './types.js';
 
@@ -37,7 +38,11 @@ export interface ConsumerOptions {
    * none yet or the key may not read them).
    */
   lockMode?: 'auto' | 'exclusive' | 'shared';
-  /** Ask for item headers (`include_headers`, default false: services before the third version of the contract refuse it). */
+  /**
+   * Ask for item headers (`include_headers`, default true; a service older than the third version
+   * of the contract refuses it, and the consumer then pops without). A handler runs in a span
+   * whose parent is its item's `traceparent` header.
+   */
   includeHeaders?: boolean;
   /** Pause after a failed pop or an answer of "nothing now" (paused, limited, locked) before polling again (default 1000). */
   idleDelayMs?: number;
@@ -116,7 +121,7 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
     this.options = {
       ...DEFAULTS,
       lockMode: 'auto',
-      includeHeaders: false,
+      includeHeaders: true,
       ...options,
       ttlSeconds,
       extendEverySeconds: options.extendEverySeconds ?? ttlSeconds / 3,
@@ -197,6 +202,11 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
         });
       } catch (error) {
         if (signal.aborted) return;
+        if (this.options.includeHeaders && isPushpopError(error, 'VALIDATION_FAILED') && /include_headers/.test(error.message)) {
+          // A service that knows no item headers: pop without them.
+          this.options.includeHeaders = false;
+          continue;
+        }
         if (isPushpopError(error, 'QUEUE_LOCKED')) {
           // Another consumer holds the exclusive lock: come back when it expires, or sooner.
           const expiresAt = Number(error.body?.lock_expires_at);
@@ -261,15 +271,11 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
 
   private async handle(batch: Batch<T>, item: T, index: number, result: PopResult<T>): Promise<void> {
     const deliveryCount = result.delivery_counts?.[index] ?? 1;
+    const headers = result.headers?.[index] ?? {};
     try {
-      await this.handler({
-        item,
-        deliveryCount,
-        headers: result.headers?.[index] ?? {},
-        signal: batch.controller.signal,
-        queueId: this.queue.id,
-        lockId: batch.lockId,
-      });
+      await inItemSpan(this.queue.id, headers, deliveryCount, async () =>
+        this.handler({ item, deliveryCount, headers, signal: batch.controller.signal, queueId: this.queue.id, lockId: batch.lockId }),
+      );
     } catch (error) {
       batch.failures.push(error);
       const delay = (error as { delaySeconds?: unknown } | null)?.delaySeconds;

@@ -1,6 +1,7 @@
 import type { CallOptions, Queue } from './client.js';
 import { toEntry } from './client.js';
 import { PushpopError } from './errors.js';
+import { withActiveTraceparent } from './tracing.js';
 import type { Item, PushEntry, PushOptions } from './types.js';
 
 export interface ProducerOptions {
@@ -38,6 +39,10 @@ interface Pending<T> {
  * so the queue receives them in that order. The service takes a batch all or nothing: when it
  * refuses one with 400 or 413, its entries are sent again one by one, so only the bad entry's
  * caller gets the error.
+ *
+ * Each item carries the trace context active where `push` was called (its W3C `traceparent`,
+ * when an OpenTelemetry SDK is registered), as its header `traceparent` unless it sets one:
+ * a {@link Consumer} runs its handler in that trace.
  */
 export class Producer<T extends Item = Item> {
   private readonly lingerMs: number;
@@ -62,7 +67,9 @@ export class Producer<T extends Item = Item> {
     if (this.lingerMs <= 0 || options.signal) {
       return this.queue.push(item, options).then((answer) => ({ duplicate: answer.duplicate === true }));
     }
-    const entry: PushEntry<T> = { item, ...options };
+    // Sent later, outside the caller's context: the entry carries the caller's trace context itself.
+    const headers = withActiveTraceparent(options.headers);
+    const entry: PushEntry<T> = headers ? { item, ...options, headers } : { item, ...options };
     const bytes = JSON.stringify(toEntry(entry)).length + 1;
     return new Promise<PushResult>((resolve, reject) => {
       if (this.pending.length > 0 && this.pendingBytes + bytes > this.maxBatchBytes) void this.flush();

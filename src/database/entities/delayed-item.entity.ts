@@ -28,6 +28,10 @@ export class DelayedItemEntity {
   @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
   deadLetteredFrom: string | null;
 
+  /** The item's headers as a JSON object's text; null: none. */
+  @Column({ name: 'headers', type: 'text', nullable: true })
+  headers: string | null;
+
   /** An item given back and waiting out its retry delay: where it was pushed (it returns to the front of its priority in push order) and its deliveries; null for a pushed item. */
   @Column({ name: 'origin_segment', type: 'bigint', nullable: true })
   originSegment: string | null;

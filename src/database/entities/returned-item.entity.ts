@@ -28,4 +28,8 @@ export class ReturnedItemEntity {
   /** The queue the item was dead-lettered from; null: never dead-lettered. */
   @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, collation: 'C', nullable: true })
   deadLetteredFrom: string | null;
+
+  /** The item's headers as a JSON object's text; null: none. */
+  @Column({ name: 'headers', type: 'text', nullable: true })
+  headers: string | null;
 }

@@ -44,4 +44,8 @@ export class SharedLockEntity {
   /** Per item, parallel to `items`: the queue it was dead-lettered from (null: never); null when none was. */
   @Column({ name: 'dead_lettered_from', type: 'varchar', length: 200, array: true, nullable: true })
   deadLetteredFrom: (string | null)[] | null;
+
+  /** Per item, parallel to `items`: its headers as a JSON object's text (null: none); null when none has any. */
+  @Column({ name: 'headers', type: 'text', array: true, nullable: true })
+  headers: (string | null)[] | null;
 }

@@ -92,27 +92,29 @@ BEGIN${f(`
        AND position BETWEEN p_del_from[i] AND p_del_through[i];
   END LOOP;
   IF cardinality(p_ins_priority) > 0 THEN${f(`
-    -- p_ins_deliveries and p_ins_from may be shorter (empty when no item was delivered or dead-lettered): unnest pads them with nulls.`)}
-    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries, dead_lettered_from')})
-    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0), i.from_queue')}
-      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}'), coalesce(p_ins_from, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries, from_queue')})${f(`
+    -- p_ins_deliveries, p_ins_from and p_ins_headers may be shorter (empty when no item was delivered, dead-lettered or has headers): unnest pads them with nulls.`)}
+    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries, dead_lettered_from, headers')})
+    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0), i.from_queue, i.headers')}
+      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}'), coalesce(p_ins_from, '{}'), coalesce(p_ins_headers, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries, from_queue, headers')})${f(`
      WHERE i.priority IS NOT NULL`)};
   END IF;
   IF p_lock_op = 'upsert' THEN
-    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries, dead_lettered_from')})
+    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries, dead_lettered_from, headers')})
     VALUES (p_queue_id, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, to_timestamp(p_lock_created / 1000.0), to_timestamp(p_lock_expires / 1000.0)${f(`,
-            p_lock_segments, p_lock_positions, p_lock_deliveries, p_lock_from`)})
+            p_lock_segments, p_lock_positions, p_lock_deliveries, p_lock_from, p_lock_headers`)})
     ON CONFLICT (queue_id) DO UPDATE SET lock_id = EXCLUDED.lock_id, state = EXCLUDED.state, priorities = EXCLUDED.priorities,
       items = EXCLUDED.items, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at${f(`,
-      segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from`)};
+      segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
+      headers = EXCLUDED.headers`)};
   ELSIF p_lock_op = 'delete' THEN
     DELETE FROM queue_locks WHERE queue_id = p_queue_id;
   END IF;
   FOR i IN 1 .. coalesce(cardinality(p_save_keys), 0) LOOP
-    INSERT INTO offloaded_segments (queue_id, key, items${f(', dead_lettered_from')})
+    INSERT INTO offloaded_segments (queue_id, key, items${f(', dead_lettered_from, headers')})
     VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1]${f(`,
-            CASE WHEN cardinality(p_save_from) > 0 THEN p_save_from[v_from : v_from + p_save_lengths[i] - 1] END`)})
-    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()${f(', dead_lettered_from = EXCLUDED.dead_lettered_from')};
+            CASE WHEN cardinality(p_save_from) > 0 THEN p_save_from[v_from : v_from + p_save_lengths[i] - 1] END,
+            CASE WHEN cardinality(p_save_headers) > 0 THEN p_save_headers[v_from : v_from + p_save_lengths[i] - 1] END`)})
+    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()${f(', dead_lettered_from = EXCLUDED.dead_lettered_from, headers = EXCLUDED.headers')};
     v_from := v_from + p_save_lengths[i];
   END LOOP;
   IF cardinality(p_delete_keys) > 0 THEN
@@ -124,10 +126,11 @@ BEGIN${f(`
      WHERE queue_id = p_queue_id AND (due_at, seq) <= (to_timestamp(p_dl_through_due / 1000.0), p_dl_through_seq);
   END IF;
   IF cardinality(p_dl_due) > 0 THEN
-    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item${f(', origin_segment, origin_position, deliveries, dead_lettered_from')})
-    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item${f(', d.segment, d.position, d.deliveries, d.from_queue')}
-      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item${f(`, coalesce(p_dl_segment, '{}'), coalesce(p_dl_position, '{}'), coalesce(p_dl_deliveries, '{}'), coalesce(p_dl_from, '{}')`)})
-           AS d(due, seq, priority, item${f(', segment, position, deliveries, from_queue')})${f(`
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item${f(', origin_segment, origin_position, deliveries, dead_lettered_from, headers')})
+    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item${f(', d.segment, d.position, d.deliveries, d.from_queue, d.headers')}
+      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item${f(`, coalesce(p_dl_segment, '{}'), coalesce(p_dl_position, '{}'), coalesce(p_dl_deliveries, '{}'), coalesce(p_dl_from, '{}'),
+                  coalesce(p_dl_headers, '{}')`)})
+           AS d(due, seq, priority, item${f(', segment, position, deliveries, from_queue, headers')})${f(`
      WHERE d.due IS NOT NULL`)};
   END IF;
   -- An expired id the sweep has not deleted yet is replaced.
@@ -140,14 +143,15 @@ BEGIN${f(`
     DELETE FROM shared_locks WHERE queue_id = p_queue_id AND lock_id = ANY(p_sl_deletes);
   END IF;
   IF jsonb_array_length(coalesce(p_sl_upserts, '[]')) > 0 THEN
-    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, created_at, expires_at)
-    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues,
+    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
+    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
            to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
       FROM jsonb_to_recordset(p_sl_upserts) AS l(id varchar, state varchar, priorities integer[], segments bigint[], positions integer[],
-                                                  items text[], deliveries integer[], from_queues varchar[], created double precision, expires double precision)
+                                                  items text[], deliveries integer[], from_queues varchar[], headers text[],
+                                                  created double precision, expires double precision)
     ON CONFLICT (queue_id, lock_id) DO UPDATE SET state = EXCLUDED.state, priorities = EXCLUDED.priorities, segments = EXCLUDED.segments,
       positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
-      expires_at = EXCLUDED.expires_at;
+      headers = EXCLUDED.headers, expires_at = EXCLUDED.expires_at;
   END IF;
   IF cardinality(p_retdel_priority) > 0 THEN
     DELETE FROM returned_items r
@@ -155,10 +159,10 @@ BEGIN${f(`
      WHERE r.queue_id = p_queue_id AND r.priority = d.priority AND r.segment = d.segment AND r.position = d.position;
   END IF;
   IF cardinality(p_ret_priority) > 0 THEN
-    INSERT INTO returned_items (queue_id, priority, segment, position, item, deliveries, dead_lettered_from)
-    SELECT p_queue_id, r.priority, r.segment, r.position, r.item, r.deliveries, r.from_queue
-      FROM unnest(p_ret_priority, p_ret_segment, p_ret_position, p_ret_item, p_ret_deliveries, coalesce(p_ret_from, '{}'))
-           AS r(priority, segment, position, item, deliveries, from_queue)
+    INSERT INTO returned_items (queue_id, priority, segment, position, item, deliveries, dead_lettered_from, headers)
+    SELECT p_queue_id, r.priority, r.segment, r.position, r.item, r.deliveries, r.from_queue, r.headers
+      FROM unnest(p_ret_priority, p_ret_segment, p_ret_position, p_ret_item, p_ret_deliveries, coalesce(p_ret_from, '{}'), coalesce(p_ret_headers, '{}'))
+           AS r(priority, segment, position, item, deliveries, from_queue, headers)
      WHERE r.priority IS NOT NULL;
   END IF;
   -- Dead letters: due at once on the dead-letter queue (created if need be), whose version moves on.
@@ -170,9 +174,10 @@ BEGIN${f(`
       next_due_at = least(coalesce(queues.next_due_at, EXCLUDED.next_due_at), EXCLUDED.next_due_at),
       delayed_seq = queues.delayed_seq + EXCLUDED.delayed_seq
     RETURNING delayed_seq INTO v_seq;
-    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item, dead_lettered_from)
-    SELECT p_dlq_id, to_timestamp(p_now / 1000.0), v_seq - cardinality(p_dlq_item) + d.ord - 1, d.priority, d.item, p_queue_id
-      FROM unnest(p_dlq_priority, p_dlq_item) WITH ORDINALITY AS d(priority, item, ord);
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item, dead_lettered_from, headers)
+    SELECT p_dlq_id, to_timestamp(p_now / 1000.0), v_seq - cardinality(p_dlq_item) + d.ord - 1, d.priority, d.item, p_queue_id, d.headers
+      FROM unnest(p_dlq_priority, p_dlq_item, coalesce(p_dlq_headers, '{}')) WITH ORDINALITY AS d(priority, item, headers, ord)
+     WHERE d.item IS NOT NULL;
   END IF;
   -- Redriven items: due at once on their destinations (each created if need be, its version moving on), in the order given.
   IF cardinality(p_rd_queue) > 0 THEN
@@ -184,9 +189,9 @@ BEGIN${f(`
         next_due_at = least(coalesce(queues.next_due_at, EXCLUDED.next_due_at), EXCLUDED.next_due_at),
         delayed_seq = queues.delayed_seq + EXCLUDED.delayed_seq
       RETURNING delayed_seq INTO v_seq;
-      INSERT INTO delayed_items (queue_id, due_at, seq, priority, item)
-      SELECT v_dest, to_timestamp(p_now / 1000.0), v_seq - v_n + row_number() OVER (ORDER BY d.ord) - 1, d.priority, d.item
-        FROM unnest(p_rd_queue, p_rd_priority, p_rd_item) WITH ORDINALITY AS d(q, priority, item, ord)
+      INSERT INTO delayed_items (queue_id, due_at, seq, priority, item, headers)
+      SELECT v_dest, to_timestamp(p_now / 1000.0), v_seq - v_n + row_number() OVER (ORDER BY d.ord) - 1, d.priority, d.item, d.headers
+        FROM unnest(p_rd_queue, p_rd_priority, p_rd_item, coalesce(p_rd_headers, '{}')) WITH ORDINALITY AS d(q, priority, item, headers, ord)
        WHERE d.q = v_dest;
     END LOOP;
   END IF;`)}
@@ -218,8 +223,8 @@ export const WRITE_TURN_FULL = declare('latest', 'plpgsql', writeTurnBody(true))
 /** The short form; see {@link writeTurnBody}. */
 export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
 
-/** A wrapper with the parameters of `form`, calling the next form (oldest: the short one; full: the one with every parameter) with "nothing to write" for the rest. */
-const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
+/** A wrapper with the parameters of `form`, calling the next form (oldest: the short one; full, third: the one with every parameter) with "nothing to write" for the rest. */
+const wrapper = (form: 'oldest' | 'full' | 'third'): DatabaseFunction => {
   const own = parametersOf(form);
   return {
     name: 'pushpop_write_turn',
@@ -243,6 +248,12 @@ const wrapper = (form: 'oldest' | 'full'): DatabaseFunction => {
  * change it makes leaves the controls at their defaults (it knows nothing of them).
  */
 export const WRITE_TURN_PREVIOUS_FULL: DatabaseFunction = wrapper('full');
+
+/**
+ * The third release's full form: the latest one with no item headers. A process of that release
+ * calls it during a rolling upgrade; the items it writes have no headers (it knows nothing of them).
+ */
+export const WRITE_TURN_THIRD: DatabaseFunction = wrapper('third');
 
 /** The oldest form: the short one with nothing delayed and no dedup id. */
 export const WRITE_TURN_OLDEST: DatabaseFunction = wrapper('oldest');

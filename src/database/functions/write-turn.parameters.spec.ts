@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../stored-queue.js';
 import { functionSignature } from './database-function.js';
 import { DATABASE_FUNCTIONS } from './database-functions.js';
-import { WRITE_TURN_PREVIOUS_FULL, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT } from './write-turn.function.js';
+import { WRITE_TURN_PREVIOUS_FULL, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
 import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS, writeTurnValues } from './write-turn.parameters.js';
 
 /** A push of one item onto an existing exclusive queue: what most turns write. */
@@ -68,9 +68,16 @@ describe('the parameters of pushpop_write_turn', () => {
     const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
     expect(WRITE_TURN_PREVIOUS_FULL.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_from')));
     expect(WRITE_TURN_PREVIOUS_FULL.body).toContain(
-      "p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}', false, 0, 'exponential', 900, NULL, NULL, NULL, NULL, '{}', '{}', '{}', '{}')",
+      "p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}', false, 0, 'exponential', 900, NULL, NULL, NULL, NULL, '{}', '{}', '{}', '{}', '{}', NULL, '{}', '{}', '{}', '{}', '{}')",
     );
     expect(WRITE_TURN_PREVIOUS_FULL.language).toBe('sql');
+  });
+
+  it('the full form of the third release keeps its signature, passing "no headers"', () => {
+    const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
+    expect(WRITE_TURN_THIRD.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_headers')));
+    expect(WRITE_TURN_THIRD.body).toContain("p_dl_from, '{}', NULL, '{}', '{}', '{}', '{}', '{}')");
+    expect(WRITE_TURN_THIRD.language).toBe('sql');
   });
 
   it("the short body uses none of the full form's own parameters", () => {
@@ -119,6 +126,8 @@ describe('the parameters of pushpop_write_turn', () => {
       'redriven items',
       { redriven: [{ queueId: 'orders', priority: 0, json: '{}' }], deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 } },
     ],
+    ['an item with headers inserted', { inserts: [{ priority: 0, segment: 0, position: 0, json: '{}', headers: '{"a":"1"}' }] }],
+    ['a delayed item with headers', { delayedInserts: [{ dueAt: 9, seq: 0, priority: 0, json: '{}', headers: '{"a":"1"}' }] }],
   ])('%s: the full form', (_, change) => {
     const values = writeTurnValues('q1', { ...push, ...change });
     expect(values).toHaveLength(WRITE_TURN_PARAMETERS.length);
@@ -143,6 +152,47 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(valueOf(locked, 'p_lock_from')).toEqual(['orders']);
     const shared = writeTurnValues('q1', { ...push, sharedLockUpserts: [{ ...lock, items: [{ ...lock.items[0], from: 'orders' }] }] });
     expect(JSON.parse(valueOf(shared, 'p_sl_upserts') as string)[0].from_queues).toEqual(['orders']);
+  });
+
+  it('headers are bound parallel to their rows, null for the others; none at all keeps the short form', () => {
+    const values = writeTurnValues('q1', {
+      ...push,
+      inserts: [
+        { priority: 0, segment: 0, position: 0, json: '{"a":1}' },
+        { priority: 0, segment: 0, position: 1, json: '{"b":1}', headers: '{"h":"1"}' },
+      ],
+      storeSaves: [
+        { key: 'k1', items: ['1', '2'] },
+        { key: 'k2', items: ['3'], headers: ['{"h":"2"}'] },
+      ],
+      delayedInserts: [
+        { dueAt: 9, seq: 0, priority: 0, json: '{}' },
+        { dueAt: 9, seq: 1, priority: 0, json: '{}', headers: '{"h":"3"}' },
+      ],
+      returnedInserts: [{ priority: 0, segment: 0, position: 0, json: '{}', deliveries: 1, headers: '{"h":"4"}' }],
+      deadLetters: {
+        queueId: 'dlq',
+        items: [
+          { priority: 0, json: '{}', headers: '{"h":"5"}' },
+          { priority: 0, json: '{}' },
+        ],
+      },
+      redriven: [{ queueId: 'orders', priority: 0, json: '{}', headers: '{"h":"6"}' }],
+      deadLetterDefaults: { segmentSize: 10, bufferSegments: 1, version: 3, now: 4 },
+    });
+    expect(valueOf(values, 'p_ins_headers')).toEqual([null, '{"h":"1"}']);
+    expect(valueOf(values, 'p_save_headers')).toEqual([null, null, '{"h":"2"}']);
+    expect(valueOf(values, 'p_dl_headers')).toEqual([null, '{"h":"3"}']);
+    expect(valueOf(values, 'p_ret_headers')).toEqual(['{"h":"4"}']);
+    expect(valueOf(values, 'p_dlq_headers')).toEqual(['{"h":"5"}', null]);
+    expect(valueOf(values, 'p_rd_headers')).toEqual(['{"h":"6"}']);
+    const locked = writeTurnValues('q1', { ...push, lock: { op: 'upsert', lock: { ...lock, items: [{ ...lock.items[0], headers: '{"h":"7"}' }] } } });
+    expect(valueOf(locked, 'p_lock_headers')).toEqual(['{"h":"7"}']);
+    const shared = writeTurnValues('q1', { ...push, sharedLockUpserts: [{ ...lock, items: [{ ...lock.items[0], headers: '{"h":"8"}' }] }] });
+    expect(JSON.parse(valueOf(shared, 'p_sl_upserts') as string)[0].headers).toEqual(['{"h":"8"}']);
+    const withoutHeaders = writeTurnValues('q1', { ...push, lock: { op: 'upsert', lock } });
+    expect([valueOf(withoutHeaders, 'p_lock_headers'), valueOf(withoutHeaders, 'p_ins_headers')]).toEqual([null, []]);
+    expect(writeTurnValues('q1', push)).toHaveLength(SHORT_FORM_LENGTH);
   });
 
   it('in the full form, what the write does not give is bound as "nothing to write"', () => {

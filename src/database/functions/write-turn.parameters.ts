@@ -10,14 +10,16 @@ import type { StoredHeldItem, StoredLock, StoredTurnWrite } from '../stored-queu
  *   about a fifth less on a push than through `full`;
  * - `full`: everything of the second release: settings, shared locks, given-back items and dead
  *   letters as well. Still callable by a process of that release (a wrapper over `latest`);
- * - `latest`: everything: the controls of the third release too (pause, retry delays, delivery
+ * - `third`: everything of the third release: the controls too (pause, retry delays, delivery
  *   limits and the pop budget, delayed items given back with their origins), where dead letters
- *   came from, and redriven items.
+ *   came from, and redriven items. Still callable by a process of that release (a wrapper over
+ *   `latest`);
+ * - `latest`: everything: item headers too.
  *
  * A write that gives none of the parameters beyond `short` takes the short form; otherwise the
  * form with every parameter (`latest`).
  */
-export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'latest';
+export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'third' | 'latest';
 
 /** One parameter of `pushpop_write_turn`: its SQL name and type, the form that brings it, and its value. */
 export interface WriteTurnParameter {
@@ -47,6 +49,9 @@ const mapped = <T, R>(list: readonly T[], f: (t: T) => R): R[] | undefined => (l
 /** The queue each row was dead-lettered from (null: never), or undefined when none was (a full-only parameter not given). */
 const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] | undefined =>
   rows.some((r) => r.from !== undefined) ? rows.map((r) => r.from ?? null) : undefined;
+/** Each row's headers (null: none), or undefined when none has any (a full-only parameter not given). */
+const headersOf = (rows: readonly { readonly headers?: string }[]): (string | null)[] | undefined =>
+  rows.some((r) => r.headers !== undefined) ? rows.map((r) => r.headers ?? null) : undefined;
 const heldBy = (lock: StoredLock | undefined, f: (item: StoredHeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
 
 /**
@@ -153,6 +158,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
               items: l.items.map((i) => i.json),
               deliveries: l.items.map((i) => i.deliveries ?? 1),
               ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
+              ...(l.items.some((i) => i.headers !== undefined) ? { headers: l.items.map((i) => i.headers ?? null) } : {}),
               created: l.createdAt,
               expires: l.expiresAt,
             })),
@@ -185,79 +191,79 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
   // The queue each item was dead-lettered from (null: never), parallel to the rows inserted, the exclusive lock's items,
   // the given-back items added and the items of the segments saved (in their concatenated order); not given when none was.
-  { name: 'p_ins_from', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => fromOf(w.inserts) },
-  { name: 'p_lock_from', type: 'varchar[]', form: 'latest', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
-  { name: 'p_ret_from', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
+  { name: 'p_ins_from', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => fromOf(w.inserts) },
+  { name: 'p_lock_from', type: 'varchar[]', form: 'third', unset: null, value: (w) => fromOf(savedLock(w)?.items ?? []) },
+  { name: 'p_ret_from', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => fromOf(w.returnedInserts) },
   {
     name: 'p_save_from',
     type: 'varchar[]',
-    form: 'latest',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.storeSaves.some((s) => s.from) ? w.storeSaves.flatMap((s) => s.from ?? s.items.map(() => null)) : undefined),
   },
   // Redriven items: the queue each goes to, its priority and its item, in order.
-  { name: 'p_rd_queue', type: 'varchar[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
-  { name: 'p_rd_priority', type: 'integer[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
-  { name: 'p_rd_item', type: 'text[]', form: 'latest', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
+  { name: 'p_rd_queue', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.queueId) },
+  { name: 'p_rd_priority', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.priority) },
+  { name: 'p_rd_item', type: 'text[]', form: 'third', unset: NONE, value: (w) => mapped(w.redriven, (r) => r.json) },
   // The controls (written with the settings; unset: their defaults).
-  { name: 'p_paused', type: 'boolean', form: 'latest', unset: false, value: (w) => (writesSettings(w) && w.settings.paused ? true : undefined) },
+  { name: 'p_paused', type: 'boolean', form: 'third', unset: false, value: (w) => (writesSettings(w) && w.settings.paused ? true : undefined) },
   {
     name: 'p_retry_delay',
     type: 'integer',
-    form: 'latest',
+    form: 'third',
     unset: 0,
     value: (w) => (writesSettings(w) && (w.settings.retryDelaySeconds ?? 0) !== 0 ? w.settings.retryDelaySeconds : undefined),
   },
   {
     name: 'p_retry_backoff',
     type: 'text',
-    form: 'latest',
+    form: 'third',
     unset: 'exponential',
     value: (w) => (writesSettings(w) && (w.settings.retryBackoff ?? 'exponential') !== 'exponential' ? w.settings.retryBackoff : undefined),
   },
   {
     name: 'p_retry_delay_max',
     type: 'integer',
-    form: 'latest',
+    form: 'third',
     unset: 900,
     value: (w) => (writesSettings(w) && (w.settings.retryDelayMaxSeconds ?? 900) !== 900 ? w.settings.retryDelayMaxSeconds : undefined),
   },
   {
     name: 'p_max_in_flight',
     type: 'integer',
-    form: 'latest',
+    form: 'third',
     unset: null,
     value: (w) => (writesSettings(w) ? (w.settings.maxInFlight ?? undefined) : undefined),
   },
   {
     name: 'p_max_pops',
     type: 'double precision',
-    form: 'latest',
+    form: 'third',
     unset: null,
     value: (w) => (writesSettings(w) ? (w.settings.maxPopsPerSecond ?? undefined) : undefined),
   },
   // The pop budget after the turn (null: unchanged).
-  { name: 'p_pop_tokens', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.tokens },
-  { name: 'p_pop_tokens_at', type: 'double precision', form: 'latest', unset: null, value: (w) => w.popBudget?.at },
+  { name: 'p_pop_tokens', type: 'double precision', form: 'third', unset: null, value: (w) => w.popBudget?.tokens },
+  { name: 'p_pop_tokens_at', type: 'double precision', form: 'third', unset: null, value: (w) => w.popBudget?.at },
   // Origins and deliveries of delayed items given back (waiting out a retry delay), parallel to p_dl_*; unnest pads them with nulls.
   {
     name: 'p_dl_segment',
     type: 'bigint[]',
-    form: 'latest',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.segment ?? null) : undefined),
   },
   {
     name: 'p_dl_position',
     type: 'integer[]',
-    form: 'latest',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => d.origin?.position ?? null) : undefined),
   },
   {
     name: 'p_dl_deliveries',
     type: 'integer[]',
-    form: 'latest',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.delayedInserts.some((d) => d.origin) ? w.delayedInserts.map((d) => (d.origin ? (d.deliveries ?? 0) : null)) : undefined),
   },
@@ -265,13 +271,29 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   {
     name: 'p_dl_from',
     type: 'varchar[]',
-    form: 'latest',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.delayedInserts.some((d) => d.from) ? w.delayedInserts.map((d) => d.from ?? null) : undefined),
   },
+  // Item headers (JSON texts; null: none), parallel to the rows inserted, the exclusive lock's items, the given-back items
+  // added, the items of the segments saved (concatenated), the delayed items added, the dead letters and the redriven
+  // items; not given when none has any (unnest pads them with nulls).
+  { name: 'p_ins_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.inserts) },
+  { name: 'p_lock_headers', type: 'text[]', form: 'latest', unset: null, value: (w) => headersOf(savedLock(w)?.items ?? NONE) },
+  { name: 'p_ret_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.returnedInserts) },
+  {
+    name: 'p_save_headers',
+    type: 'text[]',
+    form: 'latest',
+    unset: NONE,
+    value: (w) => (w.storeSaves.some((s) => s.headers) ? w.storeSaves.flatMap((s) => s.headers ?? s.items.map(() => null)) : undefined),
+  },
+  { name: 'p_dl_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.delayedInserts) },
+  { name: 'p_dlq_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.deadLetters?.items ?? NONE) },
+  { name: 'p_rd_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.redriven) },
 ];
 
-const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, latest: 3 };
+const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, third: 3, latest: 4 };
 
 /** The parameters a form takes, in signature order. */
 export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[] {

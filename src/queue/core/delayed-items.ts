@@ -1,6 +1,6 @@
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingDueItems, NO_DELAYED, type DelayedItem, type DelayedSummary, type HeldItem, type ItemOrigin } from './types.js';
+import { MissingDueItems, NO_DELAYED, withTags, type DelayedItem, type DelayedSummary, type HeldItem, type ItemOrigin, type ItemTags } from './types.js';
 
 /** Delayed items one turn moves to their priorities at most; a larger backlog takes turns of its own (see {@link DelayedItems.moveDue}). */
 export const MAX_DUE_PER_TURN = 1000;
@@ -63,11 +63,11 @@ export class DelayedItems {
    * the same time. `retry`: an item given back, waiting out its retry delay; it keeps where it
    * was pushed and its deliveries.
    */
-  add(dueAt: number, priority: number, json: string, retry?: { readonly origin: ItemOrigin; readonly deliveries: number; readonly from?: string }): void {
+  add(dueAt: number, priority: number, json: string, retry?: ItemTags & { readonly origin: ItemOrigin; readonly deliveries: number }, headers?: string): void {
     const writes = this.ctx.turn.writes;
-    const item: DelayedItem = { dueAt, seq: this.nextSeq, priority, json };
-    // A given-back item keeps where it was pushed, its deliveries, and the queue it was dead-lettered from.
-    writes.delayedInserts.push(retry ? { ...item, origin: retry.origin, deliveries: retry.deliveries, ...(retry.from ? { from: retry.from } : {}) } : item);
+    const item: DelayedItem = headers === undefined ? { dueAt, seq: this.nextSeq, priority, json } : { dueAt, seq: this.nextSeq, priority, json, headers };
+    // A given-back item keeps where it was pushed, its deliveries, the queue it was dead-lettered from and its headers.
+    writes.delayedInserts.push(retry ? withTags({ ...item, origin: retry.origin, deliveries: retry.deliveries }, retry) : item);
     this.nextSeq += 1;
     this.count += 1;
     writes.delayedChanged = true;
@@ -91,8 +91,8 @@ export class DelayedItems {
     const moved = fetched.items.slice(0, limit).filter((d) => d.dueAt <= now);
     const retried: HeldItem[] = [];
     for (const d of moved) {
-      if (d.origin) retried.push({ priority: d.priority, json: d.json, origin: d.origin, deliveries: d.deliveries ?? 0, ...(d.from ? { from: d.from } : {}) });
-      else this.segments.append(d.priority, d.json, d.from);
+      if (d.origin) retried.push(withTags({ priority: d.priority, json: d.json, origin: d.origin, deliveries: d.deliveries ?? 0 }, d));
+      else this.segments.append(d.priority, d.json, d.from === undefined && d.headers === undefined ? undefined : d);
     }
     if (retried.length > 0) this.placeRetried(retried);
     if (moved.length > 0) {

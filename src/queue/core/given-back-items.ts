@@ -2,7 +2,7 @@ import type { DelayedItems } from './delayed-items.js';
 import type { PrioritySegments } from './priority-segments.js';
 import { retryDelayMs } from './queue-settings.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingLockRows, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
+import { MissingLockRows, withTags, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
 
 /** What a lock's expiry or release did with its items. */
 export interface GiveBackOutcome {
@@ -78,7 +78,7 @@ export class GivenBackItems {
     for (const entry of cache.entries.slice(cache.offset, cache.offset + take)) {
       turn.writes.removeReturned(priority, entry);
       const item: HeldItem = { priority, json: entry.json, origin: { segment: entry.segment, position: entry.position }, deliveries: entry.deliveries };
-      out.push(entry.from === undefined ? item : { ...item, from: entry.from });
+      out.push(withTags(item, entry));
     }
     cache.offset += out.length;
     meta.returned = (meta.returned ?? 0) - out.length;
@@ -109,8 +109,8 @@ export class GivenBackItems {
       // A retry delay: the item waits among the delayed items, its priority kept alive meanwhile.
       const delayMs = at ? (at.delayMs ?? retryDelayMs(this.ctx.settings, item.deliveries ?? 0)) : 0;
       if (delayMs > 0 && this.delayed) {
-        const retry = item.origin ? { origin: item.origin, deliveries: item.deliveries ?? 0, ...(item.from ? { from: item.from } : {}) } : undefined;
-        this.delayed.add(at!.now + delayMs, item.priority, item.json, retry);
+        const retry = item.origin ? withTags({ origin: item.origin, deliveries: item.deliveries ?? 0 }, item) : undefined;
+        this.delayed.add(at!.now + delayMs, item.priority, item.json, retry, retry ? undefined : item.headers);
         // The priority's entry stays while the item waits (an exclusive lock that took a
         // priority's last items dropped it: it starts again past the items' origins).
         const meta = retry ? (this.segments.get(item.priority) ?? this.segments.reserve(item.priority, beyond(items, item.priority))) : undefined;
@@ -195,13 +195,9 @@ export class GivenBackItems {
   /** Items go back among the given-back items of their priority, each by where it was pushed. */
   private addReturned(priority: number, meta: PriorityMetadata, items: readonly HeldItem[]): void {
     const turn = this.ctx.turn;
-    const entries: ReturnedEntry[] = items.map((i) => ({
-      segment: i.origin!.segment,
-      position: i.origin!.position,
-      json: i.json,
-      deliveries: i.deliveries ?? 0,
-      ...(i.from !== undefined ? { from: i.from } : {}),
-    }));
+    const entries: ReturnedEntry[] = items.map((i) =>
+      withTags({ segment: i.origin!.segment, position: i.origin!.position, json: i.json, deliveries: i.deliveries ?? 0 }, i),
+    );
     for (const entry of entries) turn.writes.addReturned(priority, entry);
     meta.returned = (meta.returned ?? 0) + entries.length;
     const cache = turn.returnedCache.get(priority);

@@ -53,8 +53,10 @@ export class OffloadPlanner {
         if (!cached) missing.push(...this.segments.refsFor(priority, segment));
         else {
           const entries = cached.entries.slice(cached.offset);
-          const move = { priority, segment, items: entries.map((e) => e.json) };
-          moves.push(entries.some((e) => e.from !== undefined) ? { ...move, from: entries.map((e) => e.from ?? null) } : move);
+          const move: OffloadMove = { priority, segment, items: entries.map((e) => e.json) };
+          const from = entries.some((e) => e.from !== undefined) ? { from: entries.map((e) => e.from ?? null) } : {};
+          const headers = entries.some((e) => e.headers !== undefined) ? { headers: entries.map((e) => e.headers ?? null) } : {};
+          moves.push({ ...move, ...from, ...headers });
         }
       }
     }

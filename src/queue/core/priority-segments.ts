@@ -1,5 +1,14 @@
 import { segKey, type CoreContext } from './turn-state.js';
-import { MissingSegments, type HeldItem, type PriorityMetadata, type SegmentEntry, type SegmentFetch, type SegmentRef } from './types.js';
+import {
+  MissingSegments,
+  withTags,
+  type HeldItem,
+  type ItemTags,
+  type PriorityMetadata,
+  type SegmentEntry,
+  type SegmentFetch,
+  type SegmentRef,
+} from './types.js';
 
 /** A segment held in memory: `entries[offset..]` are its items, in order. */
 interface CachedSegment {
@@ -112,9 +121,9 @@ export class PrioritySegments {
 
   /**
    * Appends one item at the tail of its priority; a full tail segment (`next_position == segment_size`) gets a successor.
-   * @param from - the queue it was dead-lettered from (absent: a plain push)
+   * @param tags - where it was dead-lettered from and its headers (absent: none)
    */
-  append(priority: number, json: string, from?: string): void {
+  append(priority: number, json: string, tags?: ItemTags): void {
     const turn = this.ctx.turn;
     const meta = this.priorities.get(priority) ?? this.addPriority(priority);
     if (meta.next_position >= this.ctx.settings.segmentSize) {
@@ -123,7 +132,8 @@ export class PrioritySegments {
       // A new segment number: nothing is stored under it.
       this.cacheSegment(priority, meta.tail_segment, []);
     }
-    const entry: SegmentEntry = from === undefined ? { position: meta.next_position, json } : { position: meta.next_position, json, from };
+    const plain: SegmentEntry = { position: meta.next_position, json };
+    const entry: SegmentEntry = tags === undefined ? plain : withTags(plain, tags);
     meta.next_position += 1;
     meta.count += 1;
     turn.writes.insert(priority, meta.tail_segment, [entry]);
@@ -152,12 +162,9 @@ export class PrioritySegments {
       const existing = this.priorities.get(priority);
       const meta = existing ?? this.addPriority(priority);
       const start = existing ? meta.head_position - held.length : 0;
-      const entries: SegmentEntry[] = held.map(({ json, deliveries, from }, i) => ({
-        position: start + i,
-        json,
-        ...(deliveries ? { deliveries } : {}),
-        ...(from !== undefined ? { from } : {}),
-      }));
+      const entries: SegmentEntry[] = held.map((item, i) =>
+        withTags({ position: start + i, json: item.json, ...(item.deliveries ? { deliveries: item.deliveries } : {}) }, item),
+      );
       meta.count += entries.length;
       if (existing) meta.head_position = start;
       else meta.next_position = entries.length;
@@ -184,7 +191,7 @@ export class PrioritySegments {
     for (let i = 0; i < take; i++) {
       const entry = seg.entries[seg.offset + i];
       const item: HeldItem = { priority, json: entry.json, origin: { segment, position: entry.position }, deliveries: entry.deliveries ?? 0 };
-      items.push(entry.from === undefined ? item : { ...item, from: entry.from });
+      items.push(withTags(item, entry));
     }
     seg.offset += take;
     this.cachedItems -= take;

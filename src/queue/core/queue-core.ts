@@ -244,8 +244,8 @@ export class QueueCore {
         duplicates += 1;
         continue;
       }
-      if (delayMs !== undefined && delayMs > 0) this.delayed.add(now + delayMs, item.priority, item.json);
-      else this.segments.append(item.priority, item.json);
+      if (delayMs !== undefined && delayMs > 0) this.delayed.add(now + delayMs, item.priority, item.json, undefined, item.headers);
+      else this.segments.append(item.priority, item.json, item.headers === undefined ? undefined : { headers: item.headers });
       enqueued += 1;
     }
     if (enqueued > 0) {

@@ -74,7 +74,8 @@ export class Redrive {
         if (i >= request.skip) left += 1;
         return;
       }
-      turn.writes.redriven.push({ queueId: to, priority: item.priority, json: item.json });
+      const redriven = { queueId: to, priority: item.priority, json: item.json };
+      turn.writes.redriven.push(item.headers === undefined ? redriven : { ...redriven, headers: item.headers });
       moved += 1;
     });
     this.givenBack.putBack(kept);

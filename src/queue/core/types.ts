@@ -104,34 +104,49 @@ export interface ItemOrigin {
   readonly position: number;
 }
 
+/**
+ * What travels with an item wherever it rests (segments, offload store, locks, given-back,
+ * delayed and dead-lettered items), each absent when the item has none.
+ */
+export interface ItemTags {
+  /** The queue the item was dead-lettered from (where a redrive sends it back); absent: never dead-lettered. */
+  readonly from?: string;
+  /** The item's headers as the JSON text of an object of strings (see the push DTO); absent: none. */
+  readonly headers?: string;
+}
+
+/**
+ * `target` with the tags of `source` that are present; `target` itself when there are none (an
+ * item without tags costs two property reads).
+ */
+export function withTags<T extends object>(target: T, source: ItemTags): T & ItemTags {
+  const { from, headers } = source;
+  if (from === undefined) return headers === undefined ? target : { ...target, headers };
+  return headers === undefined ? { ...target, from } : { ...target, from, headers };
+}
+
 /** An item given back and waiting apart from the segments (see {@link PriorityMetadata.returned}). */
-export interface ReturnedEntry extends ItemOrigin {
+export interface ReturnedEntry extends ItemOrigin, ItemTags {
   readonly json: string;
   readonly deliveries: number;
-  /** See {@link SegmentEntry.from}. */
-  readonly from?: string;
 }
 
 /** One item of a segment: its position in the segment and its JSON text, exactly as pushed. */
-export interface SegmentEntry {
+export interface SegmentEntry extends ItemTags {
   readonly position: number;
   readonly json: string;
   /** Times the item was handed out under a lock (an item given back by an exclusive lock); absent: 0. */
   readonly deliveries?: number;
-  /** The queue the item was dead-lettered from (where a redrive sends it back); absent: never dead-lettered. */
-  readonly from?: string;
 }
 
 /** An item with the priority it came from (what a lock holds and gives back). */
-export interface HeldItem {
+export interface HeldItem extends ItemTags {
   readonly priority: number;
   readonly json: string;
   /** Where it was pushed; absent for items of locks stored before origins were kept. */
   readonly origin?: ItemOrigin;
   /** Times handed out under a lock, counting the lock holding it; absent: 0 (a plain pop) or unknown. */
   readonly deliveries?: number;
-  /** See {@link SegmentEntry.from}. */
-  readonly from?: string;
 }
 
 /** A queue's acknowledgement lock (times in epoch milliseconds). */
@@ -165,14 +180,12 @@ export interface DelayedSummary {
 export const NO_DELAYED: DelayedSummary = { count: 0, nextDueAt: null, nextSeq: 0 };
 
 /** A delayed item: stored apart from the segments, ordered by `(dueAt, seq)`, until it is due. */
-export interface DelayedItem {
+export interface DelayedItem extends ItemTags {
   /** Epoch ms. */
   readonly dueAt: number;
   readonly seq: number;
   readonly priority: number;
   readonly json: string;
-  /** See {@link SegmentEntry.from} (dead letters wait here until their queue's next turn). */
-  readonly from?: string;
   /**
    * Set for an item given back by a lock and waiting out its retry delay: where it was pushed.
    * When due it returns to the front of its priority in push order, not to the tail.
@@ -196,10 +209,12 @@ export interface DueFetch {
   readonly nextDueAt: number | null;
 }
 
-/** An item to push: its priority and JSON text, optionally a delay and a deduplication id. */
+/** An item to push: its priority and JSON text, optionally headers, a delay and a deduplication id. */
 export interface NewItem {
   readonly priority: number;
   readonly json: string;
+  /** See {@link ItemTags.headers}. */
+  readonly headers?: string;
   /** Milliseconds until the item becomes visible; 0 or absent: at once. */
   readonly delayMs?: number;
   /** Pushes with a dedup id accepted within the window are skipped. */
@@ -340,6 +355,8 @@ export interface OffloadMove {
   readonly items: readonly string[];
   /** Parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was. */
   readonly from?: readonly (string | null)[];
+  /** Parallel to `items`: each one's headers (null: none); absent when none has any. */
+  readonly headers?: readonly (string | null)[];
 }
 
 /** An item a redrive sends to the tail of its priority on `queueId` (its delivery count starts again at 0). */
@@ -347,6 +364,8 @@ export interface RedrivenItem {
   readonly queueId: string;
   readonly priority: number;
   readonly json: string;
+  /** See {@link ItemTags.headers}. */
+  readonly headers?: string;
 }
 
 /** The rows a turn writes, in the order they must be applied: queue row, deletes, inserts, lock. */
@@ -370,6 +389,7 @@ export interface TurnWrite {
     readonly json: string;
     readonly deliveries?: number;
     readonly from?: string;
+    readonly headers?: string;
   }[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
   /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */

@@ -1,4 +1,15 @@
-import type { DelayedItem, HeldItem, ItemOrigin, LockState, PopBudget, RedrivenItem, ReturnedEntry, SegmentEntry } from './types.js';
+import {
+  withTags,
+  type DelayedItem,
+  type HeldItem,
+  type ItemOrigin,
+  type ItemTags,
+  type LockState,
+  type PopBudget,
+  type RedrivenItem,
+  type ReturnedEntry,
+  type SegmentEntry,
+} from './types.js';
 
 /** Deleting a whole segment: every position lies between these. */
 export const FIRST_POSITION = -2_147_483_648;
@@ -159,13 +170,14 @@ export class WriteSet {
     return [...this.deletes.values()];
   }
 
-  insertRows(): { priority: number; segment: number; position: number; json: string; deliveries?: number; from?: string }[] {
-    const rows: { priority: number; segment: number; position: number; json: string; deliveries?: number; from?: string }[] = [];
+  insertRows(): ({ priority: number; segment: number; position: number; json: string; deliveries?: number } & ItemTags)[] {
+    const rows: ({ priority: number; segment: number; position: number; json: string; deliveries?: number } & ItemTags)[] = [];
     for (const { priority, segment, rows: byPosition } of this.inserts.values()) {
       for (const position of [...byPosition.keys()].sort((a, b) => a - b)) {
-        const { json, deliveries, from } = byPosition.get(position)!;
+        const entry = byPosition.get(position)!;
+        const { json, deliveries } = entry;
         const row = deliveries ? { priority, segment, position, json, deliveries } : { priority, segment, position, json };
-        rows.push(from === undefined ? row : { ...row, from });
+        rows.push(withTags(row, entry));
       }
     }
     return rows;

@@ -30,6 +30,15 @@ export class PopQueryDto {
   require_ack?: boolean = false;
 
   /**
+   * Answer each item's headers too, as `headers`, parallel to `items` (`true`/`false`/`1`/`0`).
+   */
+  @ApiPropertyOptional()
+  @IsOptional()
+  @Transform(toBoolean)
+  @IsBoolean()
+  include_headers?: boolean = false;
+
+  /**
    * Lock time to live in seconds, 1 to 300 (with `require_ack`).
    * @example 30
    */

@@ -1,5 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOmittable } from '../../common/validation.js';
+import { IsItemHeaders, MAX_HEADER_VALUE_CHARACTERS, MAX_HEADERS } from './item-headers.js';
 import { Type } from 'class-transformer';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsNumber, IsObject, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 
@@ -67,6 +68,22 @@ export class PushItemDto {
   @IsString()
   @Matches(DEDUP_ID_PATTERN, { message: 'dedup_id must be 1-128 characters of A-Z a-z 0-9 . _ : @ -' })
   dedup_id?: string;
+
+  /**
+   * Headers that travel with the item (through locks, retries, delays, dead letters and
+   * redrive) and come back on pops with `include_headers=true`: at most 16 string values, names
+   * 1-64 characters of A-Z a-z 0-9 . _ -, values at most 1024 characters. The request's W3C
+   * `traceparent` HTTP header is kept as the header `traceparent` unless this sets one.
+   * @example {"tenant": "acme", "content-type": "order"}
+   */
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'string', maxLength: MAX_HEADER_VALUE_CHARACTERS },
+    maxProperties: MAX_HEADERS,
+  })
+  @IsOmittable()
+  @IsItemHeaders()
+  headers?: Record<string, string>;
 }
 
 export class PushBatchDto {

@@ -38,6 +38,12 @@ export class PopResponseDto {
   /** The popped items, in order. */
   @ApiProperty({ type: 'array', items: { type: 'object', additionalProperties: true } })
   items: Record<string, unknown>[];
+  /**
+   * With `include_headers`: each item's headers, parallel to `items` (`{}` for an item without).
+   * @example [{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tenant": "acme"}]
+   */
+  @ApiProperty({ type: 'array', items: { type: 'object', additionalProperties: { type: 'string' } }, required: false })
+  headers?: Record<string, string>[];
   /** Number of items returned. */
   @ApiProperty({ type: 'integer' })
   count: number;

@@ -48,7 +48,8 @@ export function decodeQueueState(payload: string): { queueId: string; state: Loa
         isInteger(e.position) &&
         typeof e.json === 'string' &&
         (e.deliveries === undefined || isInteger(e.deliveries)) &&
-        (e.from === undefined || typeof e.from === 'string'),
+        (e.from === undefined || typeof e.from === 'string') &&
+        (e.headers === undefined || typeof e.headers === 'string'),
     )
   )
     return undefined;

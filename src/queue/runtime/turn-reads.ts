@@ -136,7 +136,15 @@ export class TurnReads {
         this.observer.segmentLoaded((performance.now() - started) / 1000);
       }
       const from = segment?.from;
-      return { entries: segment?.items.map((json, position) => (from?.[position] ? { position, json, from: from[position] } : { position, json })) };
+      const headers = segment?.headers;
+      return {
+        entries: segment?.items.map((json, position) => {
+          const entry: { position: number; json: string; from?: string; headers?: string } = { position, json };
+          if (from?.[position]) entry.from = from[position];
+          if (headers?.[position]) entry.headers = headers[position];
+          return entry;
+        }),
+      };
     } catch (error) {
       if (ref.purpose === 'use') {
         this.stats.loadFailures += 1;

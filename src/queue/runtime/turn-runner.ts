@@ -19,12 +19,15 @@ import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import type { TurnOp } from './turn-op.js';
+import { TRACING, turnTrace, type Tracing } from '../../telemetry/tracing.js';
 
 export type { TurnOp } from './turn-op.js';
 import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 interface Pending {
   readonly op: TurnOp<unknown>;
+  /** With tracing on: the trace context the operation was asked for in. */
+  readonly trace?: unknown;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -41,8 +44,8 @@ interface Prepared {
   write: TurnWrite | undefined;
   /** The operations' outcomes; undefined: they did not run (a turn of its own for a backlog of due delayed items). */
   results: unknown[] | undefined;
-  /** Delayed items that came due and joined their priorities in this turn. */
-  dueMoved: number;
+  /** Delayed items that came due and joined their priorities in this turn (undefined: none was due). */
+  dueMoved: number | undefined;
   /** Items the exclusive lock gave back on expiry in this turn (undefined: it did not expire). */
   lockExpired: number | undefined;
   /** What the expiry of due shared locks did in this turn. */
@@ -51,6 +54,8 @@ interface Prepared {
   loaded: SegmentRef[];
   /** Saves to a store outside the database that failed, and may have written a copy. */
   failedSaves: SegmentId[];
+  /** With tracing on: when the write statement ran (`performance.now()`). */
+  sql?: { start: number; end: number };
 }
 
 /** The queue row changed under an optimistic turn: run it again on the current row (carried when known; null: no row). */
@@ -152,6 +157,7 @@ export class TurnRunner {
     private readonly loads: QueueLoads,
     private readonly reads: TurnReads,
     @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
+    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {}
 
   /**
@@ -163,7 +169,7 @@ export class TurnRunner {
     let line = this.lines.get(queueId);
     return new Promise<T>((resolve, reject) => {
       if (!line) this.lines.set(queueId, (line = []));
-      line.push({ op, resolve: resolve, reject });
+      line.push(this.tracing ? { op, resolve, reject, trace: this.tracing.currentContext() } : { op, resolve, reject });
       // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
       this.registry.turns
         .run(queueId, () => this.drain(queueId))
@@ -227,6 +233,7 @@ export class TurnRunner {
           continue;
         }
         this.observer.turnFinished((performance.now() - started) / 1000, false, batch.length);
+        this.tracing?.turnFinished(turnTrace(queueId, batch, started, false, attempt + 1));
         for (const pending of batch) pending.reject(error);
         return;
       }
@@ -241,6 +248,7 @@ export class TurnRunner {
         continue;
       }
       this.observer.turnFinished((performance.now() - started) / 1000, true, batch.length);
+      this.tracing?.turnFinished(turnTrace(queueId, batch, started, true, attempt + 1, prepared.sql));
       await this.committed(queueId, batch, prepared);
       return;
     }
@@ -331,16 +339,21 @@ export class TurnRunner {
     }
 
     const write = actor.pendingWrite(() => randomInt(2 ** 40, 2 ** 47));
+    let sql: Prepared['sql'];
     if (write) {
       const key = (s: SegmentId): string => offloadedSegmentKey(s.priority, s.segment, queueId);
       const defaults = this.config.queueDefaults;
       const stored: StoredTurnWrite = {
         ...write,
-        storeSaves: inDatabase ? offloaded.map((m) => ({ key: key(m), items: m.items, ...(m.from ? { from: m.from } : {}) })) : [],
+        storeSaves: inDatabase
+          ? offloaded.map((m) => ({ key: key(m), items: m.items, ...(m.from ? { from: m.from } : {}), ...(m.headers ? { headers: m.headers } : {}) }))
+          : [],
         storeDeletes: inDatabase ? actor.storeDeletes().map(key) : [],
         ...(write.deadLetters || write.redriven.length > 0 ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
+      const start = this.tracing ? performance.now() : 0;
       if (!(await this.queueState.writeTurn(queueId, stored, session))) throw new VersionConflict();
+      if (this.tracing) sql = { start, end: performance.now() };
     } else if (!locked && (!activated || reader.read || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
       // If it is not (another process changed it: a pop answered 423 for a lock acknowledged
@@ -350,7 +363,7 @@ export class TurnRunner {
         : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
-    return { core: actor, countBefore, write, results, dueMoved: dueMoved ?? 0, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves };
+    return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves, sql };
   }
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
@@ -378,7 +391,7 @@ export class TurnRunner {
       // Items given back that wait out a retry delay (by expiry or release): delayed items with an origin.
       for (const d of write.delayedInserts) if (d.origin) this.queueStats.itemsRetryDelayed += 1;
     }
-    if (dueMoved > 0) {
+    if (dueMoved) {
       this.queueStats.delayedItemsDue += dueMoved;
       this.logger.debug(`${dueMoved} delayed item(s) of queue ${queueId} came due`);
     }
@@ -466,7 +479,7 @@ export class TurnRunner {
     for (const move of moves) {
       if (failed.has(move.priority)) continue;
       try {
-        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items, move.from);
+        await this.store.save(queueId, offloadedSegmentKey(move.priority, move.segment, queueId), move.items, move.from, move.headers);
       } catch (error) {
         failed.add(move.priority);
         failedSaves.push(move);

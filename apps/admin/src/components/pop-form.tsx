@@ -31,7 +31,8 @@ export function PopForm({ queueId, onPopped }: Props) {
     setProblem(null);
     setBusy(true);
     try {
-      const query = ack ? { depth: d, require_ack: true, ttl_seconds: t } : { depth: d };
+      // With the items' headers: the result shows them beside the items.
+      const query = ack ? { depth: d, require_ack: true, ttl_seconds: t, include_headers: true } : { depth: d, include_headers: true };
       const answer = await call(api.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: queueId }, query } }));
       onPopped(answer, ack);
     } catch (e) {

@@ -36,6 +36,14 @@ export function ResultPanel({ result }: { result: ActionResult | null }) {
               {JSON.stringify(result.response.items, null, 2)}
             </pre>
           )}
+          {result.response.headers?.some((h) => Object.keys(h).length > 0) && (
+            <>
+              <p className="small">headers, per item</p>
+              <pre className="json" data-testid="popped-headers">
+                {JSON.stringify(result.response.headers, null, 2)}
+              </pre>
+            </>
+          )}
         </>
       )}
     </section>
