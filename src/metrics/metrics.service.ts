@@ -35,6 +35,7 @@ export class MetricsService implements OnModuleInit {
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
   private pausedCount = { value: 0, at: 0 };
+  private queuedCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -122,6 +123,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
     gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
+    gauge(METRICS.queuedItems, () => this.stored(this.queuedCount, () => this.listing.countQueuedItems()));
     gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()));
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
   }
