@@ -2,7 +2,6 @@ import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { pino, type Level, type Logger as Pino } from 'pino';
-import type {} from '../auth/principal.js';
 import type { LogLevelName } from '../config/environment.js';
 
 /**
@@ -20,9 +19,11 @@ export interface RequestLogFields {
 /** The fields of `request` for its log lines. */
 export function requestLogFields(request: FastifyRequest): RequestLogFields {
   const params = request.params as { queue_id?: unknown } | undefined;
+  // The principal the authentication hook set (auth/principal.ts), read by shape: common/ does not import auth/.
+  const principal = (request as { principal?: { name: string } }).principal;
   const fields: RequestLogFields = { request_id: request.id, method: request.method, url: request.url };
   if (typeof params?.queue_id === 'string') fields.queue_id = params.queue_id;
-  if (request.principal) fields.key_name = request.principal.name;
+  if (principal) fields.key_name = principal.name;
   return fields;
 }
 
