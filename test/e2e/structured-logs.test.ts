@@ -122,6 +122,12 @@ describe(`structured logs (${databaseKind})`, () => {
       expect(badUrl.status).toBe(400);
       ids.badUrl = badUrl.headers['x-request-id'];
 
+      // A 5xx is logged at every level: a private build has no console to serve.
+      const unavailable = await http.get('/admin/').set('X-Request-Id', 'admin-1');
+      expect(unavailable.status).toBe(503);
+      expect(unavailable.body.error_code).toBe('ADMIN_NOT_BUILT');
+      ids.unavailable = unavailable.headers['x-request-id'];
+
       let limited = await http.get('/queues').set('X-API-Key', KEYS.limited);
       for (let i = 1; i <= BURST && limited.status !== 429; i++)
         limited = await http.get('/queues').set('X-API-Key', KEYS.limited).set('X-Request-Id', `limited-${i}`);
@@ -165,6 +171,7 @@ describe(`structured logs (${databaseKind})`, () => {
       expect(ids.notFound).toBe('not-found-1');
       expect(ids.badUrl).toBe('bad-url-1');
       expect(ids.limited).toBe(`limited-${BURST}`);
+      expect(ids.unavailable).toBe('admin-1');
       expect(new Set(Object.values(ids)).size, 'every request got its own id').toBe(Object.keys(ids).length);
     });
 
@@ -184,6 +191,13 @@ describe(`structured logs (${databaseKind})`, () => {
       expect(byId(ids.limited)).toMatchObject({ key_name: 'limited' });
       expect(byId(ids.limited)!.message).toMatch(/ 429 /);
       expect(byId(ids.notFound)!.message).toMatch(/ 404 /);
+    });
+
+    it('logs a 5xx answer as a warning with its request fields', () => {
+      const lines = parseLines(service.stdout()).filter((l) => l.request_id === 'admin-1');
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 'warn', context: 'HTTP', method: 'GET', url: '/admin/', message: expect.stringMatching(/^503 ADMIN_NOT_BUILT: /) }),
+      );
     });
 
     it('never writes a key, known or unknown, anywhere in its output', () => {
@@ -217,6 +231,9 @@ describe(`structured logs (${databaseKind})`, () => {
       expect(answer.headers['x-request-id']).toBe('default-1');
       await sleep(200);
       expect(service.stdout()).toBe(startup);
+      // An error answer is a human-readable line naming its request.
+      expect((await service.http.get('/admin/').set('X-Request-Id', 'default-503')).status).toBe(503);
+      await expect.poll(() => stripVTControlCharacters(service.stdout())).toMatch(/WARN \[HTTP\] 503 ADMIN_NOT_BUILT: .* \[request default-503\]$/m);
     });
   });
 });
