@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { METRICS } from '../../src/metrics/metric-names.js';
 import { repoRoot } from '../support/child-service.js';
 import { missingBinaries, onCI, PROMTOOL_BIN, requireBinary, runProcess } from '../support/prometheus.js';
 import { databaseKind, removeDataDir, startService, uniqueQueueId, type TestService } from '../support/service.js';
@@ -106,6 +107,24 @@ describe('docker/grafana/pushpop.json', () => {
     expect(uses(/sum by \(operation, outcome\) \(rate\(pushpop_operations_total\{[^}]*outcome!="ok"/)).toContain('Errors by code');
     expect(uses(/pushpop_paused_queues/).length).toBeGreaterThan(0);
     expect(uses(/pushpop_pops_limited_total/).length).toBeGreaterThan(0);
+  });
+
+  it("groups and filters only by labels its metrics have (or Prometheus's instance and job, and le of a histogram)", () => {
+    const labelsOf = new Map<string, readonly string[]>(Object.values(METRICS).map((m) => [m.name, 'labels' in m ? m.labels : []]));
+    const problems: string[] = [];
+    for (const target of targets) {
+      const allowed = new Set(['instance', 'job', 'le']);
+      for (const name of metricNames(target.expr)) for (const label of labelsOf.get(name.replace(/_(bucket|sum|count)$/, '')) ?? []) allowed.add(label);
+      const used = [
+        ...[...target.expr.matchAll(/\bby \(([^)]*)\)/g)].flatMap((m) => m[1].split(',').map((l) => l.trim())),
+        ...[...target.expr.matchAll(/[{,]\s*([a-z_]+)\s*(?:=~|!=|!~|=)/g)].map((m) => m[1]),
+      ];
+      for (const label of used) if (!allowed.has(label)) problems.push(`${target.panel}: ${label} in ${target.expr}`);
+      // The legend names only labels the series keep.
+      for (const [, label] of (target.legendFormat ?? '').matchAll(/\{\{(\w+)\}\}/g))
+        if (!allowed.has(label)) problems.push(`${target.panel}: legend {{${label}}}`);
+    }
+    expect(problems).toEqual([]);
   });
 
   it('filters every series by the instance variable and uses only variables Grafana sets', () => {
