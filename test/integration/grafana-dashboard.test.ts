@@ -14,7 +14,18 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { METRICS } from '../../src/metrics/metric-names.js';
 import { repoRoot } from '../support/child-service.js';
-import { missingBinaries, onCI, PROMTOOL_BIN, requireBinary, runProcess } from '../support/prometheus.js';
+import {
+  instantQuery,
+  missingBinaries,
+  onCI,
+  PROMETHEUS_BIN,
+  PROMTOOL_BIN,
+  requireBinary,
+  runProcess,
+  startPrometheus,
+  type PrometheusServer,
+} from '../support/prometheus.js';
+import { sleep } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, startService, uniqueQueueId, type TestService } from '../support/service.js';
 
 const dockerDir = join(repoRoot, 'docker');
@@ -160,7 +171,10 @@ describe(`the dashboard's queries against a live /metrics (${databaseKind})`, ()
     exposition = res.text;
   });
 
+  let prometheus: PrometheusServer | undefined;
+
   afterAll(async () => {
+    await prometheus?.stop();
     if (service) {
       await service.close();
       removeDataDir(service.dataDir);
@@ -212,6 +226,41 @@ describe(`the dashboard's queries against a live /metrics (${databaseKind})`, ()
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it.skipIf(missingBinaries(PROMETHEUS_BIN).length > 0 && !onCI)(
+    'a real Prometheus scraping the service answers every query, the traffic and latency panels with series',
+    async () => {
+      requireBinary(PROMETHEUS_BIN);
+      prometheus = await startPrometheus({ targets: [new URL(service!.url).host], scrapeIntervalSeconds: 1 });
+      // Traffic between scrapes, so that rates and quantiles have something to say.
+      const q = uniqueQueueId('grafana-live');
+      const deadline = Date.now() + 30_000;
+      let pushedSeries: unknown[] = [];
+      while (Date.now() < deadline) {
+        await service!.http.post(`/queue/${q}/push`).send({ item: { at: Date.now() } });
+        await service!.http.post(`/queue/${q}/pop`);
+        pushedSeries = await instantQuery(prometheus, 'rate(pushpop_items_pushed_total[5s]) > 0').catch(() => []);
+        if (pushedSeries.length > 0) break;
+        await sleep(200);
+      }
+      expect(pushedSeries.length, `Prometheus saw no pushes:\n${prometheus.output()}`).toBeGreaterThan(0);
+      const answers = new Map<string, number>();
+      for (const target of targets) {
+        // Grafana's $__rate_interval is at least four scrape intervals: 4 s here.
+        const series = await instantQuery(prometheus, asSent(target.expr).replaceAll('[1m]', '[4s]'));
+        answers.set(`${target.panel} ${target.refId}`, series.length);
+      }
+      for (const key of [
+        'Items per second A',
+        'Throughput by operation A',
+        'Latency percentiles ($operation) C',
+        'p99 latency by operation A',
+        'Depth and in-flight A',
+      ]) {
+        expect(answers.get(key), key).toBeGreaterThan(0);
+      }
+    },
+  );
 });
 
 describe('Grafana in docker/compose.yaml', () => {
