@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import type { Logger as TypeOrmLogger } from 'typeorm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TypeOrmNestLogger } from './typeorm-logger.js';
 
@@ -7,7 +8,9 @@ describe('TypeOrmNestLogger', () => {
 
   it("writes a failed statement as a warning of Nest's logger, on one line, without its parameters", () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
-    new TypeOrmNestLogger().logQueryError(new Error('relation "x" does not exist'), 'SELECT *\n  FROM x\n WHERE a = $1', ['secret-item-data']);
+    // Called by TypeORM as its Logger, with the statement's parameters.
+    const logger: TypeOrmLogger = new TypeOrmNestLogger();
+    logger.logQueryError(new Error('relation "x" does not exist'), 'SELECT *\n  FROM x\n WHERE a = $1', ['secret-item-data']);
     expect(warn).toHaveBeenCalledTimes(1);
     expect(warn.mock.calls[0][0]).toBe('query failed: SELECT * FROM x WHERE a = $1: relation "x" does not exist');
     expect(JSON.stringify(warn.mock.calls)).not.toContain('secret-item-data');

@@ -2,10 +2,11 @@
  * docker/grafana/pushpop.json, the Grafana dashboard that docker/compose.yaml provisions with
  * Prometheus as its data source, checked without a container engine: every metric a panel asks
  * for exists in a live /metrics of the service, `promtool` accepts every expression, the panels
- * cover what an operator looks at, and the provisioning files and the compose service agree.
+ * cover what an operator looks at, the provisioning files and the compose service agree, and a
+ * real Prometheus scraping the service answers every query.
  *
- * `promtool` comes with Debian's `prometheus` package; missing, its test fails on CI (CI set)
- * and is skipped elsewhere.
+ * `promtool` and `prometheus` come with Debian's `prometheus` package; missing, their tests fail
+ * on CI (CI set) and are skipped elsewhere.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
