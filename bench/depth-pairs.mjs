@@ -105,6 +105,8 @@ function request(method, path, body) {
 }
 
 let seq = 0;
+/** The service's RSS (MB) at each tenth of a fill of 100,000 items or more. */
+const rssTrail = [];
 const item = () => `{"item":{"seq":"${++seq}","payload":"${'x'.repeat(150)}"},"priority":0}`;
 
 async function fill(queue, n) {
@@ -114,6 +116,7 @@ async function fill(queue, n) {
     const body = `{"items":[${Array.from({ length: k }, item).join(',')}]}`;
     const res = await request('POST', `/queue/${queue}/push/batch`, body);
     if (res.status !== 200) throw new Error(`batch push: ${res.status} ${res.body.slice(0, 200)}`);
+    if (n >= 100_000 && (done + k) % (n / 10) === 0) rssTrail.push(`${(done + k) / 1000}k ${rssMb().toFixed(1)}`);
   }
   return (performance.now() - started) / 1000;
 }
@@ -174,6 +177,7 @@ const fillSeconds = await fill(deep, items);
 const rss1 = rssMb();
 await fill(shallow, 100);
 console.log(`filled ${deep} with ${items} items in ${fillSeconds.toFixed(1)} s; RSS ${rss0.toFixed(1)} -> ${rss1.toFixed(1)} MB`);
+if (rssTrail.length) console.log(`RSS (MB) along the fill: ${rssTrail.join(', ')}`);
 const rows = [];
 for (let r = 0; r < rounds; r++) {
   for (const which of order) {

@@ -111,6 +111,7 @@ const CONFIG = {
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   dbPrefix: process.env.BENCH_DB_PREFIX ?? '',
+  workers: Number(process.env.BENCH_PUSHPOP_WORKERS ?? '1'),
   pgServer: (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
   pushpopDir: resolve(process.env.BENCH_PUSHPOP_DIR || repoRoot),
   itemBytes: 200,
@@ -130,6 +131,7 @@ if (!/^postgres(ql)?:\/\/[^/]+$/.test(CONFIG.pgServer)) {
 }
 // lower-case letters, digits and underscores only: the names are used unquoted in SQL, and
 // PostgreSQL keeps at most 63 bytes of a name
+if (!Number.isInteger(CONFIG.workers) || CONFIG.workers < 1 || CONFIG.workers > 64) knobErrors.push('BENCH_PUSHPOP_WORKERS must be an integer 1-64');
 if (!/^[a-z0-9_]{0,30}$/.test(CONFIG.dbPrefix)) knobErrors.push('BENCH_DB_PREFIX must be at most 30 characters of a-z, 0-9 and _ (e.g. mine_)');
 if (!existsSync(CONFIG.pushpopDir) || !statSync(CONFIG.pushpopDir).isDirectory()) knobErrors.push(`BENCH_PUSHPOP_DIR: ${CONFIG.pushpopDir} is not a directory`);
 if (process.platform !== 'linux' || !existsSync('/proc/self/stat')) knobErrors.push('the benchmark reads CPU time from /proc: it runs on Linux only');
@@ -787,6 +789,7 @@ function pushpopEnv(port) {
         'MAX_WAITING_POLLS',
         'DB_POOL_SIZE',
         'NODE_OPTIONS',
+        'WORKERS',
         'ACTOR_IDLE_TIMEOUT_MS',
         'MAX_ITEM_BYTES',
         'MAX_BODY_BYTES',
@@ -822,6 +825,7 @@ async function startTarget(name, machine) {
     depthFill: /** @type {Record<string, number | null> | null} */ (null),
     depthFilled: false,
     logLines: /** @type {string[] | null} */ (null),
+    workers: /** @type {{ pid: number, starttime: number } | null} */ (null),
   };
   let args;
   let env;
@@ -835,6 +839,8 @@ async function startTarget(name, machine) {
       target.db = DATABASES[name];
       await recreateDatabase(target.db);
       env.DATABASE_URL = dbUrl(target.db);
+      // Several worker processes (pushpop's WORKERS); their CPU is read as the primary's tree.
+      if (CONFIG.workers > 1) env.WORKERS = String(CONFIG.workers);
     } else {
       target.dataDir = mkdtempSync(join(os.tmpdir(), 'pushpop-bench-'));
       tempDirs.add(target.dataDir);
@@ -865,6 +871,10 @@ async function startTarget(name, machine) {
   const { proc, readySeconds } = started;
   target.proc = proc;
   target.url = proc.url;
+  if (name === 'pushpop-postgres' && CONFIG.workers > 1) {
+    const own = readStat(proc.pid);
+    target.workers = own ? { pid: proc.pid, starttime: own.starttime } : null;
+  }
   target.readySeconds = round(readySeconds, 1);
   if (name === 'pushpop-embedded') {
     target.postmaster = findEmbeddedPostmaster(proc.pid, target.dataDir);
@@ -1134,7 +1144,7 @@ function sampleCpu(target) {
   const store = storeProcess(target);
   const stats = store ? allStats() : null;
   return {
-    server: ownTicks(target.proc.pid),
+    server: target.workers ? treeTicks(target.workers) : ownTicks(target.proc.pid),
     store: store ? treeTicks(store, stats) : null,
     loadgen: process.cpuUsage(),
   };

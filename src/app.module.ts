@@ -12,6 +12,7 @@ import { LockModule } from './lock/lock.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
 import { ObserversModule } from './metrics/observers.module.js';
 import { QueueModule } from './queue/queue.module.js';
+import { SchedulesModule } from './schedules/schedules.module.js';
 
 @Module({})
 export class AppModule {
@@ -29,6 +30,7 @@ export class AppModule {
         LockModule,
         DelayModule,
         DedupModule,
+        SchedulesModule,
         HealthModule,
         MetricsModule,
         AdminModule.forRoot(),

@@ -4,7 +4,7 @@ import { defineConfig } from 'vite';
 
 /** Where `npm run dev` finds the service: every API path goes there, the console stays with Vite. */
 const API = 'http://127.0.0.1:8000';
-const API_PATHS = ['/queue', '/queues', '/health', '/metrics', '/whoami', '/docs', '/openapi.json'];
+const API_PATHS = ['/queue', '/queues', '/schedules', '/health', '/metrics', '/whoami', '/docs', '/openapi.json'];
 
 export default defineConfig({
   // The service serves the build at /admin/ (src/admin/admin.module.ts).

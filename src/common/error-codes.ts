@@ -35,6 +35,11 @@ export const ERROR_CODES = {
     meaning: 'The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`',
     message: 'queue id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..',
   },
+  INVALID_SCHEDULE_ID: {
+    statuses: [400],
+    meaning: 'The schedule id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..` (the rules of a queue id)',
+    message: 'schedule id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..',
+  },
   ITEM_TOO_DEEP: {
     statuses: [400],
     meaning: 'An item nests deeper than 64 levels',
@@ -83,6 +88,11 @@ export const ERROR_CODES = {
     statuses: [404],
     meaning: 'Nothing is stored under that state key',
     message: 'Nothing is stored under state key queue_0_seg_7',
+  },
+  SCHEDULE_NOT_FOUND: {
+    statuses: [404],
+    meaning: 'No schedule with that id',
+    message: 'Schedule nightly-report not found',
   },
   LOCK_NOT_FOUND: {
     statuses: [404],

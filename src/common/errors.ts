@@ -30,6 +30,18 @@ export class InvalidQueueIdError extends PushpopError {
   }
 }
 
+export class InvalidScheduleIdError extends PushpopError {
+  constructor() {
+    super(400, 'INVALID_SCHEDULE_ID', 'schedule id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
+  }
+}
+
+export class ScheduleNotFoundError extends PushpopError {
+  constructor(scheduleId: string) {
+    super(404, 'SCHEDULE_NOT_FOUND', `Schedule ${scheduleId} not found`);
+  }
+}
+
 export class ItemTooLargeError extends PushpopError {
   constructor(size: number, limit: number) {
     super(413, 'ITEM_TOO_LARGE', `item is ${size} bytes of JSON, more than the limit of ${limit}`);

@@ -31,6 +31,7 @@ const DEFAULTS = {
   RATE_LIMIT_PER_SECOND: 0,
   LOG_LEVEL: 'log',
   LOG_FORMAT: 'text',
+  WORKERS: 1,
 };
 
 describe('parseEnvironment', () => {
@@ -104,6 +105,14 @@ describe('parseEnvironment', () => {
 
   it('refuses another LOG_FORMAT, naming the variable', () => {
     expect(() => parseEnvironment({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT="xml"/);
+  });
+
+  it('takes WORKERS above 1 only with DATABASE_URL', () => {
+    expect(parseEnvironment({ WORKERS: '4', DATABASE_URL: 'postgres://u@db:5432/pushpop' }).WORKERS).toBe(4);
+    const message = (env: Record<string, string>): string => (thrown(() => parseEnvironment(env)) as Error).message;
+    expect(message({ WORKERS: '2' })).toContain('WORKERS=2: several workers need DATABASE_URL');
+    expect(message({ WORKERS: '0', DATABASE_URL: 'postgres://u@db/p' })).toContain('WORKERS');
+    expect(message({ WORKERS: '1.5', DATABASE_URL: 'postgres://u@db/p' })).toContain('WORKERS');
   });
 
   it('does not read process.env', () => {

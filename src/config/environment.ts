@@ -189,6 +189,16 @@ export class Environment {
   @Max(60_000)
   DELAY_SWEEP_INTERVAL_MS?: number;
 
+  /**
+   * How often due schedules are looked for (one index probe for all schedules) and fired. A
+   * firing is pushed within this long of its time, plus the push; keep it under 1000.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
+  SCHEDULE_SWEEP_INTERVAL_MS = 500;
+
   /** How often expired dedup ids are deleted (housekeeping only: an expired id is never read as live). */
   @Transform(toInt)
   @IsInt()
@@ -241,6 +251,18 @@ export class Environment {
    */
   @IsIn(LOG_FORMATS)
   LOG_FORMAT: LogFormat = 'text';
+
+  /**
+   * Processes serving the port (node:cluster): 1 runs the service in this process; more fork that
+   * many workers on one listening socket, each with its own actors and pool of DB_POOL_SIZE
+   * connections (queues are safe across processes). Needs DATABASE_URL: the embedded database
+   * belongs to one process.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(64)
+  WORKERS = 1;
 }
 
 export class EnvironmentError extends Error {
@@ -272,6 +294,9 @@ export function parseEnvironment(env: Record<string, string | undefined>): Envir
     throw new EnvironmentError(
       errors.map((e) => `${e.property}=${e.property === 'API_KEYS' ? '…' : JSON.stringify(e.value)}: ${Object.values(e.constraints ?? {}).join(', ')}`),
     );
+  }
+  if (parsed.WORKERS > 1 && !parsed.DATABASE_URL) {
+    throw new EnvironmentError([`WORKERS=${parsed.WORKERS}: several workers need DATABASE_URL (the embedded database belongs to one process)`]);
   }
   parsed.RATE_LIMIT_BURST ??= defaultRateLimitBurst(parsed.RATE_LIMIT_PER_SECOND);
   parsed.DELAY_SWEEP_INTERVAL_MS ??= parsed.LOCK_SWEEP_INTERVAL_MS;

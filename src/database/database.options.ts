@@ -14,6 +14,8 @@ import { CanonicalFunctions1764100000007 } from './migrations/1764100000007-cano
 import { QueueControls1764100000008 } from './migrations/1764100000008-queue-controls.js';
 import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-letter-origins.js';
 import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-segment-range-deletes.js';
+import { Schedules1764100000012 } from './migrations/1764100000012-schedules.js';
+import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
 import { OffloadedSegmentEntity } from './entities/offloaded-segment.entity.js';
@@ -30,6 +32,7 @@ export const ENTITIES = [
   DedupIdEntity,
   SharedLockEntity,
   ReturnedItemEntity,
+  ScheduleEntity,
 ];
 /** Committed migrations, in order. `synchronize` is never used. */
 export const MIGRATIONS = [
@@ -44,6 +47,7 @@ export const MIGRATIONS = [
   QueueControls1764100000008,
   DeadLetterOrigins1764100000009,
   SegmentRangeDeletes1764100000010,
+  Schedules1764100000012,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

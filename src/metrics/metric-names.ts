@@ -45,6 +45,15 @@ export const METRICS = {
     help: 'Pops that handed out nothing because of a delivery limit, by reason: in_flight (max_in_flight) or rate (max_pops_per_second)',
     labels: ['reason'],
   },
+  schedules: { name: 'pushpop_schedules', help: 'Schedules, paused or not (all processes; refreshed at most every 10 s)' },
+  scheduleFirings: {
+    name: 'pushpop_schedule_firings_total',
+    help: 'Schedule firings this process pushed and claimed (each firing is claimed by one process), made-up ones included',
+  },
+  scheduleFiringsMadeUp: {
+    name: 'pushpop_schedule_firings_made_up_total',
+    help: 'Schedule firings pushed late, each one push standing for every firing missed while no process ran',
+  },
   pausedQueues: { name: 'pushpop_paused_queues', help: 'Queues paused: pops hand out nothing (all processes; refreshed at most every 10 s)' },
   liveLocks: {
     name: 'pushpop_live_locks',

@@ -1,12 +1,14 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { RuntimeModule } from '../queue/runtime/runtime.module.js';
+import { SchedulesModule } from '../schedules/schedules.module.js';
+import { StorageModule } from '../storage/storage.module.js';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsService } from './metrics.service.js';
 import { OperationMetrics } from './operation-metrics.js';
 
 @Module({
-  imports: [RuntimeModule, DiscoveryModule],
+  imports: [RuntimeModule, SchedulesModule, StorageModule, DiscoveryModule],
   controllers: [MetricsController],
   providers: [MetricsService, OperationMetrics],
   exports: [MetricsService],

@@ -14,8 +14,11 @@ import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { DelayedItemRepository } from '../storage/delayed-item.repository.js';
 import { LockRepository } from '../storage/lock.repository.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
+import { ScheduleRepository } from '../storage/schedule.repository.js';
+import { ScheduleStats } from '../schedules/schedule-stats.js';
 import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
+import { clusterMetrics, isClusterWorker, shareMetrics } from '../cluster/worker.js';
 /** The offloaded-segment and delayed-item counts are read from the database; refresh them at most this often. */
 const STORED_COUNT_TTL_MS = 10_000;
 
@@ -36,6 +39,7 @@ export class MetricsService implements OnModuleInit {
   private liveLockCount = { value: 0, at: 0 };
   private pausedCount = { value: 0, at: 0 };
   private queuedCount = { value: 0, at: 0 };
+  private scheduleCount = { value: 0, at: 0 };
 
   constructor(
     private readonly actors: ActorRegistry,
@@ -53,6 +57,8 @@ export class MetricsService implements OnModuleInit {
     private readonly clock: Clock,
     private readonly metricsRegistry: MetricsRegistry,
     private readonly listing: QueueListingRepository,
+    private readonly schedules: ScheduleRepository,
+    private readonly scheduleStats: ScheduleStats,
   ) {
     const registers = [(this.registry = metricsRegistry.registry)];
     this.operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers });
@@ -68,6 +74,7 @@ export class MetricsService implements OnModuleInit {
       this.registry.removeSingleMetric(DEFAULT_METRICS_PREFIX + name);
     }
     this.registerRuntimeMetrics();
+    if (isClusterWorker()) shareMetrics(this.registry);
   }
 
   private registerRuntimeMetrics(): void {
@@ -98,6 +105,8 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.itemsRedelivered, () => queueStats.itemsRedelivered);
     fromStats(METRICS.itemsRetryDelayed, () => queueStats.itemsRetryDelayed);
     fromStats(METRICS.popsLimited, () => queueStats.popsLimited);
+    fromStats(METRICS.scheduleFirings, () => this.scheduleStats.firings);
+    fromStats(METRICS.scheduleFiringsMadeUp, () => this.scheduleStats.firingsMadeUp);
     fromStats(METRICS.segmentsOffloaded, () => stats.segmentsOffloaded);
     fromStats(METRICS.segmentOffloadFailures, () => stats.offloadFailures);
     fromStats(METRICS.segmentsLoaded, () => stats.segmentsLoaded);
@@ -107,9 +116,12 @@ export class MetricsService implements OnModuleInit {
     fromStats(METRICS.longPollRechecks, () => this.wakeUps.rechecks);
     fromStats(METRICS.notifications, () => ({ sent: this.notifications.sent, received: this.notifications.received }));
     fromStats(METRICS.notificationStates, () => ({ sent: this.notifications.statesSent, kept: this.loads.statesOffered, used: this.loads.statesTaken }));
-    const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>): void => {
+    // Across workers (WORKERS > 1) a gauge of this process is summed; one every process reads
+    // from the database is the same figure in each ('max'), and listening holds only if it does in all ('min').
+    const gauge = (def: { name: string; help: string }, read: () => number | Promise<number>, aggregator: 'sum' | 'max' | 'min' = 'sum'): void => {
       new Gauge({
         ...def,
+        aggregator,
         registers: [this.registry],
         async collect(this: Gauge) {
           this.set(await read());
@@ -120,12 +132,13 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.itemsInMemory, () => actors.itemsInMemory);
     gauge(METRICS.waitingOperations, () => runner.waitingOperations);
     gauge(METRICS.longPolls, () => events.waiting);
-    gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()));
-    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()));
-    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()));
-    gauge(METRICS.queuedItems, () => this.stored(this.queuedCount, () => this.listing.countQueuedItems()));
-    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()));
-    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0));
+    gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()), 'max');
+    gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()), 'max');
+    gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()), 'max');
+    gauge(METRICS.queuedItems, () => this.stored(this.queuedCount, () => this.listing.countQueuedItems()), 'max');
+    gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()), 'max');
+    gauge(METRICS.schedules, () => this.stored(this.scheduleCount, () => this.schedules.count()), 'max');
+    gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0), 'min');
   }
 
   /** A count read from the database at most every STORED_COUNT_TTL_MS; the last one while it cannot be read. */
@@ -139,6 +152,8 @@ export class MetricsService implements OnModuleInit {
 
   /** The exposition in Prometheus text format. */
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    // One of several workers answers for all of them.
+    const body = isClusterWorker() ? await clusterMetrics() : await this.registry.metrics();
+    return { contentType: this.registry.contentType, body };
   }
 }

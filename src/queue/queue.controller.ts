@@ -53,7 +53,8 @@ export class QueueController {
 
   /**
    * Pushes one item at a priority (default 0). A queue exists once something is pushed to it.
-   * With `delay_seconds` the item becomes visible only then; with `dedup_id` a repeat within
+   * With `delay_seconds` (up to one year) or `deliver_at` (unix seconds) the item becomes visible
+   * only then; with `dedup_id` a repeat within
    * `DEDUP_WINDOW_SECONDS` pushes nothing and answers `duplicate: true`.
    */
   @Post('queue/:queue_id/push')
@@ -62,12 +63,16 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async push(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: PushItemDto): Promise<PushResponseDto> {
-    return this.queues.push(queueId, body.item, body.priority, { delaySeconds: body.delay_seconds, dedupId: body.dedup_id });
+    return this.queues.push(queueId, body.item, body.priority, {
+      delaySeconds: body.delay_seconds,
+      deliverAt: body.deliver_at,
+      dedupId: body.dedup_id,
+    });
   }
 
   /**
-   * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds` and
-   * `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
+   * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds`,
+   * `deliver_at` and `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
    */
   @Post('queue/:queue_id/push/batch')
   @Scopes('produce')

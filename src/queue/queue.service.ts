@@ -32,6 +32,7 @@ import type {
   RedriveResponseDto,
   ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
+import { MAX_DELAY_SECONDS } from './dto/push-item.dto.js';
 import { encodeItem } from './item-codec.js';
 import { QueueEvents } from './runtime/queue-events.js';
 import { isQueueId } from './core/queue-id.js';
@@ -50,8 +51,10 @@ export interface PopOptions {
 
 /** What a push may ask for besides its item and priority. */
 export interface PushOptions {
-  /** Seconds before the item becomes visible (0-900; the DTO checks the range). */
+  /** Seconds before the item becomes visible (0-31536000; the DTO checks the range). */
   delaySeconds?: number;
+  /** When the item becomes visible, unix seconds (at most one year ahead; the past: at once). Not with `delaySeconds`. */
+  deliverAt?: number;
   dedupId?: string;
 }
 
@@ -60,6 +63,7 @@ export interface PushEntry {
   item: unknown;
   priority?: number;
   delay_seconds?: number;
+  deliver_at?: number;
   dedup_id?: string;
 }
 
@@ -124,14 +128,28 @@ export class QueueService {
     return p;
   }
 
+  /**
+   * Milliseconds before an item becomes visible: `delaySeconds`, or until `deliverAt` (0 when
+   * it has passed). Both at once, or a `deliverAt` more than a year ahead, is 400.
+   */
+  private delayMsOf(options: PushOptions, field?: string): number {
+    const name = (f: string) => (field ? `${field}.${f}` : f);
+    if (options.deliverAt === undefined) return (options.delaySeconds ?? 0) * 1000;
+    if (options.delaySeconds !== undefined) throw new ValidationFailedError(`${name('delay_seconds')} and ${name('deliver_at')} must not be given together`);
+    const delayMs = Math.max(0, Math.ceil(options.deliverAt * 1000 - this.clock.now()));
+    if (delayMs > MAX_DELAY_SECONDS * 1000) throw new ValidationFailedError(`${name('deliver_at')} must not be more than ${MAX_DELAY_SECONDS} seconds ahead`);
+    return delayMs;
+  }
+
   /** An item as the core takes it; without delay or dedup id exactly `{priority, json}`, as before. */
   private newItem(item: unknown, priority: number | undefined, options: PushOptions, field?: string): NewItem {
     const entry = {
       priority: this.checkPriority(priority, field ? `${field}.priority` : 'priority'),
       json: encodeItem(item, this.config.env.MAX_ITEM_BYTES, field ? `${field}.item` : 'item'),
     };
-    if (!options.delaySeconds && options.dedupId === undefined) return entry;
-    return { ...entry, delayMs: (options.delaySeconds ?? 0) * 1000, dedupId: options.dedupId };
+    const delayMs = this.delayMsOf(options, field);
+    if (!delayMs && options.dedupId === undefined) return entry;
+    return { ...entry, delayMs, dedupId: options.dedupId };
   }
 
   /**
@@ -140,6 +158,7 @@ export class QueueService {
    */
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
+    const delayMs = entry.delayMs ?? 0;
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
     const outcome = await this.turn(queueId, {
       apply: (core, now) => core.push([entry], now, windowMs),
@@ -148,7 +167,7 @@ export class QueueService {
     this.stats.itemsPushed += outcome.enqueued;
     this.stats.duplicatesSkipped += outcome.duplicates;
     return QueueMapper.push(queueId, entry.priority, {
-      delaySeconds: options.delaySeconds,
+      delaySeconds: delayMs > 0 ? Math.ceil(delayMs / 1000) : undefined,
       dedup: entry.dedupId !== undefined,
       duplicate: outcome.duplicates > 0,
     });
@@ -157,7 +176,7 @@ export class QueueService {
   /** Pushes 1-1000 items, all or nothing, in order; entries with a duplicate dedup id are skipped. */
   async pushBatch(queueId: string, entries: PushEntry[]): Promise<PushBatchResponseDto> {
     const items = entries.map((entry, i) =>
-      this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, dedupId: entry.dedup_id }, `items.${i}`),
+      this.newItem(entry.item, entry.priority, { delaySeconds: entry.delay_seconds, deliverAt: entry.deliver_at, dedupId: entry.dedup_id }, `items.${i}`),
     );
     const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
     const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;

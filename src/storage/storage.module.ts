@@ -4,8 +4,9 @@ import { DelayedItemRepository } from './delayed-item.repository.js';
 import { LockRepository } from './lock.repository.js';
 import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
+import { ScheduleRepository } from './schedule.repository.js';
 
-const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository];
+const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository, ScheduleRepository];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */
 @Module({ providers: REPOSITORIES, exports: REPOSITORIES })

@@ -78,6 +78,35 @@ describe(`pushpop command line (${databaseKind})`, () => {
     expect((await pushpop(['push', q, '[1]'])).code).not.toBe(0);
   });
 
+  it('schedule put, list, get, delete', async () => {
+    const id = uniqueQueueId('cli-schedule');
+    const q = uniqueQueueId('cli-schedule-q');
+    const made = await json(['schedule', 'put', id, q, '0 6 * * 1-5', '{"report":"sales"}', '--tz', 'Europe/Berlin', '-p', '2']);
+    expect(made).toMatchObject({
+      schedule_id: id,
+      queue_id: q,
+      cron: '0 6 * * 1-5',
+      timezone: 'Europe/Berlin',
+      item: { report: 'sales' },
+      priority: 2,
+      paused: false,
+      last_run_at: null,
+    });
+    expect(made.next_run_at as number).toBeGreaterThan(Date.now() / 1000);
+    expect(await json(['schedule', 'get', id])).toEqual(made);
+    expect(((await json(['schedule', 'list'])).schedules as { schedule_id: string }[]).filter((s) => s.schedule_id === id)).toEqual([made]);
+    const text = await pushpop(['schedule', 'list']);
+    expect(text.stdout).toContain(`${id}\t0 6 * * 1-5\tEurope/Berlin\t-> ${q}\tnext ${new Date((made.next_run_at as number) * 1000).toISOString()}\tlast -`);
+    expect(await json(['schedule', 'put', id, q, '* * * * *', '{}', '--paused'])).toMatchObject({ paused: true, next_run_at: null, timezone: 'UTC' });
+    const invalid = await pushpop(['schedule', 'put', id, q, 'not cron', '{}']);
+    expect(invalid.code).not.toBe(0);
+    expect(invalid.stderr).toContain('cron');
+    expect(await json(['schedule', 'delete', id])).toEqual({ success: true });
+    const missing = await pushpop(['--json', 'schedule', 'get', id]);
+    expect(missing.code).not.toBe(0);
+    expect(JSON.parse(missing.stdout)).toMatchObject({ error: { status: 404, error_code: 'SCHEDULE_NOT_FOUND' } });
+  });
+
   it('consume runs the command per item with the item on stdin: exit 0 acknowledges, non-zero releases', async () => {
     const q = uniqueQueueId('cli-consume');
     await client.queue(q).updateSettings({ max_deliveries: 2, dead_letter_queue: `${q}.dlq` });

@@ -26,7 +26,7 @@ const API_KEYS = Object.entries(KEYS)
   .map(([name, { key, scopes }]) => `${name}:${key}:${scopes.join('+')}`)
   .join(',');
 
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
 interface Route {
   operation: string;
   method: Method;
@@ -47,6 +47,10 @@ const ROUTES: Route[] = [
   { operation: 'listQueues', method: 'get', path: () => '/queues', scope: 'read' },
   { operation: 'deleteQueue', method: 'delete', path: (q) => `/queue/${q}`, scope: 'admin' },
   { operation: 'redrive', method: 'post', path: (q) => `/queue/${q}/redrive`, scope: 'admin', body: { max_items: 1 } },
+  { operation: 'listSchedules', method: 'get', path: () => '/schedules', scope: 'read' },
+  { operation: 'getSchedule', method: 'get', path: (q) => `/schedules/${q}`, scope: 'read' },
+  { operation: 'putSchedule', method: 'put', path: (q) => `/schedules/${q}`, scope: 'admin', body: { queue_id: 'q', cron: '0 0 1 1 *', item: {} } },
+  { operation: 'deleteSchedule', method: 'delete', path: (q) => `/schedules/${q}`, scope: 'admin' },
   { operation: 'metrics', method: 'get', path: () => '/metrics', scope: 'read' },
   { operation: 'whoami', method: 'get', path: () => '/whoami', scope: null },
 ];

@@ -67,7 +67,8 @@ const QUEUE_OPERATIONS = [
   'deleteQueue',
   'redrive',
 ];
-const OPERATIONS = [...QUEUE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
+const SCHEDULE_OPERATIONS = ['listSchedules', 'getSchedule', 'putSchedule', 'deleteSchedule'];
+const OPERATIONS = [...QUEUE_OPERATIONS, ...SCHEDULE_OPERATIONS, 'live', 'ready', 'metrics', 'whoami'];
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 const committedText = readFileSync(join(repoRoot, 'openapi.json'), 'utf8');

@@ -140,6 +140,7 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
     'MAX_WAITING_POLLS',
     'DB_POOL_SIZE',
     'NODE_OPTIONS',
+    'WORKERS',
   ])
     delete env[key];
   Object.assign(env, { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: options.dataDir, LOG_LEVEL: 'warn' }, testDatabase(options.dataDir), options.env);

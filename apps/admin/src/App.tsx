@@ -5,7 +5,8 @@ import { ServiceCharts } from './components/live-charts';
 import type { HeldLock } from './components/lock-card';
 import { QueueList } from './components/queue-list';
 import { QueuePanel } from './components/queue-panel';
-import { useSelectedQueue, useSessionState } from './hooks';
+import { SchedulesPage } from './components/schedules-page';
+import { useSchedulesRoute, useSelectedQueue, useSessionState } from './hooks';
 import { ApiProvider, PermissionsProvider, useSession, type ConsoleSession } from './session';
 
 export function App() {
@@ -22,6 +23,7 @@ export function App() {
 
 function Console({ session }: { session: ConsoleSession }) {
   const [selected, select] = useSelectedQueue();
+  const schedules = useSchedulesRoute();
   const [refreshKey, setRefreshKey] = useState(0);
   const changed = useCallback(() => setRefreshKey((k) => k + 1), []);
   const [locks, setLocks] = useSessionState<Record<string, HeldLock>>('pushpop.admin.locks', {});
@@ -62,7 +64,9 @@ function Console({ session }: { session: ConsoleSession }) {
             <QueueList selected={selected} onSelect={select} refreshKey={refreshKey} onChanged={changed} />
           </aside>
           <main className="main">
-            {selected ? (
+            {schedules ? (
+              <SchedulesPage />
+            ) : selected ? (
               <QueuePanel
                 key={selected}
                 queueId={selected}
@@ -80,6 +84,9 @@ function Console({ session }: { session: ConsoleSession }) {
                   <li>See each priority’s segment chain: head, buffer, offloaded range and tail.</li>
                   <li>Push, pop, pop with acknowledgement, then acknowledge, extend or release the lock.</li>
                   <li>See and change a queue’s settings: segment layout, lock mode (exclusive or shared), max deliveries and dead-letter queue.</li>
+                  <li>
+                    <a href="#/schedules">Schedules</a>: recurring pushes by cron expression, with their next and last runs.
+                  </li>
                   <li>
                     The HTTP API: <a href="/docs">Swagger UI</a> · <a href="/openapi.json">openapi.json</a>
                   </li>

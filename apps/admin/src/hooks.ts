@@ -95,6 +95,18 @@ export function useSelectedQueue(): [string | null, (queueId: string | null) => 
   return [selected, select];
 }
 
+/** Whether the URL shows the schedules page (`/admin/#/schedules`). */
+export function useSchedulesRoute(): boolean {
+  const read = () => window.location.hash === '#/schedules';
+  const [on, setOn] = useState(read);
+  useEffect(() => {
+    const onChange = () => setOn(read());
+    window.addEventListener('hashchange', onChange);
+    return () => window.removeEventListener('hashchange', onChange);
+  }, []);
+  return on;
+}
+
 /** A value kept in sessionStorage, so a reload keeps the lock ids the console holds. */
 export function useSessionState<T>(name: string, initial: T): [T, (update: (value: T) => T) => void] {
   const [value, setValue] = useState<T>(() => {

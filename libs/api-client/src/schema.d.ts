@@ -146,7 +146,8 @@ export interface paths {
         put?: never;
         /**
          * Pushes one item at a priority (default 0). A queue exists once something is pushed to it.
-         *     With `delay_seconds` the item becomes visible only then; with `dedup_id` a repeat within
+         *     With `delay_seconds` (up to one year) or `deliver_at` (unix seconds) the item becomes visible
+         *     only then; with `dedup_id` a repeat within
          *     `DEDUP_WINDOW_SECONDS` pushes nothing and answers `duplicate: true`.
          */
         post: operations["push"];
@@ -166,8 +167,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds` and
-         *     `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
+         * Pushes 1-1000 items, all or nothing, in the given order. Entries take `delay_seconds`,
+         *     `deliver_at` and `dedup_id` as a single push does; `duplicates` counts the entries skipped as duplicates.
          */
         post: operations["pushBatch"];
         delete?: never;
@@ -285,6 +286,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The schedules in id order, each with its next and last run; `next_cursor` pages on. */
+        get: operations["listSchedules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schedule. */
+        get: operations["getSchedule"];
+        /**
+         * Creates or replaces a schedule: at each time of `cron` in `timezone` it pushes `item` to
+         *     `queue_id` at `priority`, exactly once however many processes run, within a second of the
+         *     time. Firings missed while no process ran are made up by one push at the next start. The
+         *     answer carries `next_run_at`, the first firing after now (null while paused).
+         */
+        put: operations["putSchedule"];
+        post?: never;
+        /** Deletes a schedule: it fires no more. Items it pushed stay in their queue. */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/whoami": {
         parameters: {
             query?: never;
@@ -322,11 +364,16 @@ export interface components {
             items_deleted: number;
             success: boolean;
         };
+        DeleteScheduleResponseDto: {
+            /** @example true */
+            success: boolean;
+        };
         /**
          * @description Every `error_code` the service answers. Codes are stable: clients branch on them. Each operation lists the codes it answers per status.
          *
          *     - `VALIDATION_FAILED` (400): A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
          *     - `INVALID_QUEUE_ID` (400): The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+         *     - `INVALID_SCHEDULE_ID` (400): The schedule id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..` (the rules of a queue id)
          *     - `ITEM_TOO_DEEP` (400): An item nests deeper than 64 levels
          *     - `MALFORMED_JSON` (400): The body is not JSON, or is a bare string, number or boolean
          *     - `LOCK_ID_REQUIRED` (400): Acknowledge, extend-lock or release without a `lock_id` (missing, empty or not a string)
@@ -336,6 +383,7 @@ export interface components {
          *     - `FORBIDDEN` (403): API keys are configured and the request's key lacks the scope the operation needs
          *     - `QUEUE_NOT_FOUND` (404): The queue does not exist
          *     - `STATE_KEY_NOT_FOUND` (404): Nothing is stored under that state key
+         *     - `SCHEDULE_NOT_FOUND` (404): No schedule with that id
          *     - `LOCK_NOT_FOUND` (404): The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released)
          *     - `NOT_FOUND` (404): No such path
          *     - `METHOD_NOT_ALLOWED` (405): A known path asked with a method it does not take; `Allow` lists the methods it does
@@ -353,7 +401,7 @@ export interface components {
          *     - `ADMIN_NOT_BUILT` (503): `/admin/` was asked for, but the admin console has not been built (`npm run build`)
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_NOT_EMPTY" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "INVALID_SCHEDULE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_NOT_EMPTY" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
         ErrorResponseDto: {
             /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
             error_code: components["schemas"]["ErrorCode"];
@@ -491,13 +539,19 @@ export interface components {
              */
             dedup_id?: string;
             /**
-             * @description Seconds before the item becomes visible, 0 (at once, the default) to 900. Until then it is
-             *     not popped and not counted in `count` (`GET /queue/{queue_id}` shows it under `delayed`);
-             *     when it is due it joins the tail of its priority, due items in due-time order, ties in push
-             *     order.
+             * @description Seconds before the item becomes visible, 0 (at once, the default) to 31536000 (one year).
+             *     Until then it is not popped and not counted in `count` (`GET /queue/{queue_id}` shows it
+             *     under `delayed`); when it is due it joins the tail of its priority, due items in due-time
+             *     order, ties in push order. Not together with `deliver_at` (400, even `0`).
              * @example 30
              */
             delay_seconds?: number;
+            /**
+             * @description When the item becomes visible, in unix seconds (fractions allowed), at most one year ahead;
+             *     a time in the past delivers at once. Instead of `delay_seconds`: giving both is 400.
+             * @example 1767225600
+             */
+            deliver_at?: number;
             /**
              * @description The item: any JSON object (`{}` allowed), returned exactly as pushed. Arrays, strings,
              *     numbers and null are refused; nesting deeper than 64 levels is refused (400 `ITEM_TOO_DEEP`);
@@ -527,6 +581,50 @@ export interface components {
             /** @example Item pushed to queue orders at priority 0 */
             message: string;
             success: boolean;
+        };
+        PutScheduleDto: {
+            /**
+             * @description A cron expression: 5 fields (minute hour day-of-month month day-of-week), or 6 with seconds
+             *     first. Ranges, lists, steps and names (`mon`, `jan`) as in cron; when both day fields are
+             *     restricted, either one matching fires. An invalid expression is 400 `VALIDATION_FAILED`.
+             * @example 0 6 * * 1-5
+             */
+            cron: string;
+            /**
+             * @description The item each firing pushes: any JSON object, checked as a push's item (nesting, `MAX_ITEM_BYTES`).
+             * @example {
+             *       "report": "daily-sales"
+             *     }
+             */
+            item: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description A paused schedule fires nothing (and `next_run_at` is null); unpaused, it goes on from the
+             *     first firing after that moment, without making up the firings it skipped.
+             * @default false
+             * @example false
+             */
+            paused?: boolean;
+            /**
+             * @description The priority it is pushed at, 0 (default) to `MAX_PRIORITY`.
+             * @default 0
+             * @example 0
+             */
+            priority?: number;
+            /**
+             * @description The queue each firing pushes to (a queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -).
+             * @example reports
+             */
+            queue_id: string;
+            /**
+             * @description The IANA time zone the expression is read in (default `UTC`). A local time skipped by a
+             *     daylight-saving change fires at the first local time after the gap; a local time that
+             *     happens twice fires once, at its first occurrence. An unknown zone is 400 `VALIDATION_FAILED`.
+             * @default UTC
+             * @example Europe/Berlin
+             */
+            timezone?: string;
         };
         QueueConfigDto: {
             /** @description Segments after the head kept out of the offload store (1-1000). */
@@ -776,6 +874,43 @@ export interface components {
             /** @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
             items_returned: number;
             success: boolean;
+        };
+        ScheduleDto: {
+            /** @example 0 6 * * 1-5 */
+            cron: string;
+            /**
+             * @example {
+             *       "report": "daily-sales"
+             *     }
+             */
+            item: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The last firing pushed (its scheduled time, unix seconds); null before the first.
+             * @example 1767160800
+             */
+            last_run_at: number | null;
+            /**
+             * @description The next firing, unix seconds; null while paused or when the expression fires no more.
+             * @example 1767247200
+             */
+            next_run_at: number | null;
+            /** @example false */
+            paused: boolean;
+            /** @example 0 */
+            priority: number;
+            /** @example reports */
+            queue_id: string;
+            /** @example nightly-report */
+            schedule_id: string;
+            /** @example Europe/Berlin */
+            timezone: string;
+        };
+        ScheduleListDto: {
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+            schedules: components["schemas"]["ScheduleDto"][];
         };
         /**
          * @description What the caller may do (every scope when keys are off)
@@ -2686,6 +2821,452 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 1000 (default 1000). */
+                limit?: number;
+                /** @description `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleListDto"];
+                };
+            };
+            /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_SCHEDULE_ID`: The schedule id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..` (the rules of a queue id)
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_SCHEDULE_ID" | "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `SCHEDULE_NOT_FOUND`: No schedule with that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "SCHEDULE_NOT_FOUND";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    putSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutScheduleDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_SCHEDULE_ID`: The schedule id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..` (the rules of a queue id)
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             *     - `ITEM_TOO_DEEP`: An item nests deeper than 64 levels
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_SCHEDULE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON" | "ITEM_TOO_DEEP";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /**
+             * @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed)
+             *     - `ITEM_TOO_LARGE`: An item is more than `MAX_ITEM_BYTES` of JSON
+             */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "PAYLOAD_TOO_LARGE" | "ITEM_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
+            415: {
+                headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
+                schedule_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduleResponseDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_SCHEDULE_ID`: The schedule id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..` (the rules of a queue id)
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_SCHEDULE_ID" | "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `SCHEDULE_NOT_FOUND`: No schedule with that id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "SCHEDULE_NOT_FOUND";
                     };
                 };
             };

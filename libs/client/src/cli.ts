@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { PushpopClient } from './client.js';
 import { PushpopError } from './errors.js';
-import type { Item, QueueSettingsUpdate } from './types.js';
+import type { Item, QueueSettingsUpdate, Schedule } from './types.js';
 
 interface GlobalOptions {
   url?: string;
@@ -195,6 +195,59 @@ export function program(): Command {
           .map(([k, v]) => `${k}\t${JSON.stringify(v)}`)
           .join('\n'),
       );
+    });
+
+  const schedule = cli.command('schedule').description('schedules: recurring pushes by cron expression');
+  const scheduleLine = (s: Schedule): string => {
+    const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
+    return `${s.schedule_id}\t${s.cron}\t${s.timezone}\t-> ${s.queue_id}\tnext ${s.paused ? 'paused' : at(s.next_run_at)}\tlast ${at(s.last_run_at)}`;
+  };
+  schedule
+    .command('list')
+    .description('list schedules with their next and last run')
+    .action(async () => {
+      const { client, opts } = connect();
+      const schedules: Schedule[] = [];
+      for await (const s of client.allSchedules()) schedules.push(s);
+      print(opts.json, { schedules }, () => schedules.map(scheduleLine).join('\n') || '(no schedules)');
+    });
+  schedule
+    .command('get')
+    .argument('<schedule>')
+    .action(async (scheduleId: string) => {
+      const { client, opts } = connect();
+      const answer = await client.getSchedule(scheduleId);
+      print(opts.json, answer, () => scheduleLine(answer));
+    });
+  schedule
+    .command('put')
+    .description('create or replace a schedule: at each time of <cron> push <item> to <queue>')
+    .argument('<schedule>')
+    .argument('<queue>')
+    .argument('<cron>', '5 fields, or 6 with seconds first, e.g. "0 6 * * 1-5"')
+    .argument('<item>', 'the item as JSON')
+    .option('--tz <zone>', 'IANA time zone', 'UTC')
+    .option('-p, --priority <n>', 'priority', integer)
+    .option('--paused', 'create it paused')
+    .action(async (scheduleId: string, queueId: string, cron: string, item: string, o: { tz: string; priority?: number; paused?: boolean }) => {
+      const { client, opts } = connect();
+      const answer = await client.putSchedule(scheduleId, {
+        queue_id: queueId,
+        cron,
+        timezone: o.tz,
+        item: parseItem(item),
+        ...(o.priority !== undefined ? { priority: o.priority } : {}),
+        ...(o.paused ? { paused: true } : {}),
+      });
+      print(opts.json, answer, () => scheduleLine(answer));
+    });
+  schedule
+    .command('delete')
+    .argument('<schedule>')
+    .action(async (scheduleId: string) => {
+      const { client, opts } = connect();
+      const answer = await client.deleteSchedule(scheduleId);
+      print(opts.json, answer, () => `deleted ${scheduleId}`);
     });
 
   cli

@@ -10,6 +10,9 @@ import type {
   PushOptions,
   QueueInfo,
   QueueList,
+  Schedule,
+  ScheduleList,
+  ScheduleUpdate,
   QueueSettings,
   QueueSettingsUpdate,
   RedriveResult,
@@ -162,6 +165,36 @@ export class PushpopClient {
       yield* page.queues;
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
+  }
+
+  /** `GET /schedules`: schedules by id, `limit` 1–1000, `cursor` from the previous page. */
+  listSchedules(query: { limit?: number; cursor?: string } = {}, options: CallOptions = {}): Promise<ScheduleList> {
+    return this.call({ method: 'GET', path: '/schedules', params: { query }, ...options });
+  }
+
+  /** Every schedule, following `next_cursor`. */
+  async *allSchedules(options: CallOptions = {}): AsyncGenerator<Schedule> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listSchedules({ limit: 1000, ...(cursor ? { cursor } : {}) }, options);
+      yield* page.schedules;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+
+  /** `GET /schedules/{id}`: one schedule with its next and last run. */
+  getSchedule(scheduleId: string, options: CallOptions = {}): Promise<Schedule> {
+    return this.call({ method: 'GET', path: '/schedules/{schedule_id}', params: { path: { schedule_id: scheduleId } }, ...options });
+  }
+
+  /** `PUT /schedules/{id}`: creates or replaces a schedule (cron with 5 or 6 fields, in `timezone`, default UTC). */
+  putSchedule(scheduleId: string, schedule: ScheduleUpdate, options: CallOptions = {}): Promise<Schedule> {
+    return this.call({ method: 'PUT', path: '/schedules/{schedule_id}', params: { path: { schedule_id: scheduleId } }, body: schedule, ...options });
+  }
+
+  /** `DELETE /schedules/{id}`. */
+  deleteSchedule(scheduleId: string, options: CallOptions = {}): Promise<{ success: boolean }> {
+    return this.call({ method: 'DELETE', path: '/schedules/{schedule_id}', params: { path: { schedule_id: scheduleId } }, ...options });
   }
 
   /** `GET /whoami`: the key's name and scopes. */

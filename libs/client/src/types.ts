@@ -76,3 +76,7 @@ export type QueueSettings = Schemas['QueueSettingsDto'] & Partial<ProductionSett
 export type QueueSettingsUpdate = Schemas['QueueSettingsRequestDto'] & Partial<ProductionSettings>;
 export type QueueInfo = Omit<Schemas['QueueInfoDto'], 'config'> & { config: QueueSettings };
 export type QueueList = Schemas['QueueListDto'];
+
+export type Schedule = Schemas['ScheduleDto'];
+export type ScheduleList = Schemas['ScheduleListDto'];
+export type ScheduleUpdate = Schemas['PutScheduleDto'];

@@ -1,10 +1,10 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOmittable } from '../../common/validation.js';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsObject, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsDefined, IsInt, IsNumber, IsObject, IsString, Matches, Max, Min, ValidateNested } from 'class-validator';
 
-/** Longest delay a push may ask for, in seconds. */
-export const MAX_DELAY_SECONDS = 900;
+/** Longest delay a push may ask for, in seconds: one year (365 days). */
+export const MAX_DELAY_SECONDS = 31_536_000;
 
 /** A deduplication id: 1-128 characters of the queue id alphabet. */
 export const DEDUP_ID_PATTERN = /^[A-Za-z0-9._:@-]{1,128}$/;
@@ -31,10 +31,10 @@ export class PushItemDto {
   priority?: number = 0;
 
   /**
-   * Seconds before the item becomes visible, 0 (at once, the default) to 900. Until then it is
-   * not popped and not counted in `count` (`GET /queue/{queue_id}` shows it under `delayed`);
-   * when it is due it joins the tail of its priority, due items in due-time order, ties in push
-   * order.
+   * Seconds before the item becomes visible, 0 (at once, the default) to 31536000 (one year).
+   * Until then it is not popped and not counted in `count` (`GET /queue/{queue_id}` shows it
+   * under `delayed`); when it is due it joins the tail of its priority, due items in due-time
+   * order, ties in push order. Not together with `deliver_at` (400, even `0`).
    * @example 30
    */
   @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: MAX_DELAY_SECONDS })
@@ -43,6 +43,17 @@ export class PushItemDto {
   @Min(0)
   @Max(MAX_DELAY_SECONDS)
   delay_seconds?: number;
+
+  /**
+   * When the item becomes visible, in unix seconds (fractions allowed), at most one year ahead;
+   * a time in the past delivers at once. Instead of `delay_seconds`: giving both is 400.
+   * @example 1767225600
+   */
+  @ApiPropertyOptional({ type: 'number', minimum: 0 })
+  @IsOmittable()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  deliver_at?: number;
 
   /**
    * Deduplication id, 1-128 characters of A-Z a-z 0-9 . _ : @ -. A push whose `dedup_id` was

@@ -71,6 +71,9 @@ export function Header({ onOpenQueue, numbers, identity, onForget }: Props) {
       </form>
       {numbers ? <ServiceNumbers /> : <span className="metrics" />}
       <nav className="links">
+        <a href="#/schedules" data-testid="schedules-link">
+          Schedules
+        </a>
         <a href="/docs" target="_blank" rel="noreferrer">
           API docs <ExternalIcon />
         </a>

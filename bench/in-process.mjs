@@ -1,0 +1,156 @@
+// The service's own CPU per operation without HTTP: QueueService driven in-process by several
+// callers, so that a change to the engine can be judged apart from the HTTP stack and the load
+// generator (which share the machine's cores in `npm run bench`).
+//
+//   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot] [--callers=64]
+//     [--queues=1000] [--seconds=8] [--rounds=3]
+//
+// Builds the app from dist/ on postgres://postgres@127.0.0.1:5432/<database> (dropped and made
+// again: use a scratch database), warms up for 2 s, then reports per round: operations/s and the
+// process's CPU µs per operation (user and system, from process.cpuUsage; PostgreSQL's work is in
+// its own processes). `push` pushes 200-byte items to random queues; `pop` first fills every
+// queue, then pops one item at a time; `hot` pushes and pops one queue. Run it under
+// `node --cpu-prof` for a profile of the engine alone.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import console from 'node:console';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
+
+const arg = (name, fallback) => {
+  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return found ? found.slice(name.length + 3) : fallback;
+};
+const db = arg('db', '');
+if (!db) {
+  console.error('--db=<scratch database> is required (it is dropped and made again)');
+  process.exit(2);
+}
+const op = arg('op', 'push');
+const callers = Number(arg('callers', '64'));
+const queues = op === 'hot' ? 1 : Number(arg('queues', '1000'));
+const seconds = Number(arg('seconds', '8'));
+const rounds = Number(arg('rounds', '3'));
+// --ops=N: each round runs N operations instead of --seconds (for instruction counts, e.g. under
+// `valgrind --tool=callgrind`, where time means little).
+const fixedOps = Number(arg('ops', '0'));
+
+const psql = (sql) => execFileSync('psql', ['-q', '-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-c', sql]);
+psql(`DROP DATABASE IF EXISTS "${db}"`);
+psql(`CREATE DATABASE "${db}"`);
+process.env.DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${db}`;
+process.env.LOG_LEVEL ??= 'warn';
+
+// --statements: also count, per operation, the statements sent by the service, by their first words.
+const statements = process.argv.includes('--statements') ? new Map() : null;
+if (statements) {
+  const { default: pg } = await import('pg');
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (config, ...rest) {
+    const text = typeof config === 'string' ? config : config?.text;
+    if (text) {
+      const key = text.replace(/\s+/g, ' ').slice(0, 90);
+      statements.set(key, (statements.get(key) ?? 0) + 1);
+    }
+    return query.call(this, config, ...rest);
+  };
+}
+
+const { createApp } = await import('../dist/bootstrap.js');
+const { DatabaseProvider } = await import('../dist/database/database.provider.js');
+const { QueueService } = await import('../dist/queue/queue.service.js');
+const app = await createApp({}, false);
+await app.init();
+await app.get(DatabaseProvider).ready;
+const service = app.get(QueueService);
+
+const payload = 'x'.repeat(150);
+let seq = 0;
+const queueId = (i) => `inproc-${i % queues}`;
+const push = () => service.push(queueId(Math.floor(Math.random() * queues)), { seq: ++seq, payload }, Math.floor(Math.random() * 3));
+let popCursor = 0;
+const popOptions = { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 };
+const pop = () => service.pop(queueId(popCursor++), popOptions);
+const hot = () => (Math.random() < 0.5 ? service.push(queueId(0), { seq: ++seq, payload }, 0) : service.pop(queueId(0), {}));
+const operation = { push, pop, hot }[op];
+if (!operation) throw new Error(`--op must be push, pop or hot, not ${op}`);
+
+// --alloc: sample the allocations of each round (also of objects already collected) and print the
+// functions that allocated most, in bytes per operation.
+const sampling = process.argv.includes('--alloc') ? new (await import('node:inspector')).Session() : null;
+const post = (method, params) => new Promise((resolve, reject) => sampling.post(method, params, (e, r) => (e ? reject(e) : resolve(r))));
+if (sampling) {
+  sampling.connect();
+  await post('HeapProfiler.enable');
+}
+async function allocations(n) {
+  const { profile } = await post('HeapProfiler.stopSampling');
+  // ALLOC_PROFILE_OUT=<file>: the sampled profile itself, for a closer look.
+  if (process.env.ALLOC_PROFILE_OUT) writeFileSync(process.env.ALLOC_PROFILE_OUT, JSON.stringify(profile));
+  const bySite = new Map();
+  const walk = (node) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const site = `${functionName || '(anonymous)'} ${url.replace(/.*node_modules\//, '').replace(/.*\/dist\//, 'dist/')}:${lineNumber + 1}`;
+    bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    node.children.forEach(walk);
+  };
+  walk(profile.head);
+  const total = [...bySite.values()].reduce((a, b) => a + b, 0);
+  console.log(`allocated ${(total / n / 1024).toFixed(1)} KB per operation; the largest sites:`);
+  console.table(
+    [...bySite]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)
+      .map(([site, bytes]) => ({ 'bytes/op': Math.round(bytes / n), site })),
+  );
+}
+
+async function run(ms, ops = 0) {
+  const deadline = performance.now() + ms;
+  let done = 0;
+  let started = 0;
+  const more = ops > 0 ? () => started++ < ops : () => performance.now() < deadline;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (more()) {
+        await operation();
+        done++;
+      }
+    }),
+  );
+  return done;
+}
+
+if (op === 'pop') {
+  // Enough items for the warm-up and every round at a generous rate.
+  const perQueue = Math.ceil(((2 + seconds * rounds) * 20_000) / queues);
+  const items = Array.from({ length: Math.min(perQueue, 1000) }, (_, i) => ({ item: { seq: i, payload }, priority: i % 3 }));
+  for (let q = 0; q < queues; q++) await service.pushBatch(queueId(q), items);
+}
+await run(2000, fixedOps > 0 ? Math.ceil(fixedOps / 4) : 0);
+const rows = [];
+for (let r = 0; r < rounds; r++) {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  statements?.clear();
+  if (sampling)
+    await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const n = await run(seconds * 1000, fixedOps);
+  if (sampling) await allocations(n);
+  if (statements) {
+    const perOp = [...statements].sort((a, b) => b[1] - a[1]).map(([text, k]) => ({ 'per op': +(k / n).toFixed(3), statement: text }));
+    console.table(perOp.slice(0, 12));
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const s = (performance.now() - t0) / 1000;
+  rows.push({
+    op,
+    'ops/s': Math.round(n / s),
+    'CPU µs/op': +((cpu.user + cpu.system) / n).toFixed(1),
+    'user µs/op': +(cpu.user / n).toFixed(1),
+    'system µs/op': +(cpu.system / n).toFixed(1),
+  });
+}
+console.table(rows);
+await app.close();
+psql(`DROP DATABASE IF EXISTS "${db}"`);

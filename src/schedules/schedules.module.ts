@@ -1,0 +1,16 @@
+import { Module } from '@nestjs/common';
+import { QueueModule } from '../queue/queue.module.js';
+import { StorageModule } from '../storage/storage.module.js';
+import { ScheduleController } from './schedule.controller.js';
+import { ScheduleStats } from './schedule-stats.js';
+import { ScheduleSweeper } from './schedule-sweeper.js';
+import { ScheduleService } from './schedule.service.js';
+
+/** Schedules: the HTTP face, the service, and the sweep that fires them through the queue service. */
+@Module({
+  imports: [QueueModule, StorageModule],
+  controllers: [ScheduleController],
+  providers: [ScheduleService, ScheduleSweeper, ScheduleStats],
+  exports: [ScheduleStats, ScheduleSweeper],
+})
+export class SchedulesModule {}
