@@ -102,7 +102,7 @@ describe('docker/grafana/pushpop.json', () => {
     }
   });
 
-  it('shows throughput, latency percentiles, depth and in-flight, long polls, lock expiries, dead letters, offloading, errors by code, pauses, limits and redrive', () => {
+  it('shows throughput, latency percentiles, depth and in-flight, long polls, lock expiries, dead letters, offloading, errors by code, pauses, limits, redrive and schedules', () => {
     const uses = (pattern: RegExp): string[] => targets.filter((t) => pattern.test(t.expr)).map((t) => t.panel);
     expect(uses(/sum by \(operation\) \(rate\(pushpop_operations_total\{/)).toContain('Throughput by operation');
     for (const q of ['0.5', '0.95', '0.99'])
@@ -119,6 +119,7 @@ describe('docker/grafana/pushpop.json', () => {
     expect(uses(/sum by \(operation, outcome\) \(rate\(pushpop_operations_total\{[^}]*outcome!="ok"/)).toContain('Errors by code');
     expect(uses(/pushpop_paused_queues/).length).toBeGreaterThan(0);
     expect(uses(/pushpop_pops_limited_total/).length).toBeGreaterThan(0);
+    expect(uses(/pushpop_schedule_firings_total/).length).toBeGreaterThan(0);
   });
 
   it("groups and filters only by labels its metrics have (or Prometheus's instance and job, and le of a histogram)", () => {
