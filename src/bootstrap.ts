@@ -1,5 +1,5 @@
 import { maxHeaderSize } from 'node:http';
-import { Logger, type INestApplication, type LoggerService } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,14 +9,13 @@ import { AppModule } from './app.module.js';
 import { authenticationHooks } from './auth/authentication.hook.js';
 import { API_KEY_SCHEME, BEARER_SCHEME } from './auth/scopes.decorator.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
-import { JsonLogger, RequestLogLine, requestLogFields } from './common/logging.js';
+import { RequestLogLine, requestLogFields, serviceLogger } from './common/logging.js';
 import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
 import { echoRequestId, requestId } from './common/request-id.js';
 import { registerBodyParsers } from './common/request-body.parser.js';
 import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
-import type { Environment, LogLevelName } from './config/environment.js';
-import { LOG_LEVELS } from './config/environment.js';
+import type { Environment } from './config/environment.js';
 import { rateLimitHook } from './auth/rate-limit.hook.js';
 
 /**
@@ -122,20 +121,10 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   return sortKeys(document) as OpenAPIObject;
 }
 
-function logLevels(level: LogLevelName): LogLevelName[] {
-  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
-}
-
-/** The app's logger: Nest's human-readable one at `level`, or JSON lines with LOG_FORMAT=json. */
-function appLogger(level: LogLevelName, format: string | undefined): LoggerService | LogLevelName[] | undefined {
-  if (!LOG_LEVELS.includes(level)) return undefined;
-  return format === 'json' ? new JsonLogger(level) : logLevels(level);
-}
-
 /** Creates the configured app (not yet listening). */
 export async function createApp(overrides: Partial<Record<keyof Environment, string>> = {}, withDocs = true): Promise<NestFastifyApplication> {
   const module = AppModule.forRoot(overrides);
-  const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
+  const level = overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log';
   const format = overrides.LOG_FORMAT ?? process.env.LOG_FORMAT;
   const app = await NestFactory.create<NestFastifyApplication>(
     module,
@@ -152,7 +141,7 @@ export async function createApp(overrides: Partial<Record<keyof Environment, str
     }),
     {
       bodyParser: false,
-      logger: appLogger(level, format),
+      logger: serviceLogger(level, format),
     },
   );
   configureApp(app);

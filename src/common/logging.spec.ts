@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { JsonLogger, RequestLogLine } from './logging.js';
+import { JsonLogger, RequestLogLine, serviceLogger } from './logging.js';
 import { requestId } from './request-id.js';
 import type { IncomingMessage } from 'node:http';
 
@@ -84,5 +84,14 @@ describe('requestId', () => {
 
   it('makes a different id each time', () => {
     expect(requestId(request())).not.toBe(requestId(request()));
+  });
+});
+
+describe('serviceLogger', () => {
+  it('is JSON lines with LOG_FORMAT=json, else the levels of Nest’s own logger, undefined for an unknown level', () => {
+    expect(serviceLogger('log', 'json')).toBeInstanceOf(JsonLogger);
+    expect(serviceLogger('warn', 'text')).toEqual(['fatal', 'error', 'warn']);
+    expect(serviceLogger('verbose', undefined)).toEqual(['fatal', 'error', 'warn', 'log', 'debug', 'verbose']);
+    expect(serviceLogger('loud', 'json')).toBeUndefined();
   });
 });

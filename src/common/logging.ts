@@ -2,7 +2,7 @@ import { inspect } from 'node:util';
 import type { LoggerService } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { pino, type Level, type Logger as Pino } from 'pino';
-import type { LogLevelName } from '../config/environment.js';
+import { LOG_LEVELS, type LogLevelName } from '../config/environment.js';
 
 /**
  * What a log line may say about the request it belongs to. Never a key or a token: the key's
@@ -124,4 +124,15 @@ export class JsonLogger implements LoggerService {
     if (rest.length > 0) fields.details = rest.map((p) => (typeof p === 'string' ? p : inspect(p, { breakLength: Infinity })));
     this.pino[level](fields, text);
   }
+}
+
+/**
+ * The service's logger for `LOG_LEVEL` and `LOG_FORMAT`, as Nest takes it: JSON lines with
+ * `json`, else the levels Nest's own human-readable logger writes; undefined for a level it
+ * does not know (the environment's validation reports it).
+ */
+export function serviceLogger(level: string, format: string | undefined): LoggerService | LogLevelName[] | undefined {
+  const index = LOG_LEVELS.indexOf(level as LogLevelName);
+  if (index < 0) return undefined;
+  return format === 'json' ? new JsonLogger(level as LogLevelName) : LOG_LEVELS.slice(0, index + 1);
 }

@@ -1,7 +1,7 @@
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
-import { sleep } from '../support/queue-helpers.js';
+import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { sleep, until } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -198,6 +198,22 @@ describe(`structured logs (${databaseKind})`, () => {
       expect(lines).toContainEqual(
         expect.objectContaining({ level: 'warn', context: 'HTTP', method: 'GET', url: '/admin/', message: expect.stringMatching(/^503 ADMIN_NOT_BUILT: /) }),
       );
+    });
+
+    it('WORKERS=2: the primary and both workers write JSON lines too, through a graceful stop', async () => {
+      const workers = await start({ ...sharedChildDatabase(service.dataDir), WORKERS: '2', LOG_FORMAT: 'json', LOG_LEVEL: 'log' });
+      try {
+        expect(await until(() => workers.stdout().includes('2 workers ready'), 60_000, 50)).toBe(true);
+        expect((await workers.http.post(`/queue/${q}/push`).send({ item: { w: 1 } })).status).toBe(200);
+      } finally {
+        expect(await workers.kill('SIGTERM')).toEqual({ code: 0, signal: null });
+      }
+      const lines = parseLines(workers.stdout());
+      const primary = lines.filter((l) => l.pid === workers.child.pid).map((l) => `${l.context}: ${l.message}`);
+      expect(primary).toEqual(
+        expect.arrayContaining(['pushpop: Starting 2 workers', 'pushpop: 2 workers ready', 'pushpop: SIGTERM: stopping 2 worker(s)', 'pushpop: Stopped']),
+      );
+      expect(new Set(lines.map((l) => l.pid)).size, 'the primary and two workers').toBe(3);
     });
 
     it('never writes a key, known or unknown, anywhere in its output', () => {
