@@ -153,13 +153,13 @@ export function useSampledPoll<T, S>(
   keepPrevious = false,
   enabled = true,
 ): SampledPoll<T, S> {
-  const window = useRef<Sample<S>[]>([]);
+  const kept = useRef<Sample<S>[]>([]);
   const poll = usePoll(
     async (signal) => {
       const data = await load(signal);
       const value = sample(data);
-      if (value !== undefined) window.current = keepLast(window.current, { at: Date.now(), value }, capacity);
-      return { data, samples: window.current };
+      if (value !== undefined) kept.current = keepLast(kept.current, { at: Date.now(), value }, capacity);
+      return { data, samples: kept.current };
     },
     intervalMs,
     key,
