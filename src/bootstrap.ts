@@ -1,5 +1,5 @@
 import { maxHeaderSize } from 'node:http';
-import type { INestApplication } from '@nestjs/common';
+import { Logger, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,12 +9,13 @@ import { AppModule } from './app.module.js';
 import { authenticationHooks } from './auth/authentication.hook.js';
 import { API_KEY_SCHEME, BEARER_SCHEME } from './auth/scopes.decorator.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
+import { RequestLogLine, requestLogFields, serviceLogger } from './common/logging.js';
 import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
+import { echoRequestId, requestId } from './common/request-id.js';
 import { registerBodyParsers } from './common/request-body.parser.js';
 import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
-import type { Environment, LogLevelName } from './config/environment.js';
-import { LOG_LEVELS } from './config/environment.js';
+import type { Environment } from './config/environment.js';
 import { rateLimitHook } from './auth/rate-limit.hook.js';
 import type { Tracing } from './telemetry/tracing.js';
 
@@ -48,6 +49,9 @@ export function configureApp(app: NestFastifyApplication): void {
   app.useGlobalFilters(new AllExceptionsFilter());
   // Cross-origin calls only from the origins an operator listed (the console itself is same-origin).
   if (env.CORS_ORIGINS) app.enableCors({ origin: env.CORS_ORIGINS.split(',').map((o) => o.trim()), maxAge: 600 });
+  // Before the request gate: its refusals carry the request id too.
+  fastify.addHook('onRequest', echoRequestId);
+  if (env.LOG_LEVEL === 'debug' || env.LOG_LEVEL === 'verbose') logAnswers(fastify);
   const auth = authenticationHooks(config);
   const rateLimit = rateLimitHook(env);
   // The request gate: onRequest hooks, run in the order added, before any body is read. One
@@ -67,6 +71,18 @@ export function configureApp(app: NestFastifyApplication): void {
       { name: 'pushpop-request-gate' },
     ),
   );
+}
+
+/**
+ * A debug line per answered request. Only added at LOG_LEVEL debug or verbose: at the default
+ * level the hot routes pay nothing for logging (errors are logged by the error filter).
+ */
+function logAnswers(fastify: FastifyInstance): void {
+  const logger = new Logger('HTTP');
+  fastify.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    logger.debug(new RequestLogLine(`${request.method} ${request.url} ${reply.statusCode} ${reply.elapsedTime.toFixed(1)} ms`, requestLogFields(request)));
+    done();
+  });
 }
 
 /** Recursively sorts object keys, so the document serialises the same way every time. */
@@ -106,10 +122,6 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
   return sortKeys(document) as OpenAPIObject;
 }
 
-function logLevels(level: LogLevelName): LogLevelName[] {
-  return LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
-}
-
 /**
  * Creates the configured app (not yet listening). `tracing`: traces its requests (see
  * `startTracing`); the app stops it when it closes.
@@ -120,7 +132,8 @@ export async function createApp(
   tracing?: Tracing,
 ): Promise<NestFastifyApplication> {
   const module = AppModule.forRoot(overrides, tracing);
-  const level = (overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log') as LogLevelName;
+  const level = overrides.LOG_LEVEL ?? process.env.LOG_LEVEL ?? 'log';
+  const format = overrides.LOG_FORMAT ?? process.env.LOG_FORMAT;
   const app = await NestFactory.create<NestFastifyApplication>(
     module,
     new FastifyAdapter({
@@ -130,10 +143,13 @@ export async function createApp(
       // `Connection: close`) rather than answered with Fastify's own 503 body: the pool stays open
       // until the server has drained, and every answer keeps the contract's shape.
       return503OnClosing: false,
+      // The caller's X-Request-Id when it is acceptable, else a new one (sent back by echoRequestId).
+      requestIdHeader: false,
+      genReqId: requestId,
     }),
     {
       bodyParser: false,
-      logger: LOG_LEVELS.includes(level) ? logLevels(level) : undefined,
+      logger: serviceLogger(level, format),
     },
   );
   configureApp(app);

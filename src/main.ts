@@ -1,9 +1,10 @@
 import 'reflect-metadata';
+import cluster from 'node:cluster';
 import { setFlagsFromString } from 'node:v8';
 import { Logger } from '@nestjs/common';
 import { createApp } from './bootstrap.js';
+import { serviceLogger } from './common/logging.js';
 import { AppConfig } from './config/app-config.js';
-import cluster from 'node:cluster';
 import { EnvironmentError, parseEnvironment } from './config/environment.js';
 import { runPrimary } from './cluster/primary.js';
 import { announceReady } from './cluster/worker.js';
@@ -67,9 +68,13 @@ async function main(): Promise<void> {
 
 /** The service in this process, or (`WORKERS` > 1) the primary of that many worker processes. */
 async function start(): Promise<void> {
-  const { WORKERS } = parseEnvironment(process.env);
-  if (WORKERS > 1 && cluster.isPrimary) await runPrimary(WORKERS);
-  else await main();
+  const { WORKERS, LOG_LEVEL, LOG_FORMAT } = parseEnvironment(process.env);
+  if (WORKERS > 1 && cluster.isPrimary) {
+    // The primary's own lines in the format and at the level of its workers' (no app sets them here).
+    const logger = serviceLogger(LOG_LEVEL, LOG_FORMAT);
+    if (logger) Logger.overrideLogger(logger);
+    await runPrimary(WORKERS);
+  } else await main();
 }
 
 start().catch((error: unknown) => {

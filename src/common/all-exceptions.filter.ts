@@ -1,8 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorCode, isErrorCode } from './error-codes.js';
 import { PayloadTooLargeError, PushpopError, StoreUnavailableError } from './errors.js';
+import { RequestLogLine, requestLogFields } from './logging.js';
+import { REQUEST_ID_HEADER } from './request-id.js';
 import { isConnectionFailure } from './store-errors.js';
 
 /**
@@ -26,17 +28,20 @@ export class AllExceptionsFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
 
   catch(exception: unknown, host: ArgumentsHost): void {
-    const reply = host.switchToHttp().getResponse<FastifyReply>();
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
     const error = this.toPushpopError(exception);
     if ((exception instanceof PushpopError || exception instanceof HttpException) && error.status >= 500) {
       // An expected condition the service names itself (store unavailable, admin not built, not ready).
-      this.logger.warn(`${error.status} ${error.errorCode}: ${error.message}`);
+      this.logger.warn(new RequestLogLine(`${error.status} ${error.errorCode}: ${error.message}`, requestLogFields(request)));
     } else if (error.status >= 500) {
       const detail = exception instanceof Error ? (exception.stack ?? exception.message) : String(exception);
-      this.logger.error(`${error.status} ${error.errorCode}: ${detail}`);
+      this.logger.error(new RequestLogLine(`${error.status} ${error.errorCode}: ${detail}`, requestLogFields(request)));
     }
     if (reply.sent || reply.raw.headersSent) return;
     reply
+      .header(REQUEST_ID_HEADER, request.id)
       .headers(error.headers)
       .code(error.status)
       .type('application/json; charset=utf-8')

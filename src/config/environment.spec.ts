@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Environment, EnvironmentError, LOG_LEVELS, parseEnvironment } from './environment.js';
+import { Environment, EnvironmentError, LOG_FORMATS, LOG_LEVELS, parseEnvironment } from './environment.js';
 
 function thrown(fn: () => unknown): unknown {
   try {
@@ -30,6 +30,7 @@ const DEFAULTS = {
   DB_POOL_SIZE: 10,
   RATE_LIMIT_PER_SECOND: 0,
   LOG_LEVEL: 'log',
+  LOG_FORMAT: 'text',
   WORKERS: 1,
 };
 
@@ -96,6 +97,14 @@ describe('parseEnvironment', () => {
 
   it.each(LOG_LEVELS)('accepts LOG_LEVEL=%s', (level) => {
     expect(parseEnvironment({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
+  });
+
+  it.each(LOG_FORMATS)('accepts LOG_FORMAT=%s', (format) => {
+    expect(parseEnvironment({ LOG_FORMAT: format }).LOG_FORMAT).toBe(format);
+  });
+
+  it('refuses another LOG_FORMAT, naming the variable', () => {
+    expect(() => parseEnvironment({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT="xml"/);
   });
 
   it('takes WORKERS above 1 only with DATABASE_URL', () => {

@@ -29,6 +29,9 @@ export const DEFAULT_EMBEDDED_POSTGRES_ROOT = '/var/lib/pushpop';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+export const LOG_FORMATS = ['text', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 /**
  * The service's environment, parsed and validated once at boot. Every variable has a default
  * that makes a zero-config run work (embedded database under `./.data`, port 8000 on loopback).
@@ -238,8 +241,16 @@ export class Environment {
   @Max(10_000_000)
   RATE_LIMIT_BURST?: number;
 
+  /** The least severe log lines written (`debug` adds a line per answered request). */
   @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevelName = 'log';
+
+  /**
+   * `text`: Nest's human-readable lines; `json`: one JSON object per line on standard output
+   * (time, level, message, context, and for a request's lines its request id, queue id and key name).
+   */
+  @IsIn(LOG_FORMATS)
+  LOG_FORMAT: LogFormat = 'text';
 
   /**
    * Processes serving the port (node:cluster): 1 runs the service in this process; more fork that

@@ -1,4 +1,5 @@
 import type { DataSourceOptions } from 'typeorm';
+import { TypeOrmNestLogger } from './typeorm-logger.js';
 import { QueueEntity } from './entities/queue.entity.js';
 import { SegmentItemEntity } from './entities/segment-item.entity.js';
 import { QueueLockEntity } from './entities/queue-lock.entity.js';
@@ -72,6 +73,7 @@ export function buildDataSourceOptions(url: string, poolSize = 10, schema?: stri
     synchronize: false,
     migrationsRun: false,
     logging: ['error'],
+    logger: new TypeOrmNestLogger(),
     extra: {
       max: poolSize,
       connectionTimeoutMillis: 10_000,

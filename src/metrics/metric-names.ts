@@ -59,6 +59,10 @@ export const METRICS = {
     name: 'pushpop_live_locks',
     help: 'Acknowledgement locks not yet acknowledged, released or expired, exclusive and shared (all processes; refreshed at most every 10 s)',
   },
+  queuedItems: {
+    name: 'pushpop_queued_items',
+    help: 'Items waiting in all queues to be popped: the sum of their counts, neither delayed nor held by a lock (all processes; refreshed at most every 10 s)',
+  },
   delayedItems: { name: 'pushpop_delayed_items', help: 'Delayed items not visible yet (all processes; refreshed at most every 10 s)' },
   offloadedSegments: { name: 'pushpop_offloaded_segments', help: 'Segments currently in the offload store (all processes)' },
   waitingOperations: { name: 'pushpop_waiting_operations', help: 'Operations waiting for a queue turn' },

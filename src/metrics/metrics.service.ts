@@ -38,6 +38,7 @@ export class MetricsService implements OnModuleInit {
   private delayedCount = { value: 0, at: 0 };
   private liveLockCount = { value: 0, at: 0 };
   private pausedCount = { value: 0, at: 0 };
+  private queuedCount = { value: 0, at: 0 };
   private scheduleCount = { value: 0, at: 0 };
 
   constructor(
@@ -134,6 +135,7 @@ export class MetricsService implements OnModuleInit {
     gauge(METRICS.offloadedSegments, () => this.stored(this.offloadedCount, () => this.store.countSegments()), 'max');
     gauge(METRICS.delayedItems, () => this.stored(this.delayedCount, () => this.delayedItems.countDelayed()), 'max');
     gauge(METRICS.liveLocks, () => this.stored(this.liveLockCount, () => this.locks.countLiveLocks()), 'max');
+    gauge(METRICS.queuedItems, () => this.stored(this.queuedCount, () => this.listing.countQueuedItems()), 'max');
     gauge(METRICS.pausedQueues, () => this.stored(this.pausedCount, () => this.listing.countPaused()), 'max');
     gauge(METRICS.schedules, () => this.stored(this.scheduleCount, () => this.schedules.count()), 'max');
     gauge(METRICS.notificationsListening, () => (this.notifications.listening ? 1 : 0), 'min');

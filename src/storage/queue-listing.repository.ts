@@ -71,6 +71,15 @@ export class QueueListingRepository {
     return rows.map((r) => r.queue_id);
   }
 
+  /**
+   * Items waiting in all queues (their `count`s summed): one pass over the queues table, so it is
+   * read for /metrics at most every 10 s, never on an operation's path.
+   */
+  async countQueuedItems(): Promise<number> {
+    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT coalesce(sum(item_count), 0) AS n FROM queues`, [], 'pushpop_count_queued_items');
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** Paused queues, through the partial index on `queues.paused`: proportional to the paused queues, not to all queues. */
   async countPaused(): Promise<number> {
     const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM queues WHERE paused`, [], 'pushpop_count_paused');

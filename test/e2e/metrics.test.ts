@@ -62,3 +62,26 @@ describe('/metrics counts the queue operations', () => {
     });
   });
 });
+
+describe('/metrics counts the items waiting', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(async () => {
+    await svc.close();
+    removeDataDir(svc.dataDir);
+  });
+
+  it('pushpop_queued_items counts the items waiting in all queues, neither delayed nor locked', async () => {
+    const [a, b] = [uniqueQueueId('queued'), uniqueQueueId('queued')];
+    expect((await svc.http.post(`/queue/${a}/push/batch`).send({ items: [1, 2, 3, 4, 5].map((n) => ({ item: { n } })) })).status).toBe(200);
+    expect((await svc.http.post(`/queue/${a}/pop?depth=2`)).status).toBe(200);
+    expect((await svc.http.post(`/queue/${b}/push/batch`).send({ items: [1, 2, 3].map((n) => ({ item: { n } })) })).status).toBe(200);
+    expect((await svc.http.post(`/queue/${b}/pop?depth=1&require_ack=true`)).status).toBe(200);
+    expect((await svc.http.post(`/queue/${b}/push`).send({ item: { later: true }, delay_seconds: 60 })).status).toBe(200);
+    const text = (await svc.http.get('/metrics')).text;
+    expect(text).toMatch(/^# TYPE pushpop_queued_items gauge$/m);
+    expect(sample(text, 'pushpop_queued_items')).toBe(3 + 2);
+  });
+});

@@ -99,6 +99,8 @@ export interface ChildService {
   readonly dataDir: string;
   /** Everything the process wrote to stdout and stderr so far (for failure messages). */
   output(): string;
+  /** Everything the process wrote to stdout alone so far. */
+  stdout(): string;
   /** Resolves with the exit code / signal once the process has exited. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Sends `signal` (default SIGKILL) and waits for the process to exit. */
@@ -145,7 +147,11 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
 
   const child = spawn(process.execPath, [options.build.mainJs], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
-  child.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    log += chunk.toString();
+    stdout += chunk.toString();
+  });
   child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolvePromise) => {
     child.on('exit', (code, signal) => resolvePromise({ code, signal }));
@@ -161,6 +167,7 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
     http: request(url),
     dataDir: options.dataDir,
     output: () => log,
+    stdout: () => stdout,
     exited,
     kill: async (signal = 'SIGKILL') => {
       if (!hasExited) child.kill(signal);

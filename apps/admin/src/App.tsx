@@ -1,6 +1,7 @@
 import { useCallback, useState } from 'react';
 import { Header } from './components/header';
 import { KeyPrompt } from './components/key-prompt';
+import { ServiceCharts } from './components/live-charts';
 import type { HeldLock } from './components/lock-card';
 import { QueueList } from './components/queue-list';
 import { QueuePanel } from './components/queue-panel';
@@ -78,6 +79,7 @@ function Console({ session }: { session: ConsoleSession }) {
               <div className="welcome">
                 <h1>pushpop admin</h1>
                 <p>Pick a queue on the left, or open one by id at the top: a queue that does not exist yet is created by its first push.</p>
+                <ServiceCharts />
                 <ul>
                   <li>See each priority’s segment chain: head, buffer, offloaded range and tail.</li>
                   <li>Push, pop, pop with acknowledgement, then acknowledge, extend or release the lock.</li>

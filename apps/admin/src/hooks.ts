@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { isAbort, toApiError, type ApiError } from './api';
+import { keepLast, type Sample } from './samples';
 
 export interface Poll<T> {
   /** The last answer; kept while the next one loads, so the page never blanks or jumps. */
@@ -130,4 +131,40 @@ export function useSessionState<T>(name: string, initial: T): [T, (update: (valu
     [name],
   );
   return [value, update];
+}
+
+/** A {@link Poll} that also keeps what `sample` reads from each answer, with its time, for charts. */
+export interface SampledPoll<T, S> extends Poll<T> {
+  /** The last `capacity` samples, oldest first. */
+  samples: Sample<S>[];
+}
+
+/**
+ * {@link usePoll}, keeping a bounded window of samples of its answers in memory (the last
+ * `capacity`: at most a few minutes' worth, however long the page stays open). The window
+ * lives as long as the component; a change of `key` keeps it.
+ */
+export function useSampledPoll<T, S>(
+  load: (signal: AbortSignal) => Promise<T>,
+  sample: (data: T) => S | undefined,
+  capacity: number,
+  intervalMs: number,
+  key: string,
+  keepPrevious = false,
+  enabled = true,
+): SampledPoll<T, S> {
+  const kept = useRef<Sample<S>[]>([]);
+  const poll = usePoll(
+    async (signal) => {
+      const data = await load(signal);
+      const value = sample(data);
+      if (value !== undefined) kept.current = keepLast(kept.current, { at: Date.now(), value }, capacity);
+      return { data, samples: kept.current };
+    },
+    intervalMs,
+    key,
+    keepPrevious,
+    enabled,
+  );
+  return { ...poll, data: poll.data?.data, samples: poll.data?.samples ?? [] };
 }

@@ -2,12 +2,14 @@ import { useState } from 'react';
 import type { PopResponse, QueueInfo } from '@pushpop/api-client';
 import { ApiError, call, toApiError } from '../api';
 import { count, plural } from '../format';
-import { usePoll } from '../hooks';
+import { useSampledPoll } from '../hooks';
+import { SAMPLE_CAPACITY } from '../samples';
 import { segmentChain } from '../segments';
 import { useApi, usePermissions } from '../session';
 import { ConfirmDialog } from './confirm-dialog';
 import { ErrorNote } from './error-note';
 import { TrashIcon } from './icons';
+import { QueueCharts, type QueueLevels } from './live-charts';
 import { LockCard, type HeldLock } from './lock-card';
 import { PopForm } from './pop-form';
 import { PushForm } from './push-form';
@@ -46,11 +48,16 @@ function heldItems(info: QueueInfo): number {
   return info.locks ? info.locks.item_count : (info.lock?.item_count ?? 0);
 }
 
+/** What the charts keep of each answer: a queue that does not exist holds nothing. */
+function queueLevels(info: QueueInfo | null): QueueLevels {
+  return info ? { waiting: info.count, held: heldItems(info) } : { waiting: 0, held: 0 };
+}
+
 /** One queue: counts, the segment chain of each priority, the lock, the actions and their results. */
 export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Props) {
   const api = useApi();
   const can = usePermissions();
-  const queue = usePoll(
+  const queue = useSampledPoll(
     async (signal) => {
       try {
         return await call(api.GET('/queue/{queue_id}', { params: { path: { queue_id: queueId } }, signal }));
@@ -60,6 +67,8 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
         throw error;
       }
     },
+    queueLevels,
+    SAMPLE_CAPACITY,
     QUEUE_POLL_MS,
     String(refreshKey),
     true,
@@ -172,6 +181,8 @@ export function QueuePanel({ queueId, refreshKey, held, onHeld, onChanged }: Pro
           <span className="stat-value">{info ? (priorities.length ? priorities.join(', ') : 'none') : info === null ? 'none' : '–'}</span>
         </div>
       </div>
+
+      {can.read.allowed && <QueueCharts samples={queue.samples} />}
 
       {info !== undefined && <SettingsCard queueId={queueId} settings={info?.config ?? null} onSaved={message} onChanged={onChanged} />}
 
