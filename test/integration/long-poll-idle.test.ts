@@ -9,6 +9,7 @@ import { QueueService, type PopOptions } from '../../src/queue/queue.service.js'
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';
 import { range, sleep, until } from '../support/queue-helpers.js';
+import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -29,8 +30,9 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
 
   beforeAll(async () => {
     svc = await startService({ env: { MAX_WAITING_POLLS: String(POLLS) } });
-    // Their statements would be counted below; nothing here needs lock expiry, delayed items or dedup ids.
-    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper]) await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
+    // Their statements would be counted below; nothing here needs lock expiry, delayed items, dedup ids or schedules.
+    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper])
+      await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
     events = svc.app.get(QueueEvents);
     expect(await until(() => svc.app.get(ItemNotifications).listening, 10_000)).toBe(true);
