@@ -4,6 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Clock } from '../../src/common/clock.js';
 import { UnitOfWork, type DbSession } from '../../src/database/unit-of-work.js';
 import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
+import { LockSweeper } from '../../src/lock/lock-sweeper.js';
+import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
@@ -24,6 +26,11 @@ describe(`turn engine (${databaseKind})`, () => {
 
   beforeAll(async () => {
     svc = await startService({ env: { SEGMENT_SIZE: '100' } });
+    // The background sweeps' statements are not a request's: stopped, they cannot be counted
+    // whatever context their timers run in (nothing here needs them; locks and delayed items
+    // that come due are handled by the queues' own turns).
+    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper])
+      await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
     segments = svc.app.get(QueueStateRepository);
   });
@@ -37,8 +44,7 @@ describe(`turn engine (${databaseKind})`, () => {
    * Statements are counted by the request that sent them, not by leaving names out: from
    * `countStatements()` on, the test's own calls (and whatever they start) run under a tag, and
    * only statements sent under it count, in autocommit or in a transaction. The background
-   * sweeps run on timers armed at start, outside the tag, so they can never be counted; an
-   * unnamed statement added to a request's path would be.
+   * sweeps are stopped (above); an unnamed statement added to a request's path would count.
    */
   const request = new AsyncLocalStorage<true>();
   let sent: { text: string; name?: string }[] = [];
@@ -159,9 +165,7 @@ describe(`turn engine (${databaseKind})`, () => {
 
   it('delayed items and dedup ids: one more read only when something is due or a push carries a dedup id', async () => {
     const q = uniqueQueueId('producers-trips');
-    // Due items are moved here by the queue's own turns only (the delay sweep would race them for it).
-    await svc.app.get(DelaySweeper).onModuleDestroy();
-    await svc.app.get(DedupSweeper).onModuleDestroy();
+    // Due items are moved here by the queue's own turns only (the delay sweep is stopped, above).
     let now = Date.now();
     vi.spyOn(svc.app.get(Clock), 'now').mockImplementation(() => now);
     await queues.push(q, { n: 0 }, 0);
