@@ -11,6 +11,34 @@ import { functionDrift } from '../support/function-drift.js';
 import { databaseKind, removeDataDir, startService, type TestService } from '../support/service.js';
 
 /** The schema the migrations make, against the declarations in the code: the database functions and the entities. */
+
+/** The write that creates a queue at version 1 with its settings and nothing else, but `changes`. */
+const newQueueWrite = (changes: Partial<StoredTurnWrite> & Pick<StoredTurnWrite, 'settings'>): StoredTurnWrite => ({
+  expectedVersion: null,
+  newVersion: 1,
+  deleteQueue: false,
+  settingsChanged: true,
+  itemCount: 0,
+  priorities: {},
+  deletes: [],
+  inserts: [],
+  lock: undefined,
+  storeSaves: [],
+  storeDeletes: [],
+  delayed: null,
+  delayedInserts: [],
+  delayedDeleteThrough: null,
+  dedupInserts: [],
+  shared: null,
+  sharedLockUpserts: [],
+  sharedLockDeletes: [],
+  returnedInserts: [],
+  returnedDeletes: [],
+  deadLetters: null,
+  redriven: [],
+  ...changes,
+});
+
 describe(`database schema (${databaseKind})`, () => {
   let svc: TestService;
   let dataSource: DataSource;
@@ -123,31 +151,7 @@ describe(`database schema (${databaseKind})`, () => {
 
   it('a process of the previous release still writes through its full form: settings it changes leave the controls at their defaults', async () => {
     const queueId = `t-previous-full-${randomBytes(4).toString('hex')}`;
-    const write: StoredTurnWrite = {
-      expectedVersion: null,
-      newVersion: 1,
-      deleteQueue: false,
-      settings: { segmentSize: 5, bufferSegments: 1, lockMode: 'shared' },
-      settingsChanged: true,
-      itemCount: 0,
-      priorities: {},
-      deletes: [],
-      inserts: [],
-      lock: undefined,
-      storeSaves: [],
-      storeDeletes: [],
-      delayed: null,
-      delayedInserts: [],
-      delayedDeleteThrough: null,
-      dedupInserts: [],
-      shared: null,
-      sharedLockUpserts: [],
-      sharedLockDeletes: [],
-      returnedInserts: [],
-      returnedDeletes: [],
-      deadLetters: null,
-      redriven: [],
-    };
+    const write = newQueueWrite({ settings: { segmentSize: 5, bufferSegments: 1, lockMode: 'shared' } });
     const previous = parametersOf('full').length;
     const values = writeTurnValues(queueId, write).slice(0, previous);
     expect(previous).toBeLessThan(WRITE_TURN_FULL.parameters.length);
@@ -175,33 +179,14 @@ describe(`database schema (${databaseKind})`, () => {
 
   it('a process of the third release still writes through its full form: its items have no headers', async () => {
     const queueId = `t-third-full-${randomBytes(4).toString('hex')}`;
-    const write: StoredTurnWrite = {
-      expectedVersion: null,
-      newVersion: 1,
-      deleteQueue: false,
+    const write = newQueueWrite({
       settings: { segmentSize: 5, bufferSegments: 1 },
-      settingsChanged: true,
       itemCount: 1,
       priorities: {
         '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 },
       },
-      deletes: [],
       inserts: [{ priority: 0, segment: 0, position: 0, json: '{"n":1}', from: 'elsewhere' }],
-      lock: undefined,
-      storeSaves: [],
-      storeDeletes: [],
-      delayed: null,
-      delayedInserts: [],
-      delayedDeleteThrough: null,
-      dedupInserts: [],
-      shared: null,
-      sharedLockUpserts: [],
-      sharedLockDeletes: [],
-      returnedInserts: [],
-      returnedDeletes: [],
-      deadLetters: null,
-      redriven: [],
-    };
+    });
     const third = parametersOf('third').length;
     const values = writeTurnValues(queueId, write);
     expect(values).toHaveLength(WRITE_TURN_FULL.parameters.length);
