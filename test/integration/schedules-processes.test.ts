@@ -11,7 +11,13 @@ import { databaseKind, removeDataDir, startService, type TestService, uniqueQueu
  * firing) say which firings were pushed: as many items as distinct firings (none twice), and
  * the firings one second apart with no gap (none lost). A third, in-process service owns the
  * database and reads it; it sweeps only at its start.
+ *
+ * The two processes sweep every 230 and 370 ms: neither divides a second, so where each sweep
+ * falls after a firing drifts from second to second, and each process is first to some firings.
+ * (With the same interval the two phases stay put, and one process can be first to every firing
+ * for the whole race.)
  */
+const SWEEP_INTERVALS_MS = ['230', '370'];
 const RACE_SECONDS = Number(process.env.SCHEDULE_RACE_SECONDS ?? 60);
 const SCHEDULES = 3;
 
@@ -26,7 +32,11 @@ describe(`schedules raced by two processes (${databaseKind})`, () => {
     const building = buildService();
     owner = await startService({ env: { SCHEDULE_SWEEP_INTERVAL_MS: '60000' } });
     build = await building;
-    for (let i = 0; i < 2; i++) children.push(await startChildService({ build, dataDir: owner.dataDir, env: sharedChildDatabase(owner.dataDir) }));
+    for (const interval of SWEEP_INTERVALS_MS) {
+      children.push(
+        await startChildService({ build, dataDir: owner.dataDir, env: { ...sharedChildDatabase(owner.dataDir), SCHEDULE_SWEEP_INTERVAL_MS: interval } }),
+      );
+    }
   }, 240_000);
   afterAll(async () => {
     for (const child of children) await child.kill('SIGKILL');
