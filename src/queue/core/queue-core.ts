@@ -67,7 +67,15 @@ export class QueueCore {
   private exists: boolean;
   private deleted = false;
   private currentSettings: QueueSettings;
-  private current = new TurnState();
+  /**
+   * This turn's state, made on first use in a turn and dropped when it ends: between turns a
+   * core holds none, so a queue's state from its last turn does not live on (and get promoted by
+   * V8's young-generation collections, to die later in the old generation) until its next turn.
+   */
+  private currentOf: TurnState | undefined = undefined;
+  private get current(): TurnState {
+    return (this.currentOf ??= new TurnState());
+  }
   private readonly segments: PrioritySegments;
   private readonly exclusive: ExclusiveLock;
   private readonly givenBack: GivenBackItems;
@@ -466,7 +474,7 @@ export class QueueCore {
    * undefined in the middle of a turn, or for a queue memory does not hold entirely.
    */
   snapshot(): QueueSnapshot | undefined {
-    if (this.storedVersion === null || this.deleted || !this.current.writes.isEmpty) return undefined;
+    if (this.storedVersion === null || this.deleted || (this.currentOf !== undefined && !this.currentOf.writes.isEmpty)) return undefined;
     // The pop budget is not part of the snapshot's form: a receiver must read it with the row.
     if (this.currentSettings.maxPopsPerSecond != null) return undefined;
     return this.inspection.snapshot(this.storedVersion);
@@ -476,7 +484,7 @@ export class QueueCore {
   committed(write: TurnWrite | undefined): void {
     if (write) this.storedVersion = write.deleteQueue ? null : write.newVersion;
     this.deleted = false;
-    this.current = new TurnState();
+    this.currentOf = undefined;
     this.segments.evictOutsideWindow();
   }
 }

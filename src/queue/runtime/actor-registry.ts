@@ -42,7 +42,10 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
 
   /** Keeps a queue's actor after a committed turn. */
   set(queueId: string, core: QueueCore): void {
-    this.actors.set(queueId, { core, lastUsed: this.clock.now() });
+    const actor = this.actors.get(queueId);
+    // The same record while the actor stays: a new one per turn would only be garbage.
+    if (actor?.core === core) actor.lastUsed = this.clock.now();
+    else this.actors.set(queueId, { core, lastUsed: this.clock.now() });
   }
 
   /** Drops a queue's actor from memory; its state stays in the database. */
