@@ -3,7 +3,7 @@
 // generator (which share the machine's cores in `npm run bench`).
 //
 //   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot] [--callers=64]
-//     [--queues=1000] [--seconds=8] [--rounds=3]
+//     [--queues=1000] [--seconds=8] [--rounds=3] [--write=none|values] [--statements] [--alloc] [--ops=N]
 //
 // Builds the app from dist/ on postgres://postgres@127.0.0.1:5432/<database> (dropped and made
 // again: use a scratch database), warms up for 2 s, then reports per round: operations/s and the
@@ -34,6 +34,20 @@ const rounds = Number(arg('rounds', '3'));
 // --ops=N: each round runs N operations instead of --seconds (for instruction counts, e.g. under
 // `valgrind --tool=callgrind`, where time means little).
 const fixedOps = Number(arg('ops', '0'));
+// --write=none|values: the turn statement is not sent, and every turn's write is taken as applied
+// at once (`values`: after building the statement's values, as a real write does first). What is
+// left is the engine's JavaScript alone; the difference from a run without it is what the
+// database round trips cost this process (driver, socket, and the garbage of turns kept alive
+// across them). Nothing is stored, so only `push` makes sense with it.
+const writeStub = arg('write', '');
+if (writeStub && !['none', 'values'].includes(writeStub)) {
+  console.error('--write must be none or values');
+  process.exit(2);
+}
+if (writeStub && op !== 'push') {
+  console.error('--write only goes with --op=push (nothing is stored, so there is nothing to pop)');
+  process.exit(2);
+}
 
 const psql = (sql) => execFileSync('psql', ['-q', '-h', '127.0.0.1', '-U', 'postgres', '-d', 'postgres', '-c', sql]);
 psql(`DROP DATABASE IF EXISTS "${db}"`);
@@ -63,6 +77,12 @@ const app = await createApp({}, false);
 await app.init();
 await app.get(DatabaseProvider).ready;
 const service = app.get(QueueService);
+if (writeStub) {
+  const { QueueStateRepository } = await import('../dist/storage/queue-state.repository.js');
+  const { writeTurnValues } = await import('../dist/database/functions/write-turn.parameters.js');
+  app.get(QueueStateRepository).writeTurn =
+    writeStub === 'values' ? (queueId, write) => Promise.resolve(writeTurnValues(queueId, write).length > 0) : () => Promise.resolve(true);
+}
 
 const payload = 'x'.repeat(150);
 let seq = 0;
