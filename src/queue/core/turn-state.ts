@@ -10,8 +10,9 @@ export interface ReturnedCache {
 
 /**
  * What a core knows for the length of one turn only: the row changes it makes and what it read
- * for them. Made fresh for every turn (see `QueueCore.committed`), so nothing read in one turn
- * is trusted in the next: another process may have changed those rows since.
+ * for them. Made afresh in every turn, on first use, and dropped at its end (see
+ * `QueueCore.committed`), so nothing read in one turn is trusted in the next: another process
+ * may have changed those rows since.
  *
  * The maps that few turns use are made on first use: a turn is the unit of work of every
  * request, and empty maps made for nothing were a measurable share of the garbage a push or a
