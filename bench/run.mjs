@@ -100,7 +100,7 @@ async function main() {
   );
   log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
   log(
-    `about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}`,
+    `about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}${CONFIG.scenarios.includes('idle') ? ` and the idle scenario (about ${CONFIG.idleSeconds + 15} s per pushpop target and round)` : ''}`,
   );
   log(`load average now ${meta.loadavg_start.join(' / ')} on ${meta.cpus} CPU(s): numbers from a busy machine are noisy`);
   if (buildIsStale)

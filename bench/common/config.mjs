@@ -58,9 +58,9 @@ export const PEER_SCRIPTS = {
 export const TABLE_PEERS = ['group-commit', 'floor'];
 /** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
 export const REDIS_TARGETS = ['bullmq-redis'];
-export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop'];
+export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
-export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop'];
+export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 export const CONFIG = {
@@ -85,6 +85,8 @@ export const CONFIG = {
   longPollIdleSeconds: envInt('BENCH_LONGPOLL_IDLE_SECONDS', 8, 1, 10),
   longPollInFlight: envInt('BENCH_LONGPOLL_IN_FLIGHT', 50, 1, 1024),
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
+  idlePolls: envInt('BENCH_IDLE_POLLS', 5000, 1, 50_000),
+  idleSeconds: envInt('BENCH_IDLE_SECONDS', 8, 1, 60),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   dbPrefix: process.env.BENCH_DB_PREFIX ?? '',
   workers: Number(process.env.BENCH_PUSHPOP_WORKERS ?? '1'),

@@ -15,25 +15,28 @@ export function exitOnBadKnobs() {
   process.exit(2);
 }
 
-/** Connections the scenarios hold open at once in this process and in pushpop (long polls), or 0. */
-export function connectionsHeldOpen() {
-  return CONFIG.scenarios.includes('longpoll') ? CONFIG.longPolls : 0;
+/** The scenarios that hold long polls open at once, here and in pushpop, with their knob and count. */
+function pollHolders() {
+  const holders = [];
+  if (CONFIG.scenarios.includes('longpoll')) holders.push({ scenario: 'longpoll', knob: 'BENCH_LONGPOLL_POLLS', polls: CONFIG.longPolls });
+  if (CONFIG.scenarios.includes('idle')) holders.push({ scenario: 'idle', knob: 'BENCH_IDLE_POLLS', polls: CONFIG.idlePolls });
+  return holders.sort((a, b) => b.polls - a.polls);
 }
 
-// The longpoll scenario holds BENCH_LONGPOLL_POLLS connections open at once, here and in the
-// service: below that many open files, raise the soft limit (children inherit it) by running
-// again under `ulimit -n`, or stop with a hint when the hard limit is too low.
+// The longpoll and idle scenarios hold BENCH_LONGPOLL_POLLS (BENCH_IDLE_POLLS) connections open
+// at once, here and in the service: below that many open files, raise the soft limit (children
+// inherit it) by running again under `ulimit -n`, or stop with a hint when the hard limit is too low.
 export function ensureOpenFilesLimit() {
-  const polls = connectionsHeldOpen();
-  if (polls === 0) return;
-  const need = polls + 1024;
+  const [most] = pollHolders();
+  if (!most) return;
+  const need = most.polls + 1024;
   const [soft, hard] = execFileSync('/bin/sh', ['-c', 'ulimit -Sn; ulimit -Hn'], { encoding: 'utf8', timeout: 5000 })
     .trim()
     .split('\n')
     .map((v) => (v.trim() === 'unlimited' ? Infinity : Number(v)));
   if (soft >= need) return;
   if (hard >= need && process.env.BENCH_RAISED_NOFILE !== '1') {
-    process.stdout.write(`open files limit ${soft} < ${need} needed by the longpoll scenario: running again under ulimit -n ${need}\n`);
+    process.stdout.write(`open files limit ${soft} < ${need} needed by the ${most.scenario} scenario: running again under ulimit -n ${need}\n`);
     // Ctrl-C reaches the run below (same process group), which stops its servers; this one waits for it.
     for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => undefined);
     const again = spawnSync('/bin/sh', ['-c', `ulimit -Sn ${need} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
@@ -43,7 +46,7 @@ export function ensureOpenFilesLimit() {
     process.exit(again.status ?? 1);
   }
   console.error(
-    `the longpoll scenario holds ${polls} connections open in this process and in pushpop: the open files limit is ${soft} (hard ${hard}); raise it (ulimit -n ${need}) or lower BENCH_LONGPOLL_POLLS`,
+    `the ${most.scenario} scenario holds ${most.polls} connections open in this process and in pushpop: the open files limit is ${soft} (hard ${hard}); raise it (ulimit -n ${need}) or lower ${most.knob}`,
   );
   process.exit(2);
 }

@@ -65,6 +65,8 @@ export function buildMeta(buildIsStale) {
       longpoll_idle_seconds: CONFIG.longPollIdleSeconds,
       longpoll_in_flight: CONFIG.longPollInFlight,
       longpoll_processes: CONFIG.longPollProcesses,
+      idle_polls: CONFIG.idlePolls,
+      idle_seconds: CONFIG.idleSeconds,
       stall_seconds: CONFIG.stallSeconds,
       postgres_server: CONFIG.pgServer,
       db_prefix: CONFIG.dbPrefix,

@@ -7,6 +7,7 @@ import { BENCH_DELAY_SECONDS } from '../common/items.mjs';
 import { runRows } from '../common/results.mjs';
 import { median } from '../common/util.mjs';
 import { ACK_TTL_SECONDS } from '../scenarios/ackpop.mjs';
+import { IDLE_TRANSACTIONS_TARGET } from '../scenarios/idle.mjs';
 
 export function footnotes(meta, targets, summary) {
   const lines = [];
@@ -53,7 +54,7 @@ export function footnotes(meta, targets, summary) {
   return lines;
 }
 
-export function depthCells(targets) {
+function depthCells(targets) {
   const out = [];
   for (const t of targets) {
     const sh = runRows.filter((r) => r.target === t.name && r.scenario === 'depth-shallow' && !r.failed);
@@ -72,7 +73,7 @@ export function depthCells(targets) {
   return out;
 }
 /** The longpoll rows: per target and process count, medians over the rounds. */
-export function longPollCells(targets) {
+function longPollCells(targets) {
   const out = [];
   for (const t of targets) {
     for (const processes of CONFIG.longPollProcesses) {
@@ -96,7 +97,7 @@ export function longPollCells(targets) {
   }
   return out;
 }
-export const LONGPOLL_HEADERS = [
+const LONGPOLL_HEADERS = [
   'target',
   'pushes through',
   'long polls',
@@ -108,14 +109,65 @@ export const LONGPOLL_HEADERS = [
   'poll − push p50 / p99 / max ms',
   'woken: local / notification / re-check',
 ];
-export const LONGPOLL_RIGHT = [false, false, true, true, true, true, true, true, true, true];
-export const longPollTitle = () =>
+const LONGPOLL_RIGHT = [false, false, true, true, true, true, true, true, true, true];
+const longPollTitle = () =>
   `Long polls (pushpop only): ${fmtNum(CONFIG.longPolls)} polls (wait_seconds=20) on as many empty queues, idle for ${CONFIG.longPollIdleSeconds} s (database transactions from pg_stat_database, CPU as % of one core), then one push to each queue, ${CONFIG.longPollInFlight} in flight; latency = poll answered − that queue's push answered; medians over ${CONFIG.rounds} round(s)`;
 
-export const DEPTH_HEADERS = () => [
+const DEPTH_HEADERS = () => [
   'target',
   `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`,
   `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`,
   'deep / shallow',
   'RSS while filling the deep queue',
 ];
+
+/** The idle rows: per target, medians over the rounds (and each round's transactions/s). */
+function idleCells(targets) {
+  const out = [];
+  for (const t of targets) {
+    const rows = runRows.filter((r) => r.target === t.name && r.scenario === 'idle' && !r.failed);
+    if (rows.length === 0) continue;
+    const m = (f) => median(rows.map(f));
+    const ms = (x) => (x === null ? '-' : x.toFixed(1));
+    out.push([
+      t.name,
+      fmtNum(CONFIG.idlePolls),
+      ms(m((r) => r.transactions_per_s)),
+      ms(m((r) => r.server_cpu_ms_per_s)),
+      ms(m((r) => r.postgres_cpu_ms_per_s)),
+      fmtNum(m((r) => r.repolls_in_window)),
+      rows.map((r) => r.transactions_per_s.toFixed(1)).join(' / '),
+    ]);
+  }
+  return out;
+}
+const IDLE_HEADERS = [
+  'target',
+  'long polls',
+  'transactions/s',
+  'service CPU ms/s',
+  'PostgreSQL CPU ms/s',
+  'polls re-issued in the window',
+  'transactions/s per round',
+];
+const idleTitle = () =>
+  `Idle cost (pushpop only): ${fmtNum(CONFIG.idlePolls)} long polls (wait_seconds=20, each issued again when it ends) on as many empty queues and no other traffic; over ${CONFIG.idleSeconds} s, the database's transactions per second (xact_commit + xact_rollback of pg_stat_database) and CPU milliseconds per second; medians over ${CONFIG.rounds} round(s); goal: at most ${IDLE_TRANSACTIONS_TARGET} transactions/s`;
+
+/**
+ * The tables after the main one, each with its console title and its Markdown title; a table
+ * without rows is left out.
+ * @returns {{ title: string, mdTitle: string, headers: string[], rows: string[][], right: boolean[] }[]}
+ */
+export function sideTables(targets) {
+  return [
+    {
+      title: `Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`,
+      mdTitle: `Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`,
+      headers: DEPTH_HEADERS(),
+      rows: depthCells(targets),
+      right: [false, true, true, true, false],
+    },
+    { title: longPollTitle(), mdTitle: `${longPollTitle()}.`, headers: LONGPOLL_HEADERS, rows: longPollCells(targets), right: LONGPOLL_RIGHT },
+    { title: idleTitle(), mdTitle: `${idleTitle()}.`, headers: IDLE_HEADERS, rows: idleCells(targets), right: IDLE_HEADERS.map((_, i) => i > 0) },
+  ];
+}

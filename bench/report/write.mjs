@@ -4,17 +4,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONFIG, resultsDir } from '../common/config.mjs';
-import { fmtNum, markdownTable, table } from '../common/format.mjs';
+import { markdownTable, table } from '../common/format.mjs';
 import { problems, runRows } from '../common/results.mjs';
 import { log } from '../common/util.mjs';
 import { targetInfo } from '../targets/targets.mjs';
 import { HEADERS, notesOf, RIGHT, tableCells } from './summary.mjs';
-import { DEPTH_HEADERS, depthCells, footnotes, LONGPOLL_HEADERS, LONGPOLL_RIGHT, longPollCells, longPollTitle } from './tables.mjs';
+import { footnotes, sideTables } from './tables.mjs';
 
 export function printAndWrite(meta, targets, summary) {
   const mainRows = summary.filter((s) => !s.scenario.startsWith('depth-'));
-  const depthRows = depthCells(targets);
-  const longPollRows = longPollCells(targets);
+  const sections = sideTables(targets).filter((t) => t.rows.length > 0);
   const console_ = [];
   console_.push('');
   console_.push(`pushpop benchmark — median of ${CONFIG.rounds} round(s)`);
@@ -26,17 +25,10 @@ export function printAndWrite(meta, targets, summary) {
         [...RIGHT, true, true, false],
       ),
     );
-  if (depthRows.length) {
+  for (const t of sections) {
     console_.push('');
-    console_.push(
-      `Queue depth (pushpop only): push+pop on one connection, ${CONFIG.depthOps} requests, ${fmtNum(CONFIG.shallowItems)} vs ${fmtNum(CONFIG.deepItems)} items in the queue`,
-    );
-    console_.push(table(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
-  }
-  if (longPollRows.length) {
-    console_.push('');
-    console_.push(longPollTitle());
-    console_.push(table(LONGPOLL_HEADERS, longPollRows, LONGPOLL_RIGHT));
+    console_.push(t.title);
+    console_.push(table(t.headers, t.rows, t.right));
   }
   console_.push('');
   for (const line of footnotes(meta, targets, summary)) console_.push(line);
@@ -44,19 +36,11 @@ export function printAndWrite(meta, targets, summary) {
 
   const md = [];
   if (mainRows.length) md.push(markdownTable(HEADERS, mainRows.map(tableCells), RIGHT));
-  if (depthRows.length) {
+  for (const t of sections) {
     md.push('');
-    md.push(
-      `Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`,
-    );
+    md.push(t.mdTitle);
     md.push('');
-    md.push(markdownTable(DEPTH_HEADERS(), depthRows, [false, true, true, true, false]));
-  }
-  if (longPollRows.length) {
-    md.push('');
-    md.push(`${longPollTitle()}.`);
-    md.push('');
-    md.push(markdownTable(LONGPOLL_HEADERS, longPollRows, LONGPOLL_RIGHT));
+    md.push(markdownTable(t.headers, t.rows, t.right));
   }
   md.push('');
   for (const line of footnotes(meta, targets, summary)) md.push(`${line}\n`);
@@ -64,7 +48,9 @@ export function printAndWrite(meta, targets, summary) {
   md.push(
     bad.length
       ? `Problems in this run: ${bad.map((s) => `${s.target} ${s.scenario}`).join(', ')} (see latest.json).\n`
-      : 'Every response was 2xx, every count checked out, no queue ran dry.\n',
+      : problems.length > 0
+        ? `Problems in this run: ${problems.length} (see latest.json).\n`
+        : 'Every response was 2xx, every count checked out, no queue ran dry.\n',
   );
   mkdirSync(resultsDir, { recursive: true });
   writeFileSync(join(resultsDir, 'latest.md'), `${md.join('\n').trimEnd()}\n`);

@@ -8,6 +8,7 @@ import { forEachLimit, progress } from '../common/util.mjs';
 import { addItems, queueCounts } from '../targets/counts.mjs';
 import { scenarioAckPop } from './ackpop.mjs';
 import { scenarioDelayed, scenarioDepth } from './depth-delayed.mjs';
+import { scenarioIdle } from './idle.mjs';
 import { scenarioLongPoll } from './longpoll.mjs';
 import { scenarioHot, scenarioPop, scenarioPush } from './push-pop-hot.mjs';
 
@@ -19,6 +20,7 @@ export const SCENARIO_FNS = {
   delayed: scenarioDelayed,
   longpoll: scenarioLongPoll,
   ackpop: scenarioAckPop,
+  idle: scenarioIdle,
 };
 
 /** Whether `scenario` runs on `target`. */
@@ -27,11 +29,12 @@ export const runsOn = (scenario, target) => !PUSHPOP_ONLY_SCENARIOS.includes(sce
 /** Whether a target of this name takes part in any selected scenario (a peer in pushpop-only scenarios does not). */
 export const targetNeeded = (name) => name.startsWith('pushpop-') || CONFIG.scenarios.some((sc) => !PUSHPOP_ONLY_SCENARIOS.includes(sc));
 
-/** The rows a scenario records, in table order (some record two). */
+/** The rows a scenario records in the main table, in table order (some record two; some none: they have tables of their own). */
 export const ROWS_OF = {
   depth: ['depth-shallow', 'depth-deep'],
   delayed: ['delayed-none', 'delayed-many'],
   ackpop: ['ackpop-shared', 'ackpop-exclusive'],
+  idle: [],
 };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
