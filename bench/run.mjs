@@ -48,7 +48,8 @@ async function startTargets(meta, machine, targets) {
   for (const name of CONFIG.targets) {
     if (runState.interrupted) break;
     if (!targetNeeded(name)) {
-      progress(`${name}: not started (${CONFIG.scenarios.join(' and ')} run on pushpop targets only)`);
+      const why = CONFIG.scenarios.every((sc) => PUSHPOP_ONLY_SCENARIOS.includes(sc)) ? 'run on pushpop targets only' : 'do not run on it';
+      progress(`${name}: not started (${CONFIG.scenarios.join(' and ')} ${why})`);
       continue;
     }
     progress(`starting ${name} ...`);
@@ -93,14 +94,15 @@ async function runScenarios(t, roundNo) {
 
 async function main() {
   const meta = buildMeta(buildIsStale);
-  const perRun = CONFIG.scenarios.filter((s) => !PUSHPOP_ONLY_SCENARIOS.includes(s)).length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
+  // the autocannon scenarios of every target; the others are named below
+  const perRun = CONFIG.scenarios.filter((s) => ['push', 'pop', 'hot'].includes(s)).length * (CONFIG.warmupSeconds + CONFIG.seconds + 2);
   const estimate = CONFIG.rounds * CONFIG.targets.length * perRun;
   log(
     `pushpop benchmark: targets ${CONFIG.targets.join(', ')}; scenarios ${CONFIG.scenarios.join(', ')}; ${CONFIG.rounds} round(s) x ${CONFIG.seconds} s (+${CONFIG.warmupSeconds} s warm-up), ${CONFIG.connections} connections`,
   );
   log(`pushpop build: ${join(pushpopDir, 'dist/main.js')} (${meta.pushpop.git_commit ?? 'no git'}${meta.pushpop.git_dirty ? ', uncommitted changes' : ''})`);
   log(
-    `about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}${CONFIG.scenarios.includes('idle') ? ` and the idle scenario (about ${CONFIG.idleSeconds + 15} s per pushpop target and round)` : ''}`,
+    `about ${Math.ceil(estimate / 60)} min of load, plus start-up, queue creation and pre-fills${CONFIG.scenarios.includes('depth') ? ` and the depth scenario (${fmtNum(CONFIG.deepItems)} items per pushpop target)` : ''}${CONFIG.scenarios.includes('longpoll') ? ` and the longpoll scenario (about 30 s per pushpop target, round and process count)` : ''}${CONFIG.scenarios.includes('idle') ? ` and the idle scenario (about ${CONFIG.idleSeconds + 15} s per pushpop target and round)` : ''}${CONFIG.scenarios.includes('clients') ? ` and the clients scenario (a minute or more per client library, pushpop lock mode and round; pg-boss's consume rows up to ${CONFIG.clientMaxSeconds} s each)` : ''}`,
   );
   log(`load average now ${meta.loadavg_start.join(' / ')} on ${meta.cpus} CPU(s): numbers from a busy machine are noisy`);
   if (buildIsStale)

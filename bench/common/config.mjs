@@ -58,7 +58,7 @@ export const PEER_SCRIPTS = {
 export const TABLE_PEERS = ['group-commit', 'floor'];
 /** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
 export const REDIS_TARGETS = ['bullmq-redis'];
-export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle'];
+export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'clients'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
 export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
@@ -87,6 +87,9 @@ export const CONFIG = {
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   idlePolls: envInt('BENCH_IDLE_POLLS', 5000, 1, 50_000),
   idleSeconds: envInt('BENCH_IDLE_SECONDS', 8, 1, 60),
+  clientItems: envInt('BENCH_CLIENT_ITEMS', 3000, 100, 100_000),
+  clientMaxSeconds: envInt('BENCH_CLIENT_MAX_SECONDS', 30, 1, 600),
+  clientLatencyPushes: envInt('BENCH_CLIENT_LATENCY_PUSHES', 500, 10, 10_000),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   dbPrefix: process.env.BENCH_DB_PREFIX ?? '',
   workers: Number(process.env.BENCH_PUSHPOP_WORKERS ?? '1'),

@@ -44,6 +44,7 @@ export function buildMeta(buildIsStale) {
       'pg-boss': packageVersion('pg-boss'),
       bullmq: packageVersion('bullmq'),
       ioredis: packageVersion('ioredis'),
+      '@pushpop/client': packageVersion('@pushpop/client', pushpopDir),
     },
     config: {
       targets: CONFIG.targets,
@@ -67,6 +68,9 @@ export function buildMeta(buildIsStale) {
       longpoll_processes: CONFIG.longPollProcesses,
       idle_polls: CONFIG.idlePolls,
       idle_seconds: CONFIG.idleSeconds,
+      client_items: CONFIG.clientItems,
+      client_max_seconds: CONFIG.clientMaxSeconds,
+      client_latency_pushes: CONFIG.clientLatencyPushes,
       stall_seconds: CONFIG.stallSeconds,
       postgres_server: CONFIG.pgServer,
       db_prefix: CONFIG.dbPrefix,

@@ -7,6 +7,7 @@ import { HOT_QUEUE, pushBody, QUEUE_IDS } from '../common/items.mjs';
 import { forEachLimit, progress } from '../common/util.mjs';
 import { addItems, queueCounts } from '../targets/counts.mjs';
 import { scenarioAckPop } from './ackpop.mjs';
+import { CLIENT_TARGETS, scenarioClients } from './clients.mjs';
 import { scenarioDelayed, scenarioDepth } from './depth-delayed.mjs';
 import { scenarioIdle } from './idle.mjs';
 import { scenarioLongPoll } from './longpoll.mjs';
@@ -21,13 +22,20 @@ export const SCENARIO_FNS = {
   longpoll: scenarioLongPoll,
   ackpop: scenarioAckPop,
   idle: scenarioIdle,
+  clients: scenarioClients,
+};
+
+/** The targets a scenario runs on, when not every target (by target name). */
+const RUNS_ON = {
+  ...Object.fromEntries(PUSHPOP_ONLY_SCENARIOS.map((s) => [s, (name) => name.startsWith('pushpop-')])),
+  clients: (name) => CLIENT_TARGETS.includes(name),
 };
 
 /** Whether `scenario` runs on `target`. */
-export const runsOn = (scenario, target) => !PUSHPOP_ONLY_SCENARIOS.includes(scenario) || target.kind === 'pushpop';
+export const runsOn = (scenario, target) => RUNS_ON[scenario]?.(target.name) ?? true;
 
 /** Whether a target of this name takes part in any selected scenario (a peer in pushpop-only scenarios does not). */
-export const targetNeeded = (name) => name.startsWith('pushpop-') || CONFIG.scenarios.some((sc) => !PUSHPOP_ONLY_SCENARIOS.includes(sc));
+export const targetNeeded = (name) => CONFIG.scenarios.some((sc) => RUNS_ON[sc]?.(name) ?? true);
 
 /** The rows a scenario records in the main table, in table order (some record two; some none: they have tables of their own). */
 export const ROWS_OF = {
@@ -35,6 +43,7 @@ export const ROWS_OF = {
   delayed: ['delayed-none', 'delayed-many'],
   ackpop: ['ackpop-shared', 'ackpop-exclusive'],
   idle: [],
+  clients: [],
 };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */

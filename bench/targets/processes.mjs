@@ -76,6 +76,22 @@ export async function startServer({ label, args, env, cwd, port, readyPath, read
   throw new Error(`${label} not ready within ${readyTimeoutSeconds} s:\n${output.slice(-4000)}`);
 }
 
+/**
+ * Keeps a child process started in its own process group (`detached`) on the list of those
+ * stopped at the end and killed on exit; answers its exit.
+ * @returns {Promise<{ code: number | null, signal: string | null }>}
+ */
+export function track(child) {
+  const exited = new Promise((r) => {
+    child.on('exit', (code, signal) => r({ code, signal }));
+    child.on('error', () => r({ code: null, signal: null }));
+  });
+  const entry = { child, pid: child.pid, exited };
+  if (child.pid) children.add(entry);
+  void exited.then(() => children.delete(entry));
+  return exited;
+}
+
 export function killGroup(pid, signal) {
   try {
     process.kill(-pid, signal);
