@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import process from 'node:process';
 import { benchDir, CONFIG, dbUrl } from '../common/config.mjs';
 import { fmtMs, fmtNum } from '../common/format.mjs';
-import { problems, runRows } from '../common/results.mjs';
+import { problems, runRows, runState } from '../common/results.mjs';
 import { progress, round, sleep, summarize } from '../common/util.mjs';
 import { cpuPerRequest, sampleCpu } from '../targets/cpu.mjs';
 import { killGroup, track } from '../targets/processes.mjs';
@@ -39,6 +39,7 @@ export const CLIENT_TARGETS = Object.keys(RUNS);
 
 export async function scenarioClients(target, roundNo) {
   for (const run of RUNS[target.name] ?? []) {
+    if (runState.interrupted) break;
     try {
       await clientRun(target, roundNo, run);
     } catch (error) {
@@ -54,7 +55,8 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
     system,
     lockMode,
     url: target.url,
-    storeUrl: target.redis ? target.redis.url : target.db ? dbUrl(target.db) : null,
+    // the library's store: the Redis or the database of the peer's target (pushpop's client speaks HTTP)
+    storeUrl: system === 'pushpop' ? null : target.redis ? target.redis.url : dbUrl(target.db),
     pushpopDir: CONFIG.pushpopDir,
     items: CONFIG.clientItems,
     batchItems: CONFIG.clientItems * 10,
