@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+// One system through its own client library, row after row (the `clients` scenario of
+// bench/run.mjs starts this as a child process with an IPC channel, per system and round):
+//
+//   produce-single   single pushes, `inFlight` (64) awaited at once, `items` (3,000) of them
+//   produce-linger   the same through a Producer that gathers pushes (pushpop only: lingerMs 5)
+//   produce-batch    batches of `batchSize` (1,000), one at a time, `batchItems` (30,000) items
+//   consume-1/8/32   `items` items on one queue, consumed at concurrency 1, 8, 32 by no-op handlers
+//   latency          a waiting consumer and a push every `everyMs` (10 ms): push → handler
+//
+// Each row on a queue of its own, deleted afterwards. Items are the benchmark's 200-byte JSON
+// objects, at each system's default priority. Options: one JSON argument (bench/scenarios/clients.mjs).
+
+import process from 'node:process';
+import { itemJson } from '../common/items.mjs';
+import { consumeAll, inFlight, measuredRow, pushToHandler } from './measure.mjs';
+
+const options = JSON.parse(process.argv[2] ?? '{}');
+const ADAPTERS = { pushpop: './pushpop.mjs', bullmq: './bullmq.mjs', pgboss: './pgboss.mjs' };
+const ITEM = JSON.parse(itemJson());
+const itemOf = (n) => ({ ...ITEM, n });
+const stamp = Date.now().toString(36);
+const say = (line) => process.send({ type: 'progress', line });
+
+const { createAdapter } = await import(ADAPTERS[options.system]);
+const adapter = await createAdapter(options);
+
+/** A fresh queue for `row`, given to `use`, deleted afterwards. */
+async function withQueue(row, use) {
+  const queue = `client-${row}-${stamp}`;
+  await adapter.newQueue(queue);
+  try {
+    return await use(queue);
+  } finally {
+    await adapter.dropQueue(queue);
+  }
+}
+
+/** Unmeasured: `count` items onto `queue` by batches. */
+async function fill(queue, count) {
+  for (let i = 0; i < count; i += options.batchSize)
+    await adapter.pushBatch(
+      queue,
+      Array.from({ length: Math.min(options.batchSize, count - i) }, (_, k) => itemOf(i + k)),
+    );
+}
+
+/** A measured row, reported with the library's error events during it and, where the library counts them, its requests. */
+const row = (name, run) =>
+  measuredRow(name, async () => {
+    const requests = adapter.requests?.();
+    const result = await run();
+    return { ...result, errors: adapter.takeErrors(), ...(requests === undefined ? {} : { requests: adapter.requests() - requests }) };
+  });
+
+async function rows() {
+  const { items, inFlight: width } = options;
+  say(`warming up (unmeasured): ${width * 4} single pushes, consumed at concurrency 8 ...`);
+  await withQueue('warm-up', async (queue) => {
+    await inFlight(width * 4, width, (i) => adapter.pushOne(queue, itemOf(i)));
+    await consumeAll(adapter, queue, width * 4, 8, 5);
+  });
+  adapter.takeErrors();
+
+  say(`produce: ${items} single pushes, ${width} awaited at once ...`);
+  await withQueue('produce-single', (queue) =>
+    row('produce-single', () => inFlight(items, width, (i) => adapter.pushOne(queue, itemOf(i))).then(() => ({ items }))),
+  );
+  if (adapter.lingeringPusher) {
+    say(`produce: ${items} pushes through a lingering Producer, ${width} awaited at once ...`);
+    await withQueue('produce-linger', (queue) => {
+      const push = adapter.lingeringPusher(queue);
+      return row('produce-linger', () => inFlight(items, width, (i) => push(itemOf(i))).then(() => ({ items })));
+    });
+  }
+  say(`produce: ${options.batchItems} items in batches of ${options.batchSize}, one batch at a time ...`);
+  await withQueue('produce-batch', (queue) => row('produce-batch', () => fill(queue, options.batchItems).then(() => ({ items: options.batchItems }))));
+
+  for (const concurrency of [1, 8, 32]) {
+    say(`consume: ${items} items at concurrency ${concurrency} (at most ${options.maxSeconds} s) ...`);
+    await withQueue(`consume-${concurrency}`, async (queue) => {
+      await fill(queue, items);
+      await row(`consume-${concurrency}`, () => consumeAll(adapter, queue, items, concurrency, options.maxSeconds));
+    });
+  }
+
+  say(`latency: ${options.latencyPushes} pushes, one every ${options.everyMs} ms, to a waiting consumer (concurrency 1) ...`);
+  await withQueue('latency', (queue) =>
+    row('latency', () => pushToHandler(adapter, queue, options.latencyPushes, options.everyMs, options.maxSeconds, itemOf)),
+  );
+}
+
+const outcome = await rows().then(
+  () => ({ type: 'done', system: adapter.system, options: adapter.options }),
+  (error) => ({ type: 'failed', error: String(error instanceof Error ? (error.stack ?? error.message) : error) }),
+);
+await adapter.close().catch(() => undefined);
+// once the benchmark has the outcome; a library's timers or sockets left behind must not keep this process up
+process.send(outcome, () => process.exit(outcome.type === 'done' ? 0 : 1));
