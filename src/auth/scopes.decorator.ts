@@ -1,6 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { RouteConfig } from '@nestjs/platform-fastify';
-import { ApiBearerAuth, ApiExtension, ApiSecurity } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiExtension, ApiOperation, ApiSecurity } from '@nestjs/swagger';
 import type { Scope } from '../config/api-keys.js';
 
 /** The names of the OpenAPI security schemes (declared in `buildOpenApiDocument`). */
@@ -50,7 +50,11 @@ function scoped(auth: RouteAuth): MethodDecorator {
   );
 }
 
-/** Marks a handler as open to everyone, keys or not (health checks). */
+/**
+ * Marks a handler as open to everyone, keys or not (health checks), and says so in the OpenAPI
+ * document (`security: []`). Put it below any explicit `@ApiOperation`: decorators apply bottom
+ * up, and the later one's fields win (the Swagger plugin's summary is added on top).
+ */
 export function Public(): MethodDecorator {
-  return RouteConfig({ [ROUTE_AUTH]: 'public' });
+  return applyDecorators(RouteConfig({ [ROUTE_AUTH]: 'public' }), ApiOperation({ security: [] }));
 }

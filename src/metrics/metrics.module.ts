@@ -1,14 +1,12 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { RuntimeModule } from '../queue/runtime/runtime.module.js';
-import { SchedulesModule } from '../schedules/schedules.module.js';
-import { StorageModule } from '../storage/storage.module.js';
 import { MetricsController } from './metrics.controller.js';
 import { MetricsService } from './metrics.service.js';
 import { OperationMetrics } from './operation-metrics.js';
 
+/** `/metrics` and the HTTP operation metrics; the other modules register theirs through the global {@link MetricCollectors}. */
 @Module({
-  imports: [RuntimeModule, SchedulesModule, StorageModule, DiscoveryModule],
+  imports: [DiscoveryModule],
   controllers: [MetricsController],
   providers: [MetricsService, OperationMetrics],
   exports: [MetricsService],

@@ -1,15 +1,16 @@
 import { Global, Module } from '@nestjs/common';
-import { RUNTIME_OBSERVER } from '../queue/runtime/runtime-observer.js';
-import { MetricsRegistry, RuntimeHistograms } from './metrics-registry.js';
+import { MetricCollectors } from './metric-collectors.js';
+import { MetricsRegistry } from './metrics-registry.js';
+import { RegistryCollectors } from './registry-collectors.js';
 
 /**
- * The registry and the observers the runtime is constructed with. Global, so that the runtime
- * asks for an observer by its token without importing the metrics module (which reads the
- * runtime's gauges: importing it back would make a cycle).
+ * The registry and the port through which each module registers its own metrics on it
+ * ({@link MetricCollectors}). Global, so that a module asks for the port without importing the
+ * metrics module.
  */
 @Global()
 @Module({
-  providers: [MetricsRegistry, RuntimeHistograms, { provide: RUNTIME_OBSERVER, useExisting: RuntimeHistograms }],
-  exports: [MetricsRegistry, RUNTIME_OBSERVER],
+  providers: [MetricsRegistry, { provide: MetricCollectors, useClass: RegistryCollectors }],
+  exports: [MetricsRegistry, MetricCollectors],
 })
 export class ObserversModule {}

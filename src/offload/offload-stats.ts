@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 
 /**
- * Counters of segment moves, kept by the turn runner as it carries them out and read by the
- * metrics module. Moves count once their turn committed; failures count when they happen.
+ * Counters of segment moves, kept by the turn runner as it carries them out and read when
+ * `/metrics` is scraped ({@link OffloadMetrics}). Moves count once their turn committed; failures count when they happen.
  */
 @Injectable()
 export class OffloadStats {

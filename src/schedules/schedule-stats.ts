@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 
-/** Counters of schedule firings this process pushed and claimed, read by the metrics module when scraped. */
+/** Counters of schedule firings this process pushed and claimed, read when `/metrics` is scraped ({@link ScheduleMetrics}). */
 @Injectable()
 export class ScheduleStats {
   /** Firings pushed and claimed (made-up ones included). */

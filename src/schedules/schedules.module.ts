@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { QueueModule } from '../queue/queue.module.js';
 import { StorageModule } from '../storage/storage.module.js';
 import { ScheduleController } from './schedule.controller.js';
+import { ScheduleMetrics } from './schedule-metrics.js';
 import { ScheduleStats } from './schedule-stats.js';
 import { ScheduleSweeper } from './schedule-sweeper.js';
 import { ScheduleService } from './schedule.service.js';
@@ -10,7 +11,7 @@ import { ScheduleService } from './schedule.service.js';
 @Module({
   imports: [QueueModule, StorageModule],
   controllers: [ScheduleController],
-  providers: [ScheduleService, ScheduleSweeper, ScheduleStats],
+  providers: [ScheduleService, ScheduleSweeper, ScheduleStats, ScheduleMetrics],
   exports: [ScheduleStats, ScheduleSweeper],
 })
 export class SchedulesModule {}

@@ -5,9 +5,10 @@ import { LockRepository } from './lock.repository.js';
 import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
 import { ScheduleRepository } from './schedule.repository.js';
+import { StorageMetrics } from './storage-metrics.js';
 
 const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository, ScheduleRepository];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */
-@Module({ providers: REPOSITORIES, exports: REPOSITORIES })
+@Module({ providers: [...REPOSITORIES, StorageMetrics], exports: REPOSITORIES })
 export class StorageModule {}

@@ -327,6 +327,23 @@ describe(`OpenAPI document of the built service (${databaseKind})`, () => {
     expect(body.properties!.max_pops_per_second).toMatchObject({ type: 'number', minimum: 0.1, maximum: 100000, nullable: true });
   });
 
+  it('every operation takes X-Request-Id and every answer declares it; the open routes say so with security: []', async () => {
+    const doc = served as OpenApiDocument & { components: { parameters?: Record<string, unknown>; headers?: Record<string, unknown> } };
+    expect(doc.components.parameters?.RequestId).toMatchObject({ name: 'X-Request-Id', in: 'header', required: false });
+    expect(doc.components.headers?.RequestId).toMatchObject({ schema: { type: 'string' } });
+    for (const { path, method, op } of operations(served)) {
+      const where = `${method.toUpperCase()} ${path}`;
+      expect((op as { parameters?: unknown[] }).parameters, where).toContainEqual({ $ref: '#/components/parameters/RequestId' });
+      for (const [status, response] of Object.entries(op.responses))
+        expect(response.headers?.['X-Request-Id'], `${where} ${status}`).toEqual({ $ref: '#/components/headers/RequestId' });
+      const security = (op as { security?: unknown[] }).security;
+      expect(security, `${where}: security declared`).toBeDefined();
+      if (security!.length === 0) expect(['live', 'ready'], `${where}: open`).toContain(op.operationId);
+    }
+    const res = await fetch(`${svc.url}/health`, { headers: { 'X-Request-Id': 'trace-42' } });
+    expect(res.headers.get('x-request-id')).toBe('trace-42');
+  });
+
   it('GET /docs serves Swagger UI', async () => {
     const res = await fetch(`${svc.url}/docs`);
     expect(res.status).toBe(200);

@@ -984,9 +984,15 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+        RequestId: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The request's id: the caller's `X-Request-Id` when it was acceptable, else a UUID the service made. */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -994,7 +1000,10 @@ export interface operations {
     live: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1002,6 +1011,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1013,7 +1023,10 @@ export interface operations {
     ready: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1022,6 +1035,7 @@ export interface operations {
             /** @description The Health Check is successful */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1088,6 +1102,7 @@ export interface operations {
              */
             503: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1102,7 +1117,10 @@ export interface operations {
     metrics: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1111,6 +1129,7 @@ export interface operations {
             /** @description Prometheus text format 0.0.4 */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1122,6 +1141,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1134,6 +1154,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1154,6 +1175,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1168,7 +1190,10 @@ export interface operations {
     getQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1179,6 +1204,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1191,6 +1217,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1205,6 +1232,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1217,6 +1245,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1229,6 +1258,7 @@ export interface operations {
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1252,6 +1282,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1266,6 +1297,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1280,7 +1312,10 @@ export interface operations {
     deleteQueue: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1291,6 +1326,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1303,6 +1339,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1317,6 +1354,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1329,6 +1367,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1341,6 +1380,7 @@ export interface operations {
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1364,6 +1404,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1378,6 +1419,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1392,7 +1434,10 @@ export interface operations {
     acknowledge: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1407,6 +1452,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1422,6 +1468,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1439,6 +1486,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1451,6 +1499,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1463,6 +1512,7 @@ export interface operations {
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1475,6 +1525,7 @@ export interface operations {
             /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1487,6 +1538,7 @@ export interface operations {
             /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1501,6 +1553,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1524,6 +1577,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1538,6 +1592,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1552,7 +1607,10 @@ export interface operations {
     extendLock: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1567,6 +1625,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1582,6 +1641,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1599,6 +1659,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1611,6 +1672,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1623,6 +1685,7 @@ export interface operations {
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1635,6 +1698,7 @@ export interface operations {
             /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1647,6 +1711,7 @@ export interface operations {
             /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,6 +1726,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1684,6 +1750,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1698,6 +1765,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1728,7 +1796,10 @@ export interface operations {
                  */
                 wait_seconds?: number;
             };
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -1739,6 +1810,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1751,6 +1823,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1765,6 +1838,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1777,6 +1851,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1789,6 +1864,7 @@ export interface operations {
             /** @description - `QUEUE_LOCKED`: A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409) */
             423: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1812,6 +1888,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1826,6 +1903,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1843,6 +1921,8 @@ export interface operations {
             header?: {
                 /** @description W3C trace context (`00-<trace id>-<span id>-<flags>`); kept as the item header `traceparent` unless the entry's `headers` set one. A malformed value is ignored. */
                 traceparent?: string;
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
@@ -1858,6 +1938,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1872,6 +1953,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,6 +1968,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1898,6 +1981,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1913,6 +1997,7 @@ export interface operations {
              */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1927,6 +2012,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1950,6 +2036,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1964,6 +2051,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1981,6 +2069,8 @@ export interface operations {
             header?: {
                 /** @description W3C trace context (`00-<trace id>-<span id>-<flags>`); kept as the item header `traceparent` unless the entry's `headers` set one. A malformed value is ignored. */
                 traceparent?: string;
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
             };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
@@ -1996,6 +2086,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2010,6 +2101,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,6 +2116,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2036,6 +2129,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2051,6 +2145,7 @@ export interface operations {
              */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2065,6 +2160,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2088,6 +2184,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2102,6 +2199,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2116,7 +2214,10 @@ export interface operations {
     redrive: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -2131,6 +2232,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2144,6 +2246,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2158,6 +2261,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2170,6 +2274,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2182,6 +2287,7 @@ export interface operations {
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2194,6 +2300,7 @@ export interface operations {
             /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2208,6 +2315,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2231,6 +2339,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2245,6 +2354,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2259,7 +2369,10 @@ export interface operations {
     release: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -2274,6 +2387,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2289,6 +2403,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2306,6 +2421,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2318,6 +2434,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2330,6 +2447,7 @@ export interface operations {
             /** @description - `LOCK_NOT_FOUND`: The queue has no lock; in shared lock mode, no lock with that id (also once it was acknowledged or released) */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2342,6 +2460,7 @@ export interface operations {
             /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2354,6 +2473,7 @@ export interface operations {
             /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,6 +2488,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2391,6 +2512,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2405,6 +2527,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2419,7 +2542,10 @@ export interface operations {
     getSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -2430,6 +2556,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2442,6 +2569,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2456,6 +2584,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2468,6 +2597,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2480,6 +2610,7 @@ export interface operations {
             /** @description - `QUEUE_NOT_FOUND`: The queue does not exist */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2503,6 +2634,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2517,6 +2649,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2531,7 +2664,10 @@ export interface operations {
     putSettings: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -2546,6 +2682,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2559,6 +2696,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2573,6 +2711,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2585,6 +2724,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2600,6 +2740,7 @@ export interface operations {
              */
             409: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2615,6 +2756,7 @@ export interface operations {
             /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2629,6 +2771,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2652,6 +2795,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2666,6 +2810,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2680,7 +2825,10 @@ export interface operations {
     getState: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
                 queue_id: string;
@@ -2693,6 +2841,7 @@ export interface operations {
             /** @description The metadata document, or a segment as a JSON array of items */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2709,6 +2858,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2723,6 +2873,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2735,6 +2886,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2747,6 +2899,7 @@ export interface operations {
             /** @description - `STATE_KEY_NOT_FOUND`: Nothing is stored under that state key */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2770,6 +2923,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2784,6 +2938,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2805,7 +2960,10 @@ export interface operations {
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2813,6 +2971,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2822,6 +2981,7 @@ export interface operations {
             /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2836,6 +2996,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2848,6 +3009,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,6 +3030,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2882,6 +3045,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2901,7 +3065,10 @@ export interface operations {
                 /** @description `next_cursor` of the previous page. */
                 cursor?: string;
             };
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2909,6 +3076,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2918,6 +3086,7 @@ export interface operations {
             /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2932,6 +3101,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2944,6 +3114,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2964,6 +3135,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2978,6 +3150,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2992,7 +3165,10 @@ export interface operations {
     getSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
                 schedule_id: string;
@@ -3003,6 +3179,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3015,6 +3192,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3029,6 +3207,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3041,6 +3220,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3053,6 +3233,7 @@ export interface operations {
             /** @description - `SCHEDULE_NOT_FOUND`: No schedule with that id */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3073,6 +3254,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3087,6 +3269,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3101,7 +3284,10 @@ export interface operations {
     putSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
                 schedule_id: string;
@@ -3116,6 +3302,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3130,6 +3317,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3144,6 +3332,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3156,6 +3345,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3171,6 +3361,7 @@ export interface operations {
              */
             413: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3185,6 +3376,7 @@ export interface operations {
                 headers: {
                     /** @description With a content coding the service does not read: the ones it does */
                     "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3205,6 +3397,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3219,6 +3412,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3233,7 +3427,10 @@ export interface operations {
     deleteSchedule: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /** @description Schedule id: 1-200 characters of A-Z a-z 0-9 . _ : @ - (the rules of a queue id) */
                 schedule_id: string;
@@ -3244,6 +3441,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3256,6 +3454,7 @@ export interface operations {
              */
             400: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3270,6 +3469,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3282,6 +3482,7 @@ export interface operations {
             /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
             403: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3294,6 +3495,7 @@ export interface operations {
             /** @description - `SCHEDULE_NOT_FOUND`: No schedule with that id */
             404: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3314,6 +3516,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3328,6 +3531,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3342,7 +3546,10 @@ export interface operations {
     whoami: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3350,6 +3557,7 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3361,6 +3569,7 @@ export interface operations {
                 headers: {
                     /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
                     "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3381,6 +3590,7 @@ export interface operations {
                     "RateLimit-Reset"?: number;
                     /** @description Seconds to wait before retrying */
                     "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 
 /**
- * Counters of what committed turns did, kept as they commit and read by the metrics module when
- * it is scraped (metrics only observe: nothing here knows about them).
+ * Counters of what committed turns did, kept as they commit and read when `/metrics` is scraped
+ * ({@link RuntimeMetrics}; metrics only observe: nothing here knows about them).
  */
 @Injectable()
 export class QueueStats {

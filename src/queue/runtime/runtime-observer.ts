@@ -1,6 +1,6 @@
 /**
- * What the runtime reports as it works, for whoever observes it (the metrics module provides
- * one). Injected at construction under {@link RUNTIME_OBSERVER}; without a provider nothing
+ * What the runtime reports as it works, for whoever observes it ({@link RuntimeHistograms}
+ * feeds the metrics' histograms). Injected at construction under {@link RUNTIME_OBSERVER}; without a provider nothing
  * observes ({@link NO_OBSERVER}). The runtime never reads anything back from it.
  */
 export interface RuntimeObserver {

@@ -6,13 +6,28 @@ import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { QueueWakeUps } from './queue-wake-ups.js';
+import { NotificationMetrics } from './notification-metrics.js';
+import { RuntimeHistograms } from './runtime-histograms.js';
+import { RuntimeMetrics } from './runtime-metrics.js';
+import { RUNTIME_OBSERVER } from './runtime-observer.js';
 import { TurnReads } from './turn-reads.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
   imports: [StorageModule, OffloadModule],
-  providers: [ActorRegistry, TurnRunner, TurnReads, QueueEvents, QueueStats, QueueWakeUps, QueueLoads],
+  providers: [
+    ActorRegistry,
+    TurnRunner,
+    TurnReads,
+    QueueEvents,
+    QueueStats,
+    QueueWakeUps,
+    QueueLoads,
+    { provide: RUNTIME_OBSERVER, useClass: RuntimeHistograms },
+    RuntimeMetrics,
+    NotificationMetrics,
+  ],
   exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, StorageModule, OffloadModule],
 })
 export class RuntimeModule {}
