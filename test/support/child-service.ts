@@ -1,13 +1,13 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
-import { PARTS, partInputs } from '../../scripts/build-if-stale.mjs';
 import { embeddedLayout } from '../../src/database/embedded-postgres.js';
 import { testDatabase, type EnvOverrides } from './service.js';
+import { sharedBuild } from './shared-build.js';
 
 /** The repository root (where package.json is). */
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -24,42 +24,6 @@ function run(command: string, args: string[], timeoutMs: number): Promise<void> 
   });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Private builds left behind by test processes that were killed or filtered before their cleanup ran. */
-function removeBuildsOfDeadProcesses(): void {
-  for (const entry of readdirSync(BUILD_ROOT)) {
-    const pid = Number(/^(\d+)-/.exec(entry)?.[1]);
-    if (pid && pid !== process.pid && !isAlive(pid)) rmSync(join(BUILD_ROOT, entry), { recursive: true, force: true });
-  }
-}
-
-/** Shared builds not used for this long are removed (by the next test that builds). */
-const SHARED_BUILD_KEPT_MS = 24 * 3_600_000;
-const SHARED_BUILD_MAIN = 'main.js';
-
-/** Removes the shared builds (`shared-<digest>`) that no test used for a day, other than `keep`. */
-function removeUnusedSharedBuilds(keep: string): void {
-  for (const entry of readdirSync(BUILD_ROOT)) {
-    if (!entry.startsWith('shared-') || entry === keep) continue;
-    const dir = join(BUILD_ROOT, entry);
-    try {
-      if (Date.now() - statSync(dir).mtimeMs > SHARED_BUILD_KEPT_MS) rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // removed meanwhile
-    }
-  }
-}
-
 /** A private build of the service: `node <mainJs>` runs it. */
 export interface ServiceBuild {
   readonly mainJs: string;
@@ -69,83 +33,34 @@ export interface ServiceBuild {
 
 /**
  * Builds the service as `npm run build` does (`nest build`, with the Swagger plugin of
- * nest-cli.json), but into a directory of its own, so that other people's builds of dist/
- * (nest build deletes dist/ first) cannot pull the files from under a running child, and this
- * build cannot break theirs. The keyed-mutex library is used from its package
- * (libs/keyed-mutex/dist), built first if missing.
- *
- * The build is shared: it lives in a directory named by the digest of its inputs (the service
- * part of scripts/build-if-stale.mjs: src/, the lockfile, the configurations, the Node major),
- * made once (~10-20 s) by the first test file that asks and reused, read-only, by every other
- * file of this run and of later runs until an input changes. Its files never change once made
- * (a changed input gives another directory), so no child can see them change under it. Two
- * files asking at once: one builds, the other waits for it (a lock directory holding the
- * builder's pid; a lock whose process is gone is taken over). `remove()` leaves a shared build
- * for the next user; builds unused for a day are removed.
+ * nest-cli.json), but into a directory of its own (see {@link sharedBuild}: made once per set of
+ * inputs, ~10-20 s, and shared by the test files), so that other people's builds of dist/ (nest
+ * build deletes dist/ first) cannot pull the files from under a running child, and this build
+ * cannot break theirs. The keyed-mutex library is used from its package (libs/keyed-mutex/dist),
+ * built first if missing. `remove()` leaves the build for the next test file.
  */
 export async function buildService(timeoutMs = 180_000): Promise<ServiceBuild> {
   const started = Date.now();
   if (!existsSync(join(repoRoot, 'libs/keyed-mutex/dist/index.js'))) await run('npm', ['run', 'build', '--workspace=@pushpop/keyed-mutex'], timeoutMs);
-  mkdirSync(BUILD_ROOT, { recursive: true });
-  removeBuildsOfDeadProcesses();
-  const service = PARTS.find((part) => part.output === 'dist')!;
-  const { digest } = partInputs(repoRoot, service, Number(process.versions.node.split('.')[0]));
-  const name = `shared-${digest.slice(0, 24)}`;
-  const dir = join(BUILD_ROOT, name);
-  const lock = `${dir}.lock`;
-  const shared = (): ServiceBuild => {
-    // Its age is when it was last used (see removeUnusedSharedBuilds).
-    const now = new Date();
-    utimesSync(dir, now, now);
-    return { mainJs: join(dir, SHARED_BUILD_MAIN), ms: Date.now() - started, remove: () => undefined };
-  };
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (existsSync(join(dir, SHARED_BUILD_MAIN))) return shared();
-    if (takeLock(lock)) break;
-    if (Date.now() > deadline) throw new Error(`no build of the service in ${dir} within ${timeoutMs} ms (another process holds ${lock})`);
-    await sleep(200);
-  }
-  try {
-    if (existsSync(join(dir, SHARED_BUILD_MAIN))) return shared();
-    removeUnusedSharedBuilds(name);
-    // Built beside it and renamed into place only when complete: a directory named by a digest is always a whole build.
-    const outDir = mkdtempSync(join(BUILD_ROOT, `${process.pid}-`));
-    const tsconfig = `${outDir}.tsconfig.json`;
-    writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
-    try {
-      await run(join(repoRoot, 'node_modules/.bin/nest'), ['build', '--path', relative(repoRoot, tsconfig)], timeoutMs);
+  const dir = await sharedBuild({
+    repoRoot,
+    part: 'dist',
+    root: BUILD_ROOT,
+    check: 'main.js',
+    timeoutMs,
+    build: async (outDir) => {
+      const tsconfig = `${outDir}.tsconfig.json`;
+      writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
+      try {
+        await run(join(repoRoot, 'node_modules/.bin/nest'), ['build', '--path', relative(repoRoot, tsconfig)], timeoutMs);
+      } finally {
+        rmSync(tsconfig, { force: true });
+      }
       // Under node_modules/ Node does not look further up for package.json's "type": "module".
       writeFileSync(join(outDir, 'package.json'), JSON.stringify({ type: 'module' }));
-      renameSync(outDir, dir);
-    } finally {
-      rmSync(outDir, { recursive: true, force: true });
-      rmSync(tsconfig, { force: true });
-    }
-    return shared();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
-
-/** Takes the lock directory `lock` for this process; false while a live process holds it (a dead holder's lock is taken over). */
-function takeLock(lock: string): boolean {
-  try {
-    mkdirSync(lock);
-    writeFileSync(join(lock, 'pid'), String(process.pid));
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  let holder: number;
-  try {
-    holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-  } catch {
-    // being written (or removed) just now: ask again later
-    return false;
-  }
-  if (holder > 0 && !isAlive(holder)) rmSync(lock, { recursive: true, force: true });
-  return false;
+    },
+  });
+  return { mainJs: join(dir, 'main.js'), ms: Date.now() - started, remove: () => undefined };
 }
 
 /** A TCP port that was free a moment ago (listen on 0, read the port, close). */
@@ -177,6 +92,8 @@ export interface ChildService {
   /** Sends `signal` (default SIGKILL) and waits for the process to exit. */
   kill(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
  * The settings that make another child service use the database of the one started on
