@@ -24,7 +24,6 @@ export async function buildClient(timeoutMs = 180_000): Promise<ClientBuild> {
     part: 'libs/client/dist',
     root: join(repoRoot, 'libs/client/node_modules/.cache/pushpop-test-builds'),
     check: 'cli.js',
-    timeoutMs,
     build: (outDir) =>
       new Promise((resolve, reject) => {
         execFile(process.execPath, [join(repoRoot, 'libs/client/scripts/build.mjs'), '--out', outDir], { timeout: timeoutMs }, (error, stdout, stderr) => {

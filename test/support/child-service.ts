@@ -47,7 +47,6 @@ export async function buildService(timeoutMs = 180_000): Promise<ServiceBuild> {
     part: 'dist',
     root: BUILD_ROOT,
     check: 'main.js',
-    timeoutMs,
     build: async (outDir) => {
       const tsconfig = `${outDir}.tsconfig.json`;
       writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
