@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PushpopClient } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 import { buildClient, type ClientBuild, waitFor } from './client-support.js';
 
 describe(`pushpop command line (${databaseKind})`, () => {
@@ -59,7 +59,7 @@ describe(`pushpop command line (${databaseKind})`, () => {
 
     // --wait: a long poll answered by a push made while it waits.
     const waiting = json(['pop', q, '--wait', '10']);
-    await new Promise((r) => setTimeout(r, 700));
+    await pollsWaitingOn(svc, q);
     await client.queue(q).push({ n: 6 });
     expect(await waiting).toMatchObject({ items: [{ n: 6 }] });
 

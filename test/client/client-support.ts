@@ -1,8 +1,7 @@
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { repoRoot } from '../support/child-service.js';
+import { sharedBuild } from '../support/shared-build.js';
 
 /** A private build of libs/client (what `npm pack` ships), for child processes. */
 export interface ClientBuild {
@@ -14,18 +13,26 @@ export interface ClientBuild {
 }
 
 /**
- * Builds the client package into a directory of its own (under libs/client/node_modules, so
- * its dependencies resolve), so that no other build of dist/ can pull files from under a
- * running child. Takes ~10 s.
+ * Builds the client package into a directory of its own (under libs/client/node_modules, so its
+ * dependencies resolve; see {@link sharedBuild}: made once per set of inputs, ~10 s, and shared
+ * by the test files), so that no other build of dist/ can pull files from under a running
+ * child. `remove()` leaves the build for the next test file.
  */
-export function buildClient(timeoutMs = 180_000): Promise<ClientBuild> {
-  const out = join(repoRoot, 'libs/client/node_modules/.cache', `test-build-${process.pid}-${randomBytes(4).toString('hex')}`);
-  return new Promise((resolve, reject) => {
-    execFile(process.execPath, [join(repoRoot, 'libs/client/scripts/build.mjs'), '--out', out], { timeout: timeoutMs }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`building libs/client failed: ${error.message}\n${stdout}\n${stderr}`));
-      resolve({ indexJs: join(out, 'index.js'), cliJs: join(out, 'cli.js'), remove: () => rmSync(out, { recursive: true, force: true }) });
-    });
+export async function buildClient(timeoutMs = 180_000): Promise<ClientBuild> {
+  const out = await sharedBuild({
+    repoRoot,
+    part: 'libs/client/dist',
+    root: join(repoRoot, 'libs/client/node_modules/.cache/pushpop-test-builds'),
+    check: 'cli.js',
+    build: (outDir) =>
+      new Promise((resolve, reject) => {
+        execFile(process.execPath, [join(repoRoot, 'libs/client/scripts/build.mjs'), '--out', outDir], { timeout: timeoutMs }, (error, stdout, stderr) => {
+          if (error) reject(new Error(`building libs/client failed: ${error.message}\n${stdout}\n${stderr}`));
+          else resolve();
+        });
+      }),
   });
+  return { indexJs: join(out, 'index.js'), cliJs: join(out, 'cli.js'), remove: () => undefined };
 }
 
 /** Resolves when `check` is true; fails after `timeoutMs` with `what`. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient, RetryLater } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 import { buildClient, type ClientBuild, waitFor } from './client-support.js';
 
 interface Job extends Record<string, unknown> {
@@ -240,7 +240,8 @@ describe(`Consumer (${databaseKind})`, () => {
     await fill(q, 3);
     const handled: number[] = [];
     consume(q, async ({ item }) => void handled.push(item.n), { concurrency: 3 });
-    await sleep(1500);
+    // The consumer has asked and waits: a pop that handed out items would have reached the handler first.
+    await pollsWaitingOn(svc, q);
     expect(handled, 'nothing while paused').toEqual([]);
     await client.queue(q).updateSettings({ paused: false });
     await waitFor('every item handled after the resume', () => handled.length === 3);

@@ -27,7 +27,8 @@ describe('the client while the database is stopped and started', () => {
     const before = client.requests;
     const pushing = client.queue(q).push({ n: 1 });
     const popping = client.queue(q).info();
-    await new Promise((r) => setTimeout(r, 1500));
+    // Back once the client has been refused and has tried again.
+    await expect.poll(() => client.requests - before, { timeout: 20_000, interval: 20 }).toBeGreaterThan(3);
     await database.start();
     await expect(pushing).resolves.toMatchObject({ success: true });
     expect((await popping).queue_id).toBe(q);

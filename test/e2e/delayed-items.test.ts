@@ -123,6 +123,7 @@ describe(`delayed items (${databaseKind})`, () => {
         ])
       ).status,
     ).toBe(200);
+    // Nothing may move them before they are due: watched over a few sweeps.
     await sleep(500);
     expect(await listed(svc.http, q), 'not due: the sweep leaves it').toEqual({ queue_id: q, count: 0, locked: false, paused: false });
     clock.advance(60_000);

@@ -2,11 +2,11 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seededRandom, testSeed } from '../support/queue-helpers.js';
+import { propertyRuns, seededRandom, testSeed } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
 
 /**
- * Hostile requests, 10,000 in all, across every route, on a service with API keys and on one
+ * Hostile requests, 10,000 in all (see PROPERTY_RUNS_SCALE), across every route, on a service with API keys and on one
  * without, sent as raw bytes on their own connections (so that malformed request lines,
  * headers and bodies reach the server as written). Checked:
  * - every request gets an answer, and none is 5xx;
@@ -483,9 +483,10 @@ async function snapshot(svc: TestService, key: string | undefined, ids: string[]
   return out;
 }
 
+// Like the property tests', their number is scaled by PROPERTY_RUNS_SCALE (CI's repeat pass runs a third, with another seed).
 const runs: [string, boolean, number][] = [
-  ['with API keys', true, 6000],
-  ['without keys', false, 4000],
+  ['with API keys', true, propertyRuns(6000)],
+  ['without keys', false, propertyRuns(4000)],
 ];
 
 describe.each(runs)(`hostile requests (%s, ${databaseKind})`, (_label, withKeys, total) => {

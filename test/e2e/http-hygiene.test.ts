@@ -208,6 +208,7 @@ describe('request hygiene', () => {
         const unread = await svc.http.get('/queues').set('content-type', 'application/json').set('content-encoding', coding).send(garbage);
         expect(unread.status, `GET with corrupt ${coding}`).toBe(200);
       }
+      // A decoder error heard late must not take the service down: watched for a moment.
       await new Promise((r) => setTimeout(r, 50));
       expect((await svc.http.get('/health')).status).toBe(200);
       expectError(await svc.http.get(`/queue/${q}`), 404, 'QUEUE_NOT_FOUND');

@@ -2,7 +2,7 @@ import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { closeWithin, timeTravel } from '../support/lock-helpers.js';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * The production controls over HTTP (CONTRACT.md, third additions: "More queue settings",
@@ -186,15 +186,16 @@ describe(`queue controls (${databaseKind})`, () => {
       const q = uniqueQueueId('pause-poll');
       await push(svc.http, q, 'a');
       await settle(svc.http, q, { paused: true });
-      const started = Date.now();
       const poll = svc.http.post(`/queue/${q}/pop?wait_seconds=10&require_ack=true`).then((res) => ({ res, at: Date.now() }));
-      await new Promise((r) => setTimeout(r, 400));
+      await pollsWaitingOn(svc, q);
+      // Nothing may answer it while the queue is paused: watched for 300 ms.
+      await new Promise((r) => setTimeout(r, 300));
       const resumedAt = Date.now();
       await settle(svc.http, q, { paused: false });
       const { res, at } = await poll;
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ items: [{ id: 'a' }], count: 1, locked: true });
-      expect(at - started, 'it waited for the resume').toBeGreaterThanOrEqual(350);
+      expect(at, 'it waited for the resume').toBeGreaterThanOrEqual(resumedAt);
       expect(at - resumedAt, 'answered within 200 ms of the resume').toBeLessThan(200 + 150);
     });
 
@@ -342,7 +343,7 @@ describe(`queue controls (${databaseKind})`, () => {
       await push(svc.http, q, 'b');
       const held = await svc.http.post(`/queue/${q}/pop?require_ack=true`);
       const poll = svc.http.post(`/queue/${q}/pop?require_ack=true&wait_seconds=10`).then((res) => ({ res, at: Date.now() }));
-      await new Promise((r) => setTimeout(r, 300));
+      await pollsWaitingOn(svc, q);
       const ackedAt = Date.now();
       expect((await svc.http.post(`/queue/${q}/acknowledge`).send({ lock_id: held.body.lock_id })).status).toBe(200);
       const { res, at } = await poll;

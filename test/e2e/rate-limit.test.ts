@@ -104,6 +104,7 @@ describe('rate limits', () => {
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(4);
 
+    // The bucket refills in real time: this waits out Retry-After on purpose.
     await sleep(retryAfter! * 1000 + 100);
     const metrics = await refilling.http.get('/metrics');
     expect(metrics.status).toBe(200);

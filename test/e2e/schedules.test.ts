@@ -41,6 +41,19 @@ describe(`schedules (${databaseKind})`, () => {
     const res = await answer(svc.http.get(`/queue/${q}`));
     return res.status === 404 ? 0 : (res.body as { count: number }).count;
   };
+  /**
+   * Resolves once a sweep that started after the call has fired a marker schedule made due
+   * now. Sweeps run one at a time, so every sweep that had started before the call is over;
+   * called twice, a whole sweep ran in between.
+   */
+  const sweepPassed = async (): Promise<void> => {
+    const id = uniqueQueueId('sched-marker');
+    const q = uniqueQueueId('sched-marker-q');
+    expect((await put(id, { queue_id: q, cron: '0 0 1 1 *', item: { marker: true } })).status).toBe(200);
+    await svc.app.get(DataSource).query(`UPDATE schedules SET next_run_at = now() - interval '1 second' WHERE schedule_id = $1`, [id]);
+    await expect.poll(() => count(q), { timeout: 10_000, interval: 20 }).toBe(1);
+    await answer(svc.http.delete(`/schedules/${id}`));
+  };
 
   it('PUT creates and replaces, GET and the list answer it with next_run_at and last_run_at, DELETE removes it; unknown ids are 404 SCHEDULE_NOT_FOUND', async () => {
     const id = uniqueQueueId('sched-crud');
@@ -156,8 +169,9 @@ describe(`schedules (${databaseKind})`, () => {
 
     const paused = (await put(id, { queue_id: q, cron: '* * * * * *', item: { tick: true }, priority: 7, paused: true })).body as unknown as Schedule;
     expect(paused).toMatchObject({ paused: true, next_run_at: null });
-    await sleep(400); // a firing claimed before the PUT may still be on its way
+    await sweepPassed(); // a firing claimed before the PUT may still have been on its way
     const held = await count(q);
+    // Nothing may fire while paused: watched over two ticks of its cron.
     await sleep(2000);
     expect(await count(q), 'paused: nothing more').toBe(held);
     await answer(svc.http.delete(`/schedules/${id}`));
@@ -171,15 +185,22 @@ describe(`schedules (${databaseKind})`, () => {
     // As if no process had run for ten minutes: the firing is long past.
     await svc.app.get(DataSource).query(`UPDATE schedules SET next_run_at = now() - interval '10 minutes' WHERE schedule_id = $1`, [id]);
     await expect.poll(() => count(q), { timeout: 5000, interval: 100 }).toBe(1);
-    await sleep(500);
-    expect(await count(q), 'one push made up for it').toBe(1);
+    // Counted once claimed, which comes after the push.
+    const counted = async (): Promise<number[]> => {
+      const text = (await svc.http.get('/metrics')).text;
+      return ['pushpop_schedule_firings_total', 'pushpop_schedule_firings_made_up_total'].map((name) => metric(text, name) - metric(before, name));
+    };
+    await expect.poll(counted, { timeout: 5000, interval: 50 }).toEqual([1, 1]);
     const after = (await svc.http.get('/metrics')).text;
-    expect(metric(after, 'pushpop_schedule_firings_total') - metric(before, 'pushpop_schedule_firings_total')).toBe(1);
-    expect(metric(after, 'pushpop_schedule_firings_made_up_total') - metric(before, 'pushpop_schedule_firings_made_up_total')).toBe(1);
     expect(metric(after, 'pushpop_schedules')).toBeGreaterThanOrEqual(0);
     expect(after).toMatch(/^# TYPE pushpop_schedules gauge$/m);
     const s = (await get(id)).body as unknown as Schedule;
     expect(s.next_run_at! * 1000, 'then on to the next firing after now').toBeGreaterThan(Date.now());
+    // Two more sweeps (their marker firings count too, so the schedule is watched through its row): no second push or claim.
+    await sweepPassed();
+    await sweepPassed();
+    expect(await count(q), 'one push made up for it').toBe(1);
+    expect((await get(id)).body, 'claimed once').toEqual(s);
     await answer(svc.http.delete(`/schedules/${id}`));
   });
 
@@ -209,11 +230,12 @@ describe(`schedules (${databaseKind})`, () => {
     await quiet.app
       .get(DataSource)
       .query(`UPDATE schedules SET next_run_at = date_trunc('minute', now()) - interval '30 minutes' WHERE schedule_id = $1`, [id]);
-    await sleep(300);
     await quiet.close();
     svc = await startService({ dataDir, env: { SCHEDULE_SWEEP_INTERVAL_MS: '200' } });
     await expect.poll(() => count(q), { timeout: 5000, interval: 100 }).toBe(1);
-    await sleep(1000);
+    // Were it one push per missed tick, the sweeps below (each firing what is due) would push more.
+    await sweepPassed();
+    await sweepPassed();
     expect(await count(q)).toBe(1);
     const s = (await get(id)).body as unknown as Schedule;
     expect(s.next_run_at! * 1000).toBeGreaterThan(Date.now());

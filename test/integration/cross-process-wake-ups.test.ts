@@ -95,13 +95,15 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
 
   it('one push wakes one of several polls waiting in the other process; the rest keep waiting', async () => {
     const q = uniqueQueueId('several');
+    const events = A.app.get(QueueEvents);
     const polls = [0, 1, 2].map(() => longPoll(A, q, 8));
     await pollsWaitingOn(A, q, 3);
+    const woken = { ...events.wakeUps };
     await push(B, q, { n: 1 });
     const first = await Promise.race(polls);
     expect(first.body.items).toEqual([{ n: 1 }]);
-    await sleep(300);
-    const events = A.app.get(QueueEvents);
+    // A wake-up ends its polls' waits at once, so one that woke more than one poll shows here already.
+    expect([events.wakeUps.notification - woken.notification, events.wakeUps.local - woken.local], 'one poll woken').toEqual([1, 0]);
     expect(events.waiting, 'two polls still waiting').toBe(2);
     await push(B, q, { n: 2 });
     await push(B, q, { n: 3 });
@@ -131,7 +133,8 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
     expect(await until(() => answered.length >= 3, 5000), 'three polls answered long before their wait ends').toBe(true);
     expect(performance.now() - started).toBeLessThan(3000);
     expect(answered.map((a) => a.body.items).flat()).toHaveLength(3);
-    await sleep(200);
+    // The fourth is back in its wait (a poll answered early, with nothing, would leave n: 4 unpopped below).
+    await expect.poll(() => A.app.get(QueueEvents).waiting, { timeout: 5000, interval: 10 }).toBe(1);
     expect(answered, 'the fourth keeps waiting').toHaveLength(3);
     await push(B, q, { n: 4 });
     expect((await Promise.all(polls)).reduce((n, a) => n + a.body.count, 0)).toBe(4);
@@ -196,15 +199,24 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
   it('only a write that makes a queue go from no items to some notifies the other processes', async () => {
     const q = uniqueQueueId('transition');
     const notifications = B.app.get(ItemNotifications);
+    const received: string[] = [];
+    A.app.get(ItemNotifications).onItems((id) => received.push(id));
     const before = notifications.sent;
     for (const n of [1, 2, 3]) await push(B, q, { n });
-    expect(await until(() => notifications.sent > before, 5000)).toBe(true);
-    await sleep(100);
-    expect(notifications.sent - before, 'three pushes, one transition').toBe(1);
+    // Another queue's transition after them: B sends its notifications in order, so once A has
+    // this one, any that the three pushes above sent have arrived too.
+    const marker = uniqueQueueId('transition-marker');
+    await push(B, marker, { n: 0 });
+    expect(await until(() => received.includes(marker), 5000)).toBe(true);
+    expect(
+      received.filter((id) => id === q),
+      'three pushes, one transition',
+    ).toEqual([q]);
+    expect(await until(() => notifications.sent - before === 2, 5000), 'the queue and the marker').toBe(true);
     const drained = await fetch(`${B.url}/queue/${q}/pop?depth=10`, { method: 'POST' });
     expect(((await drained.json()) as Polled['body']).count).toBe(3);
     await push(B, q, { n: 4 });
-    expect(await until(() => notifications.sent - before === 2, 5000), 'empty again, then pushed').toBe(true);
+    expect(await until(() => notifications.sent - before === 3, 5000), 'empty again, then pushed').toBe(true);
   });
 
   it('without notifications the re-check finds the item (the fallback)', async () => {
@@ -272,6 +284,7 @@ describe('cross-process wake-ups after the database restarted', () => {
     await database.stop();
     await until(() => !A.app.get(ItemNotifications).listening, 5000);
     expect(A.app.get(ItemNotifications).listening).toBe(false);
+    // Away for a while (the stimulus): the listening connection retries with its backoff meanwhile.
     await sleep(1500);
     await database.start();
     const back = performance.now();

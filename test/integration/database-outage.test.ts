@@ -3,8 +3,8 @@ import { callService, expectPoppedExactlyOnce, range, sleep, type CallOutcome } 
 import { serviceOnPrivateDatabase, type TestService } from '../support/service.js';
 
 /**
- * The database goes away under load and comes back: a fast restart, then a 5 s outage. The
- * service runs on a private PostgreSQL server that this test starts and stops itself (never
+ * The database goes away under load and comes back: a fast restart, then an outage until every
+ * kind of request has been refused several times. The service runs on a private PostgreSQL server that this test starts and stops itself (never
  * the machine's shared one), through DATABASE_URL as any external server. While the database
  * is away every operation answers 503 STORE_UNAVAILABLE with Retry-After, never a 500; within
  * 5 s of its return they succeed again, without a restart of the service; nothing acknowledged
@@ -35,8 +35,16 @@ describe('the database restarting and going away under load', () => {
     let back = Number.POSITIVE_INFINITY;
     let stop = false;
     const count = (what: string): void => void statuses.set(what, (statuses.get(what) ?? 0) + 1);
+    /** Per kind of request (push, pop, inspect), when each answer came and its status. */
+    const answered = new Map<string, { at: number; status: number | 'no answer' }[]>();
+    const seen = (kind: string, status: number, since: number): number => (answered.get(kind) ?? []).filter((a) => a.at >= since && a.status === status).length;
+    /** Whether every kind of request got `n` answers with `status` since `since`. */
+    const everyKind = (status: number, since: number, n: number) => (): boolean => ['push', 'pop', 'inspect'].every((k) => seen(k, status, since) >= n);
     const check = (what: string, res: Outcome): boolean => {
       count(`${what} ${res.status}`);
+      const list = answered.get(what) ?? [];
+      list.push({ at: Date.now(), status: res.status });
+      answered.set(what, list);
       if (res.status === 200) {
         if (Date.now() > back && firstSuccessAfter === 0) firstSuccessAfter = Date.now();
         return true;
@@ -74,18 +82,23 @@ describe('the database restarting and going away under load', () => {
       }
     })();
 
-    await sleep(1000);
-    // A fast restart (what a minor-version upgrade or a failover looks like), then a 5 s outage.
+    await expect.poll(everyKind(200, 0, 20), { timeout: 30_000, interval: 20 }).toBe(true);
+    // A fast restart (what a minor-version upgrade or a failover looks like); the load goes on once every kind of request succeeds again.
     await database.stop();
     await database.start();
-    await sleep(1000);
+    const restarted = Date.now();
+    await expect.poll(everyKind(200, restarted, 20), { timeout: 30_000, interval: 20 }).toBe(true);
+    // Then an outage, until every kind of request has been refused (503) several times.
     await database.stop();
     const outage = Date.now();
-    await sleep(5000);
+    await expect.poll(everyKind(503, outage, 5), { timeout: 30_000, interval: 20 }).toBe(true);
     const unavailableDuringOutage = await call(svc.url, 'POST', `/queue/${q}/push`, { item: { c: -1, s: -1 } });
     await database.start();
     back = Date.now();
-    await sleep(6000);
+    // Back: every kind of request succeeds again, then keeps succeeding (20 more of each; any failure is counted below).
+    await expect.poll(everyKind(200, back, 1), { timeout: 15_000, interval: 20 }).toBe(true);
+    const recovered = Date.now();
+    await expect.poll(everyKind(200, recovered, 20), { timeout: 30_000, interval: 20 }).toBe(true);
     stop = true;
     await Promise.all([...producers, ...consumers, readers]);
 
@@ -103,6 +116,7 @@ describe('the database restarting and going away under load', () => {
     expect(bad, `every failure is 503 STORE_UNAVAILABLE with Retry-After (${summary})`).toEqual([]);
     expect(firstSuccessAfter - back, `first success ${firstSuccessAfter - back} ms after the database was back (${summary})`).toBeLessThan(5000);
     expect(lastFailure - back, `last failure ${lastFailure - back} ms after the database was back (${summary})`).toBeLessThan(5000);
+    expect(lastFailure, `no failure once every kind of request had succeeded again (${summary})`).toBeLessThan(recovered);
     expect((await call(svc.url, 'GET', '/health/ready')).status).toBe(200);
 
     expectPoppedExactlyOnce([...popped, ...rest], acked, maybe);

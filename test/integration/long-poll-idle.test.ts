@@ -8,6 +8,7 @@ import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { QueueService, type PopOptions } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';
+import { timeTravel } from '../support/lock-helpers.js';
 import { range, sleep, until } from '../support/queue-helpers.js';
 import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
@@ -66,8 +67,8 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
   it(`${POLLS} polls waiting on empty queues: no statement of their own, one re-check for all, one turn for the one woken, none when their wait ends`, async () => {
     const { ids, answers } = await startPolls(POLLS, 4);
     countStatements();
+    // Nothing may be sent meanwhile: watched for 1.5 s. Listening for notifications, the safety re-check comes every 5 s at most.
     await sleep(1500);
-    // Listening for notifications, the safety re-check comes every 5 s at most.
     expect(statements.mock.calls.length, `statements while ${POLLS} polls waited 1.5 s`).toBeLessThanOrEqual(1);
     statements.mockClear();
 
@@ -112,7 +113,8 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     registry.deactivate(delayed);
     const started = Date.now();
     expect(await queues.pop(held, waitFor(5))).toEqual({ items: [{ n: 1 }], count: 1 });
-    await sleep(1100 - (Date.now() - started));
+    // The delay ends (on the service's clock).
+    timeTravel(svc.app).advance(1100);
     registry.deactivate(delayed);
     // The delay sweep is stopped in this file: only the poll's own turn moves the due item.
     expect(await queues.pop(delayed, waitFor(5))).toEqual({ items: [{ n: 2 }], count: 1 });

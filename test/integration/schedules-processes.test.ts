@@ -57,6 +57,8 @@ describe(`schedules raced by two processes (${databaseKind})`, () => {
       }
       await sleep(RACE_SECONDS * 1000);
       for (const run of runs) await answer(A.http.put(`/schedules/${run.id}`).send({ queue_id: run.queue, cron: '* * * * * *', item: {}, paused: true }));
+      // A sweep of either process that read a schedule before its pause may still push and claim
+      // that firing (nothing in another process tells when its sweep is over): the count waits for it.
       await sleep(1500);
 
       const db = owner.app.get(DataSource);

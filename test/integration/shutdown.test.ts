@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
-import { callService, expectPoppedExactlyOnce, range, sleep, type CallOutcome } from '../support/queue-helpers.js';
+import { callService, expectPoppedExactlyOnce, range, type CallOutcome } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, type EnvOverrides } from '../support/service.js';
 
 /**
@@ -13,6 +13,12 @@ type Outcome = CallOutcome<{ items?: { c: number; s: number }[]; count?: number 
 
 /** One request; a refused or dropped connection is 'no answer', never an exception. */
 const call = (url: string, method: string, path: string, body?: unknown): Promise<Outcome> => callService(url, method, path, body, 30_000);
+
+/** Long polls waiting on the service at `url`, as its /metrics tells. */
+async function longPollsWaiting(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  return Number(/^pushpop_long_polls_waiting (\S+)$/m.exec(text)?.[1] ?? NaN);
+}
 
 describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
   const dataDirs = range(3).map(() => makeDataDir());
@@ -40,6 +46,13 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     const maybe = new Set<string>();
     const popped: string[] = [];
     const bad: string[] = [];
+    /** Answers 200 per replica url (a restarted replica has a new one). */
+    const served = new Map<string, { pushes: number; pops: number }>();
+    const serve = (url: string, what: 'pushes' | 'pops'): void => {
+      const counts = served.get(url) ?? { pushes: 0, pops: 0 };
+      counts[what] += 1;
+      served.set(url, counts);
+    };
     let stop = false;
     const target = (i: number): string => replicas[i % 3].url;
 
@@ -47,24 +60,32 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     const producers = range(4).map(async (c) => {
       for (let s = 0; !stop; s++) {
         const key = `${c}:${s}`;
-        const res = await call(target(c + s), 'POST', `/queue/${q}/push`, { item: { c, s } });
-        if (res.status === 200) acked.add(key);
-        else if (res.status === 'no answer') maybe.add(key);
+        const url = target(c + s);
+        const res = await call(url, 'POST', `/queue/${q}/push`, { item: { c, s } });
+        if (res.status === 200) {
+          acked.add(key);
+          serve(url, 'pushes');
+        } else if (res.status === 'no answer') maybe.add(key);
         else bad.push(`push ${key}: ${res.status} ${JSON.stringify(res.body)}`);
       }
     });
     const consumers = range(2).map(async (c) => {
       for (let n = 0; !stop; n++) {
-        const res = await call(target(c + n), 'POST', `/queue/${q}/pop?depth=3`);
-        if (res.status === 200) popped.push(...(res.body?.items ?? []).map((i) => `${i.c}:${i.s}`));
-        else if (res.status !== 'no answer') bad.push(`pop: ${res.status} ${JSON.stringify(res.body)}`);
+        const url = target(c + n);
+        const res = await call(url, 'POST', `/queue/${q}/pop?depth=3`);
+        if (res.status === 200) {
+          popped.push(...(res.body?.items ?? []).map((i) => `${i.c}:${i.s}`));
+          if (res.body?.count) serve(url, 'pops');
+        } else if (res.status !== 'no answer') bad.push(`pop: ${res.status} ${JSON.stringify(res.body)}`);
       }
     });
 
-    await sleep(1500);
+    // The load runs through every replica: each has taken pushes and handed out items.
+    const throughAll = (): boolean => replicas.every((r) => (served.get(r.url)?.pushes ?? 0) >= 20 && (served.get(r.url)?.pops ?? 0) >= 1);
+    await expect.poll(throughAll, { timeout: 60_000, interval: 20 }).toBe(true);
     // Long polls waiting on an empty queue of the replica that goes away.
     const waiting = range(3).map(() => call(replicas[1].url, 'POST', `/queue/${q}-empty/pop?wait_seconds=20`));
-    await sleep(300);
+    await expect.poll(() => longPollsWaiting(replicas[1].url), { timeout: 10_000, interval: 20 }).toBe(3);
     const signalled = Date.now();
     replicas[1].child.kill('SIGTERM');
     const polls = await Promise.all(waiting);
@@ -75,7 +96,7 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
 
     // Back in service, as a rolling restart does; the load goes on through all three.
     replicas[1] = await startChildService({ build: build!, dataDir: dataDirs[1], env: { ...shared, LOG_LEVEL: 'log' } });
-    await sleep(1500);
+    await expect.poll(throughAll, { timeout: 60_000, interval: 20 }).toBe(true);
     stop = true;
     await Promise.all([...producers, ...consumers]);
 

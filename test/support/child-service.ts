@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import request from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { embeddedLayout } from '../../src/database/embedded-postgres.js';
 import { testDatabase, type EnvOverrides } from './service.js';
+import { sharedBuild } from './shared-build.js';
 
 /** The repository root (where package.json is). */
 export const repoRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -23,23 +24,6 @@ function run(command: string, args: string[], timeoutMs: number): Promise<void> 
   });
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Builds left behind by test processes that were killed or filtered before their cleanup ran. */
-function removeBuildsOfDeadProcesses(): void {
-  for (const entry of readdirSync(BUILD_ROOT)) {
-    const pid = Number(/^(\d+)-/.exec(entry)?.[1]);
-    if (pid && pid !== process.pid && !isAlive(pid)) rmSync(join(BUILD_ROOT, entry), { recursive: true, force: true });
-  }
-}
-
 /** A private build of the service: `node <mainJs>` runs it. */
 export interface ServiceBuild {
   readonly mainJs: string;
@@ -49,32 +33,33 @@ export interface ServiceBuild {
 
 /**
  * Builds the service as `npm run build` does (`nest build`, with the Swagger plugin of
- * nest-cli.json), but into a directory of its own, so that other people's builds of dist/
- * (nest build deletes dist/ first) cannot pull the files from under a running child, and this
- * build cannot break theirs. Takes ~10-20 s. The keyed-mutex library is used from its package
- * (libs/keyed-mutex/dist), built first if missing.
+ * nest-cli.json), but into a directory of its own (see {@link sharedBuild}: made once per set of
+ * inputs, ~10-20 s, and shared by the test files), so that other people's builds of dist/ (nest
+ * build deletes dist/ first) cannot pull the files from under a running child, and this build
+ * cannot break theirs. The keyed-mutex library is used from its package (libs/keyed-mutex/dist),
+ * built first if missing. `remove()` leaves the build for the next test file.
  */
 export async function buildService(timeoutMs = 180_000): Promise<ServiceBuild> {
   const started = Date.now();
   if (!existsSync(join(repoRoot, 'libs/keyed-mutex/dist/index.js'))) await run('npm', ['run', 'build', '--workspace=@pushpop/keyed-mutex'], timeoutMs);
-  mkdirSync(BUILD_ROOT, { recursive: true });
-  removeBuildsOfDeadProcesses();
-  const outDir = mkdtempSync(join(BUILD_ROOT, `${process.pid}-`));
-  const tsconfig = `${outDir}.tsconfig.json`;
-  writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
-  const remove = (): void => {
-    rmSync(outDir, { recursive: true, force: true });
-    rmSync(tsconfig, { force: true });
-  };
-  try {
-    await run(join(repoRoot, 'node_modules/.bin/nest'), ['build', '--path', relative(repoRoot, tsconfig)], timeoutMs);
-    // Under node_modules/ Node does not look further up for package.json's "type": "module".
-    writeFileSync(join(outDir, 'package.json'), JSON.stringify({ type: 'module' }));
-  } catch (error) {
-    remove();
-    throw error;
-  }
-  return { mainJs: join(outDir, 'main.js'), ms: Date.now() - started, remove };
+  const dir = await sharedBuild({
+    repoRoot,
+    part: 'dist',
+    root: BUILD_ROOT,
+    check: 'main.js',
+    build: async (outDir) => {
+      const tsconfig = `${outDir}.tsconfig.json`;
+      writeFileSync(tsconfig, JSON.stringify({ extends: join(repoRoot, 'tsconfig.json'), compilerOptions: { outDir } }));
+      try {
+        await run(join(repoRoot, 'node_modules/.bin/nest'), ['build', '--path', relative(repoRoot, tsconfig)], timeoutMs);
+      } finally {
+        rmSync(tsconfig, { force: true });
+      }
+      // Under node_modules/ Node does not look further up for package.json's "type": "module".
+      writeFileSync(join(outDir, 'package.json'), JSON.stringify({ type: 'module' }));
+    },
+  });
+  return { mainJs: join(dir, 'main.js'), ms: Date.now() - started, remove: () => undefined };
 }
 
 /** A TCP port that was free a moment ago (listen on 0, read the port, close). */
