@@ -51,7 +51,7 @@ async function consumeWithConsumer(concurrency) {
   await fill(id);
   const started = performance.now();
   const consumer = client.consume(id, () => {}, { concurrency, waitSeconds: 1 });
-  while (consumer.stats.acknowledged < items) await new Promise((r) => setTimeout(r, 5));
+  while (consumer.stats.completed < items) await new Promise((r) => setTimeout(r, 5));
   const rate = items / ((performance.now() - started) / 1000);
   await consumer.close();
   return rate;
