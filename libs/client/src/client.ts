@@ -287,10 +287,20 @@ export class PushpopClient {
   }
 }
 
+/** Routes split at their `{name}` parameters once (odd parts are names): a call fills them in without a regular expression. */
+const splitRoutes = new Map<string, string[]>();
+
 /** `route` with its `{name}` parameters filled in, each URL-encoded. */
 function fillPath(route: string, params: Record<string, string> | undefined): string {
   if (!params) return route;
-  return route.replace(/\{(\w+)\}/g, (whole, name: string) => (params[name] === undefined ? whole : encodeURIComponent(params[name])));
+  let parts = splitRoutes.get(route);
+  if (!parts) splitRoutes.set(route, (parts = route.split(/\{(\w+)\}/)));
+  let path = parts[0];
+  for (let i = 1; i < parts.length; i += 2) {
+    const value = params[parts[i]];
+    path += (value === undefined ? `{${parts[i]}}` : encodeURIComponent(value)) + parts[i + 1];
+  }
+  return path;
 }
 
 /** `?a=1&b=true` of the defined values, or ''. */
