@@ -93,9 +93,9 @@ export class PollingSource<T extends object> implements LockSource<T> {
         ttlSeconds: options.ttlSeconds,
         waitSeconds: wait ? options.waitSeconds : 0,
         includeHeaders: options.includeHeaders,
-        // Cut by close() at once: a poll cut short while the service answers it takes nothing
-        // (the service takes no items for a poll whose client has gone, and gives back a lock
-        // made in the turn during which it left).
+        // Cut by close() at once. The service takes no items for a poll whose client has gone,
+        // and gives back a lock made in the turn during which it left; an answer already on its
+        // way when the poll is cut is lost with its lock, whose items come back at its expiry.
         signal: this.stopping,
       });
     } catch (error) {
