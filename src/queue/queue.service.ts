@@ -18,6 +18,7 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
+import type { QueueCore } from './core/queue-core.js';
 import type { LockProblem, NewItem, QueueSettings, SettingsPatch } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
@@ -222,7 +223,10 @@ export class QueueService {
    * turn and costs nothing; woken (items arrived), it tries again in an ordinary turn. At the
    * end of its wait, or at shutdown, it answers empty without another turn: nothing woke it, so
    * nothing arrived that this process knows of. Past `MAX_WAITING_POLLS` it answers at once.
-   * A long poll whose client went away (`clientGone`) stops waiting, and takes nothing more.
+   * A long poll whose client went away (`clientGone`) stops waiting, and takes nothing more:
+   * its turn checks the signal where it would take items, and a lock made in the turn during
+   * which the client left (nobody will receive its id) is released at once, without delay,
+   * rather than holding the items for its TTL.
    */
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
@@ -230,20 +234,20 @@ export class QueueService {
     const lockId = options.requireAck ? newLockId() : '';
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     const ackOf = (now: number) => (options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
+    const take = (core: QueueCore, now: number) => (clientGone?.aborted ? { items: [] } : core.pop(options.depth, ackOf(now), now));
     try {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
-        const outcome =
-          looked ??
-          (await this.turn(queueId, {
-            readsFront: true,
-            apply: (core, now) => core.pop(options.depth, ackOf(now), now),
-          }));
+        const outcome = looked ?? (await this.turn(queueId, { readsFront: true, apply: take }));
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
         if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
+        if (clientGone?.aborted && options.requireAck && outcome.items.length > 0) {
+          await this.turn(queueId, { apply: (core, now) => core.releaseLock(lockId, now, 0) });
+          return this.popAnswer({ items: [] }, options);
+        }
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - this.clock.now();
         if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options);
@@ -254,7 +258,7 @@ export class QueueService {
         // A wait on a paused queue that ran out looks once more: the queue may have been resumed
         // meanwhile with nothing to hand out (no wake-up then), and the answer must not say paused.
         if (end === 'timeout' && 'paused' in outcome && outcome.paused) {
-          const last = await this.turn(queueId, { readsFront: true, apply: (core, now) => core.pop(options.depth, ackOf(now), now) });
+          const last = await this.turn(queueId, { readsFront: true, apply: take });
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
             return this.popAnswer(last, options);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { PushpopClient } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { freePort } from '../support/child-service.js';
 import { buildClient, type ClientBuild, waitFor } from './client-support.js';
 
 describe(`pushpop command line (${databaseKind})`, () => {
@@ -70,12 +71,94 @@ describe(`pushpop command line (${databaseKind})`, () => {
     });
     expect(await json(['settings', 'get', q])).toMatchObject({ lock_mode: 'shared', max_deliveries: 4 });
 
-    // Plain output, and errors: a non-zero exit with the error_code.
+    // Plain output, and errors: a non-zero exit, the path called and the error_code on stderr.
     expect((await pushpop(['pop', q])).stdout).toBe('(empty)\n');
-    const failed = await pushpop(['--json', 'settings', 'get', uniqueQueueId('missing')]);
-    expect(failed.code).toBe(1);
-    expect(JSON.parse(failed.stdout)).toMatchObject({ error: { status: 404, error_code: 'QUEUE_NOT_FOUND' } });
+    const missing = uniqueQueueId('missing');
+    const failed = await pushpop(['settings', 'get', missing]);
+    expect(failed).toMatchObject({ code: 1, stdout: '' });
+    expect(failed.stderr).toContain(`GET /queue/${missing}/settings: 404 QUEUE_NOT_FOUND`);
     expect((await pushpop(['push', q, '[1]'])).code).not.toBe(0);
+  });
+
+  it('every --json output is one JSON document per line, errors included, with a non-zero exit', async () => {
+    const q = uniqueQueueId('cli-json');
+    const port = await freePort();
+    await client.queue(q).push({ n: 0 });
+    const errors: [args: string[], code: string, stdin?: string][] = [
+      [['push', q, '[1]'], 'INVALID_ARGUMENT'],
+      [['push', q, '{"n":1'], 'INVALID_ARGUMENT'],
+      [['push', q], 'INVALID_ARGUMENT', '{"n":1}\nnot json\n'],
+      [['push', q, '{}', '--priority', 'high'], 'INVALID_ARGUMENT'],
+      [['push', q, '{}', '--priority', '100000'], 'VALIDATION_FAILED'],
+      [['push'], 'INVALID_ARGUMENT'],
+      [['pop', q, '--no-such-flag'], 'INVALID_ARGUMENT'],
+      [['no-such-command'], 'INVALID_ARGUMENT'],
+      [['pop', 'bad queue id'], 'INVALID_QUEUE_ID'],
+      [['peek', uniqueQueueId('missing')], 'QUEUE_NOT_FOUND'],
+      [['stats', uniqueQueueId('missing')], 'QUEUE_NOT_FOUND'],
+      [['settings', 'get', uniqueQueueId('missing')], 'QUEUE_NOT_FOUND'],
+      [['settings', 'set', q, 'lock_mode'], 'INVALID_ARGUMENT'],
+      [['settings', 'set', q, 'segment_size=0'], 'VALIDATION_FAILED'],
+      [['schedule', 'get', uniqueQueueId('missing')], 'SCHEDULE_NOT_FOUND'],
+      [['schedule', 'put', uniqueQueueId('s'), q, 'not cron', '{}'], 'VALIDATION_FAILED'],
+      [['--url', `http://127.0.0.1:${port}`, 'list'], 'NETWORK_ERROR'],
+    ];
+    for (const [args, code, stdin] of errors) {
+      const run = await pushpop(['--json', ...args], stdin);
+      expect(run.code, args.join(' ')).not.toBe(0);
+      expect(run.stderr, args.join(' ')).toBe('');
+      const lines = run.stdout.trim().split('\n');
+      expect(lines, args.join(' ')).toHaveLength(1);
+      expect(JSON.parse(lines[0]), args.join(' ')).toEqual({ error: { status: expect.any(Number), error_code: code, message: expect.any(String) } });
+    }
+    const refused = await pushpop(['--json', '--url', `http://127.0.0.1:${port}`, 'list']);
+    expect(JSON.parse(refused.stdout).error.message).toBe(`cannot reach http://127.0.0.1:${port} (GET /queues): connect ECONNREFUSED 127.0.0.1:${port}`);
+
+    // And every success is JSON too.
+    for (const args of [
+      ['peek', q],
+      ['stats', q],
+      ['list', '--prefix', q],
+      ['settings', 'get', q],
+      ['pop', q, '--ack'],
+      ['schedule', 'list'],
+    ]) {
+      const run = await pushpop(['--json', ...args]);
+      expect(run.code, args.join(' ')).toBe(0);
+      expect(() => JSON.parse(run.stdout), args.join(' ')).not.toThrow();
+    }
+  });
+
+  it('peek shows the next items without taking them', async () => {
+    const q = uniqueQueueId('cli-peek');
+    await client.queue(q).pushBatch([{ item: { n: 1 } }, { item: { n: 2 }, priority: 1 }, { item: { n: 0 }, priority: 0 }]);
+    expect(await json(['peek', q, '-n', '2'])).toEqual({
+      queue_id: q,
+      items: [
+        { priority: 0, item: { n: 1 } },
+        { priority: 0, item: { n: 0 } },
+      ],
+      count: 3,
+      hidden: 0,
+    });
+    expect((await pushpop(['peek', q])).stdout).toBe('0\t{"n":1}\n0\t{"n":0}\n1\t{"n":2}\n');
+    expect((await client.queue(q).info()).count).toBe(3);
+  });
+
+  it('pop --wait waits out a lock another consumer holds (423) and takes the items once it is released', async () => {
+    const q = uniqueQueueId('cli-locked');
+    await client.queue(q).push({ n: 1 });
+    const held = await client.queue(q).pop({ requireAck: true, ttlSeconds: 60 });
+    const waiting = json(['pop', q, '--wait', '10']);
+    await new Promise((r) => setTimeout(r, 1000));
+    await client.queue(q).release(held.lock_id!);
+    expect(await waiting).toMatchObject({ items: [{ n: 1 }] });
+    // Without --wait the 423 is the answer at once.
+    await client.queue(q).push({ n: 2 });
+    const again = await client.queue(q).pop({ requireAck: true, ttlSeconds: 60 });
+    const refused = await pushpop(['--json', 'pop', q]);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ error: { status: 423, error_code: 'QUEUE_LOCKED' } });
+    await client.queue(q).acknowledge(again.lock_id!);
   });
 
   it('schedule put, list, get, delete', async () => {
@@ -100,14 +183,14 @@ describe(`pushpop command line (${databaseKind})`, () => {
     expect(await json(['schedule', 'put', id, q, '* * * * *', '{}', '--paused'])).toMatchObject({ paused: true, next_run_at: null, timezone: 'UTC' });
     const invalid = await pushpop(['schedule', 'put', id, q, 'not cron', '{}']);
     expect(invalid.code).not.toBe(0);
-    expect(invalid.stderr).toContain('cron');
+    expect(invalid.stderr).toContain(`PUT /schedules/${id}: 400 VALIDATION_FAILED`);
     expect(await json(['schedule', 'delete', id])).toEqual({ success: true });
     const missing = await pushpop(['--json', 'schedule', 'get', id]);
     expect(missing.code).not.toBe(0);
     expect(JSON.parse(missing.stdout)).toMatchObject({ error: { status: 404, error_code: 'SCHEDULE_NOT_FOUND' } });
   });
 
-  it('consume runs the command per item with the item on stdin: exit 0 acknowledges, non-zero releases', async () => {
+  it('consume runs the command per item with the item on stdin: exit 0 acknowledges, non-zero retries after the backoff, then dead-letters', async () => {
     const q = uniqueQueueId('cli-consume');
     await client.queue(q).updateSettings({ max_deliveries: 2, dead_letter_queue: `${q}.dlq` });
     await client.queue(q).pushBatch([{ item: { n: 1 } }, { item: { n: 2, fail: true } }, { item: { n: 3 } }]);
@@ -119,7 +202,9 @@ describe(`pushpop command line (${databaseKind})`, () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     await waitFor(
       'the failing item dead-lettered',
       async () =>
@@ -130,21 +215,30 @@ describe(`pushpop command line (${databaseKind})`, () => {
             .catch(() => ({ count: 0 }))
         ).count === 1,
     );
-    await waitFor('the others acknowledged', () => stdout.split('\n').filter((l) => l.includes('"acknowledged"')).length === 2);
+    await waitFor('the others completed', () => stdout.split('\n').filter((l) => l.includes('"completed"')).length === 2);
     child.kill('SIGTERM');
     const code = await new Promise((r) => child.once('exit', r));
     expect(code).toBe(0);
+    expect(stderr).toBe('');
     const events = stdout
       .split('\n')
       .filter(Boolean)
-      .map((line) => JSON.parse(line));
-    expect(events.filter((e) => e.event === 'acknowledged').map((e) => e.item.n)).toEqual([1, 3]);
-    expect(events.filter((e) => e.event === 'failed').map((e) => e.item.n)).toEqual([2, 2]);
+      .map((line) => JSON.parse(line) as { event: string; item?: { n: number }; delivery_count?: number });
+    const of = (event: string) => events.filter((e) => e.event === event).map((e) => [e.item?.n, e.delivery_count]);
+    expect(of('completed')).toEqual([
+      [1, 1],
+      [3, 1],
+    ]);
+    expect(of('retrying')).toEqual([[2, 1]]);
+    expect(events.find((e) => e.event === 'retrying')).toMatchObject({ delay_seconds: 1, error: expect.stringContaining('exited with 1') });
+    expect(of('failed')).toEqual([[2, 2]]);
+    expect(events.find((e) => e.event === 'failed')).toMatchObject({ dead_lettered: true });
+    expect(of('dead_lettered')).toEqual([[2, 2]]);
     const lines = readFileSync(out, 'utf8')
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line));
-    expect(lines).toEqual([{ n: 1 }, { n: 2, fail: true }, { n: 2, fail: true }, { n: 3 }]);
+    expect(lines).toEqual([{ n: 1 }, { n: 2, fail: true }, { n: 3 }, { n: 2, fail: true }]);
     const info = await client.queue(q).info();
     expect({ count: info.count, lock: info.lock }).toEqual({ count: 0, lock: null });
   });

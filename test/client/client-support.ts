@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { repoRoot } from '../support/child-service.js';
 import { sharedBuild } from '../support/shared-build.js';
 
@@ -42,4 +44,36 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** The TypeScript examples of libs/client/README.md (its ```ts blocks), in order. */
+export function readmeExamples(): string[] {
+  const readme = readFileSync(join(repoRoot, 'libs/client/README.md'), 'utf8');
+  return [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1]);
+}
+
+/**
+ * Type-checks TypeScript modules (top-level await allowed, Node's types) as a user's project
+ * would, with `@pushpop/client` resolved through `paths` (the client's source) or, without them,
+ * from the project's node_modules. Answers the compiler's diagnostics, formatted; with `outDir`,
+ * also writes the JavaScript.
+ */
+export function compileExamples(files: string[], options: { paths?: Record<string, string[]>; outDir?: string } = {}): string[] {
+  const compilerOptions: ts.CompilerOptions = {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2023,
+    lib: ['lib.es2023.d.ts'],
+    strict: true,
+    skipLibCheck: true,
+    types: ['node'],
+    typeRoots: [join(repoRoot, 'node_modules/@types')],
+    ...(options.paths ? { paths: options.paths } : {}),
+    ...(options.outDir ? { outDir: options.outDir } : { noEmit: true }),
+  };
+  const program = ts.createProgram(files, compilerOptions);
+  const emitted = program.emit();
+  const diagnostics = [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics];
+  const host = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => repoRoot, getNewLine: () => '\n' };
+  return diagnostics.map((d) => ts.formatDiagnostic(d, host).trim());
 }

@@ -1,8 +1,10 @@
 import { isPushpopError, PushpopClient, PushpopError, retryDelayMs } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { freePort } from '../support/child-service.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
-interface Order extends Record<string, unknown> {
+// A plain interface, as the README writes it: the client's generics take any object type.
+interface Order {
   id: number;
   sku: string;
 }
@@ -58,6 +60,37 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     await expect(orders.info()).rejects.toMatchObject({ status: 404, errorCode: 'QUEUE_NOT_FOUND' });
   });
 
+  it('errors name the method and the path called; with no answer, the address and the reason', async () => {
+    const client = new PushpopClient({ baseUrl: svc.url });
+    const q = uniqueQueueId('missing');
+    await expect(client.queue(q).info()).rejects.toThrow(`GET /queue/${q}: 404 QUEUE_NOT_FOUND: `);
+    await expect(client.queue('a b').push({})).rejects.toThrow('POST /queue/a%20b/push: 400 INVALID_QUEUE_ID: ');
+    const port = await freePort();
+    const nobody = new PushpopClient({ baseUrl: `http://127.0.0.1:${port}`, retry: { retries: 0 } });
+    const error = await nobody
+      .queue('orders')
+      .push({})
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 0, errorCode: 'NETWORK_ERROR' });
+    expect((error as Error).message).toBe(`cannot reach http://127.0.0.1:${port} (POST /queue/orders/push): connect ECONNREFUSED 127.0.0.1:${port}`);
+  });
+
+  it('peek shows the next items in pop order, across priorities and offloaded segments, and takes nothing', async () => {
+    const client = new PushpopClient({ baseUrl: svc.url });
+    const queue = client.queue<{ n: number }>(uniqueQueueId('peek'));
+    await queue.updateSettings({ segment_size: 2, buffer_segments: 1, lock_mode: 'shared' });
+    await queue.pushBatch(Array.from({ length: 9 }, (_, n) => ({ item: { n }, priority: n === 8 ? 0 : 1 })));
+    const peeked = await queue.peek(6);
+    expect(peeked).toEqual({ items: [0, 1, 2, 3, 4, 5].map((n, i) => ({ priority: i === 0 ? 0 : 1, item: { n: i === 0 ? 8 : n - 1 } })), count: 9, hidden: 0 });
+    expect((await queue.peek(100)).items).toHaveLength(9);
+    // Given back to a shared queue's front: counted as hidden, popped first.
+    const lock = await queue.pop({ requireAck: true, depth: 2 });
+    await queue.release(lock.lock_id!, { delaySeconds: 0 });
+    expect(await queue.peek(2)).toMatchObject({ hidden: 2, count: 9 });
+    expect((await queue.pop({ depth: 9 })).items.map((i) => i.n)).toEqual([8, 0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(await queue.peek()).toEqual({ items: [], count: 0, hidden: 0 });
+  });
+
   it('aborts a call with its signal, and times out a call that takes too long', async () => {
     const client = new PushpopClient({ baseUrl: svc.url, timeoutMs: 300 });
     const queue = client.queue(uniqueQueueId('abort'));
@@ -72,7 +105,7 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     const slow = new PushpopClient({
       baseUrl: svc.url,
       timeoutMs: 300,
-      fetch: async (input) => new Promise<Response>((_, reject) => (input as Request).signal.addEventListener('abort', () => reject(new Error('aborted')))),
+      fetch: async (_input, init) => new Promise<Response>((_, reject) => init!.signal!.addEventListener('abort', () => reject(new Error('aborted')))),
     });
     await expect(slow.queue('x').info()).rejects.toMatchObject({ errorCode: 'TIMEOUT', status: 0 });
   });
@@ -137,7 +170,9 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     const client = new PushpopClient({
       baseUrl: 'http://pushpop.invalid',
       fetch: async (input) => {
-        const url = new URL((input as Request).url);
+        const url = new URL(input);
+        if (url.pathname.endsWith('/settings')) return json({ lock_mode: 'exclusive', dead_letter_queue: null, max_deliveries: null, retry_delay_seconds: 0 });
+        if (url.pathname === '/openapi.json') return new Response('{}', { status: 404 });
         calls.push(url.pathname.split('/').pop()!);
         if (url.pathname.endsWith('/pop')) return json(answers.shift() ?? { items: [], count: 0, locked: false });
         return json({ success: true, message: 'ok', items_acknowledged: 1 });
@@ -149,7 +184,7 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
       waitSeconds: 0,
       idleDelayMs: 50,
     });
-    await expect.poll(() => consumer.stats.acknowledged).toBe(1);
+    await expect.poll(() => consumer.stats.completed).toBe(1);
     await consumer.close();
     expect(handled).toEqual([{ item: { n: 1 }, deliveryCount: 3 }]);
     expect(calls.slice(0, 4)).toEqual(['pop', 'pop', 'pop', 'acknowledge']);
@@ -159,9 +194,8 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     const bodies: unknown[] = [];
     const client = new PushpopClient({
       baseUrl: 'http://pushpop.invalid',
-      fetch: async (input) => {
-        const request = input as Request;
-        bodies.push(await request.json());
+      fetch: async (_input, init) => {
+        bodies.push(JSON.parse(init!.body as string));
         return new Response(JSON.stringify({ success: true, items_returned: 1, items_delayed: 1 }), { headers: { 'content-type': 'application/json' } });
       },
     });

@@ -12,8 +12,9 @@ describe('consumer and item headers', () => {
     const pops: string[] = [];
     let handedOut = false;
     const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-    const fetch = async (input: Request): Promise<Response> => {
-      const url = new URL(input.url);
+    const fetch = async (input: string): Promise<Response> => {
+      const url = new URL(input);
+      if (url.pathname.endsWith('/settings')) return json(404, { statusCode: 404, error_code: 'QUEUE_NOT_FOUND', message: 'no such queue' });
       if (url.pathname.endsWith('/pop')) {
         pops.push(url.search);
         if (url.searchParams.has('include_headers'))
@@ -28,7 +29,6 @@ describe('consumer and item headers', () => {
     const client = new PushpopClient({ baseUrl: 'http://pushpop.invalid', fetch: fetch as typeof globalThis.fetch });
     const handled: { item: unknown; headers: Record<string, string> }[] = [];
     const consumer = client.consume('q', (m) => void handled.push({ item: m.item, headers: m.headers }), {
-      lockMode: 'exclusive',
       waitSeconds: 0,
       idleDelayMs: 10,
     });
@@ -40,6 +40,6 @@ describe('consumer and item headers', () => {
     expect(handled).toEqual([{ item: { n: 1 }, headers: {} }]);
     expect(pops[0]).toContain('include_headers=true');
     expect(pops.slice(1).every((search) => !search.includes('include_headers'))).toBe(true);
-    expect(consumer.stats).toMatchObject({ acknowledged: 1, failed: 0 });
+    expect(consumer.stats).toMatchObject({ completed: 1, failed: 0 });
   });
 });

@@ -167,6 +167,30 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect(await queues.pop(q, waitFor(0))).toEqual({ items: [{ n: 1 }], count: 1 });
   });
 
+  it('a long poll whose client has gone takes no item and makes no lock, also when it left during the turn that took them', async () => {
+    const q = uniqueQueueId('gone-ack');
+    await queues.push(q, { n: 1 }, 0);
+    const gone = new AbortController();
+    gone.abort();
+    const polled = { ...waitFor(10), requireAck: true };
+    expect(await queues.pop(q, polled, gone.signal)).toMatchObject({ items: [], locked: false });
+    // Gone while its turn took the item (the signal reads "not aborted" once: where the turn
+    // takes items): the lock made then is released at once, and the item is back at the front.
+    let reads = 0;
+    const leavesDuringTurn = {
+      get aborted() {
+        return reads++ > 0;
+      },
+      addEventListener() {},
+      removeEventListener() {},
+    } as unknown as AbortSignal;
+    expect(await queues.pop(q, polled, leavesDuringTurn)).toMatchObject({ items: [], locked: false });
+    expect(reads).toBeGreaterThan(1);
+    const info = await queues.getQueue(q);
+    expect({ count: info.count, lock: info.lock, delayed: info.delayed }).toEqual({ count: 1, lock: null, delayed: 0 });
+    expect(await queues.pop(q, waitFor(0))).toEqual({ items: [{ n: 1 }], count: 1 });
+  });
+
   it(`past MAX_WAITING_POLLS (${POLLS}) a long poll answers at once, counted; once one answered, polls wait again`, async () => {
     const { ids, answers } = await startPolls(POLLS, 10);
     const started = Date.now();

@@ -4,9 +4,10 @@
 //   npm run build --workspace=@pushpop/client
 //   PUSHPOP_URL=http://127.0.0.1:8000 node libs/client/bench/throughput.mjs [items]
 // Producing: Producer.push one at a time awaited in parallel (no batching, then lingerMs 5),
-// against a loop of generated `push` calls with the same parallelism. Consuming: a Consumer at
-// concurrency 1, 8 and 32 (exclusive mode: one lock of up to `concurrency` items at a time)
-// against a loop of generated pop(require_ack, depth) + acknowledge. Handlers do nothing, so this
+// against a loop of generated `push` calls with the same parallelism. Consuming: a Consumer on an
+// exclusive queue (one item at a time) and on a shared queue at concurrency 8 and 32 (a lock per
+// item), against as many loops of generated pop(require_ack, depth 1) + acknowledge on a queue of
+// the same mode. Handlers do nothing, so this
 // measures the client's and the service's overhead per item. Queues are named bench-client-*
 // and deleted at the end. Short runs on a shared machine: indicative only.
 import { performance } from 'node:perf_hooks';
@@ -46,30 +47,37 @@ async function fill(id) {
   }
 }
 
-async function consumeWithConsumer(concurrency) {
-  const id = queueId(`consume-${concurrency}`);
+async function consumeWithConsumer(concurrency, mode) {
+  const id = queueId(`consume-${mode}-${concurrency}`);
+  await client.queue(id).updateSettings({ lock_mode: mode });
   await fill(id);
   const started = performance.now();
   const consumer = client.consume(id, () => {}, { concurrency, waitSeconds: 1 });
-  while (consumer.stats.acknowledged < items) await new Promise((r) => setTimeout(r, 5));
+  while (consumer.stats.completed < items) await new Promise((r) => setTimeout(r, 5));
   const rate = items / ((performance.now() - started) / 1000);
   await consumer.close();
   return rate;
 }
 
-async function consumeByHand(depth) {
-  const id = queueId(`hand-${depth}`);
+async function consumeByHand(loops, mode) {
+  const id = queueId(`hand-${mode}-${loops}`);
+  await client.queue(id).updateSettings({ lock_mode: mode });
   await fill(id);
   const path = { params: { path: { queue_id: id } } };
   let done = 0;
   const started = performance.now();
-  while (done < items) {
-    const { data } = await raw.POST('/queue/{queue_id}/pop', { params: { path: { queue_id: id }, query: { depth, require_ack: true, wait_seconds: 1 } } });
-    if (!data?.lock_id) continue;
-    await Promise.all(data.items.map(async () => {}));
-    await raw.POST('/queue/{queue_id}/acknowledge', { ...path, body: { lock_id: data.lock_id } });
-    done += data.items.length;
-  }
+  await Promise.all(
+    Array.from({ length: loops }, async () => {
+      while (done < items) {
+        const { data } = await raw.POST('/queue/{queue_id}/pop', {
+          params: { path: { queue_id: id }, query: { depth: 1, require_ack: true, wait_seconds: 1 } },
+        });
+        if (!data?.lock_id) continue;
+        await raw.POST('/queue/{queue_id}/acknowledge', { ...path, body: { lock_id: data.lock_id } });
+        done += data.items.length;
+      }
+    }),
+  );
   return items / ((performance.now() - started) / 1000);
 }
 
@@ -112,11 +120,16 @@ await row(
     return (items * 5) / ((performance.now() - started) / 1000);
   },
 );
-for (const concurrency of [1, 8, 32]) {
+await row(
+  'consume, exclusive queue, one item at a time (hand: one loop of pop depth 1 + acknowledge)',
+  () => consumeWithConsumer(1, 'exclusive'),
+  () => consumeByHand(1, 'exclusive'),
+);
+for (const concurrency of [8, 32]) {
   await row(
-    `consume, concurrency ${concurrency} (hand: pop depth ${concurrency} + acknowledge)`,
-    () => consumeWithConsumer(concurrency),
-    () => consumeByHand(concurrency),
+    `consume, shared queue, concurrency ${concurrency} (hand: ${concurrency} loops of pop depth 1 + acknowledge)`,
+    () => consumeWithConsumer(concurrency, 'shared'),
+    () => consumeByHand(concurrency, 'shared'),
   );
 }
 console.table(rows);

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { PushpopClient } from './client.js';
-import { PushpopError } from './errors.js';
-import type { Item, QueueSettingsUpdate, Schedule } from './types.js';
+import { isPushpopError, PushpopError } from './errors.js';
+import type { Item, PopResult, QueueSettingsUpdate, Schedule } from './types.js';
 
 interface GlobalOptions {
   url?: string;
@@ -52,6 +52,21 @@ function print(json: boolean | undefined, value: unknown, text: () => string): v
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text()}\n`);
 }
 
+/** Whether `--json` is among the options (before a `--`, after which come a command's own arguments). */
+function jsonRequested(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).includes('--json');
+}
+
+/** An error as the JSON document `--json` prints: `{"status", "error_code", "message"}` (status 0: no answer from the service). */
+function errorJson(error: unknown): { status: number; error_code: string; message: string } {
+  if (error instanceof PushpopError) return { status: error.status, error_code: error.errorCode, message: error.message };
+  if (error instanceof CommanderError) return { status: 0, error_code: 'INVALID_ARGUMENT', message: error.message.replace(/^error: /, '') };
+  return { status: 0, error_code: 'CLIENT_ERROR', message: error instanceof Error ? error.message : String(error) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Progress on stderr, only for a person at a terminal. */
 function progress(text: string): void {
   if (process.stderr.isTTY) process.stderr.write(`\r${text}`);
@@ -72,14 +87,17 @@ function onStopSignal(stop: () => Promise<void>): void {
   process.on('SIGTERM', handler);
 }
 
-export function program(): Command {
+export function program(json = false): Command {
   const cli = new Command('pushpop')
     .description('Command line for a pushpop service')
     .addOption(new Option('--url <url>', 'service address').env('PUSHPOP_URL').default('http://127.0.0.1:8000'))
     .addOption(new Option('--api-key <key>', 'API key').env('PUSHPOP_API_KEY'))
     .option('--timeout <ms>', 'per-request timeout', integer)
-    .option('--json', 'print JSON (one document per line)')
-    .showHelpAfterError();
+    .option('--json', 'print JSON (one document per line), errors included')
+    // Errors reach main(), which prints them (as JSON with --json); subcommands inherit this.
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => (json ? undefined : write(text)) })
+    .showHelpAfterError(!json);
 
   const connect = (): { client: PushpopClient; opts: GlobalOptions } => {
     const opts = cli.opts<GlobalOptions>();
@@ -131,14 +149,44 @@ export function program(): Command {
     .argument('<queue>')
     .option('-n, --depth <n>', 'items at most (1-100)', integer, 1)
     .option('--ack', 'pop with require_ack and acknowledge after printing')
-    .option('--wait <seconds>', 'long poll up to this long (0-20)', integer, 0)
+    .option('--wait <seconds>', 'long poll up to this long (0-20), also waiting out a lock another consumer holds (423)', integer, 0)
     .option('--ttl <seconds>', 'lock time to live with --ack', integer)
     .action(async (queueId: string, o: { depth: number; ack?: boolean; wait: number; ttl?: number }) => {
       const { client, opts } = connect();
       const queue = client.queue(queueId);
-      const answer = await queue.pop({ depth: o.depth, requireAck: o.ack === true, waitSeconds: o.wait, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) });
+      const deadline = Date.now() + o.wait * 1000;
+      let answer: PopResult<Item>;
+      for (;;) {
+        const waitSeconds = Math.max(0, Math.min(o.wait, Math.ceil((deadline - Date.now()) / 1000)));
+        try {
+          answer = await queue.pop({ depth: o.depth, requireAck: o.ack === true, waitSeconds, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) });
+          break;
+        } catch (error) {
+          // An exclusive queue locked by a consumer: look again when the lock ends (its expiry, or sooner), within the wait.
+          const remaining = deadline - Date.now();
+          if (!isPushpopError(error, 'QUEUE_LOCKED') || remaining <= 0) throw error;
+          const untilExpiry = Number(error.body?.lock_expires_at) * 1000 - Date.now();
+          await sleep(Math.max(50, Math.min(remaining, 500, Number.isFinite(untilExpiry) ? untilExpiry : 500)));
+        }
+      }
       print(opts.json, answer, () => answer.items.map((item) => JSON.stringify(item)).join('\n') || '(empty)');
       if (o.ack && answer.lock_id) await queue.acknowledge(answer.lock_id);
+    });
+
+  cli
+    .command('peek')
+    .description('show the next items in pop order without taking them (through the inspection routes)')
+    .argument('<queue>')
+    .option('-n, --limit <n>', 'items at most', integer, 10)
+    .action(async (queueId: string, o: { limit: number }) => {
+      const { client, opts } = connect();
+      const answer = await client.queue(queueId).peek(o.limit);
+      print(opts.json, { queue_id: queueId, ...answer }, () => {
+        const lines = answer.items.map(({ priority, item }) => `${priority}\t${JSON.stringify(item)}`);
+        if (lines.length === 0) lines.push('(empty)');
+        if (answer.hidden > 0) lines.push(`(${answer.hidden} item(s) given back to the front are not shown; a pop takes them first)`);
+        return lines.join('\n');
+      });
     });
 
   cli
@@ -252,13 +300,16 @@ export function program(): Command {
 
   cli
     .command('consume')
-    .description('run a shell command per item, the item as JSON on stdin: exit 0 acknowledges, anything else releases')
+    .description(
+      'run a shell command per item, the item as JSON on stdin: exit 0 acknowledges, anything else gives it back (retried with backoff, dead-lettered after --max-attempts)',
+    )
     .argument('<queue>')
     .argument('<command...>', 'after --, the command and its arguments')
-    .option('-c, --concurrency <n>', 'commands at once', integer, 1)
+    .option('-c, --concurrency <n>', 'commands at once (shared queues; an exclusive queue takes one item at a time)', integer, 1)
     .option('--ttl <seconds>', 'lock time to live (extended while a command runs)', integer, 30)
     .option('--wait <seconds>', 'long-poll wait', integer, 20)
-    .action(async (queueId: string, command: string[], o: { concurrency: number; ttl: number; wait: number }) => {
+    .option('--max-attempts <n>', "attempts per item before it is dead-lettered (default: the queue's max_deliveries, else 5)", integer)
+    .action(async (queueId: string, command: string[], o: { concurrency: number; ttl: number; wait: number; maxAttempts?: number }) => {
       const { client, opts } = connect();
       const shell = command.join(' ');
       let done = 0;
@@ -281,20 +332,41 @@ export function program(): Command {
             child.stdin.on('error', () => {});
             child.stdin.end(`${JSON.stringify(item)}\n`);
           }),
-        { concurrency: o.concurrency, ttlSeconds: o.ttl, waitSeconds: o.wait },
+        { concurrency: o.concurrency, ttlSeconds: o.ttl, waitSeconds: o.wait, ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}) },
       );
-      consumer.on('completed', ({ items }) => {
-        done += items.length;
-        if (opts.json) for (const item of items) print(true, { event: 'acknowledged', item }, () => '');
+      const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+      const line = (value: Record<string, unknown>, text: string) => {
+        if (opts.json) print(true, value, () => '');
+        else process.stderr.write(`${text}\n`);
+      };
+      consumer.on('completed', ({ item, deliveryCount, lockId }) => {
+        done++;
+        if (opts.json) print(true, { event: 'completed', item, delivery_count: deliveryCount, lock_id: lockId }, () => '');
         progress(`done ${done}, failed ${failed}`);
       });
-      consumer.on('failed', ({ item, error }) => {
+      consumer.on('retrying', ({ item, deliveryCount, lockId, error, delaySeconds }) =>
+        line(
+          { event: 'retrying', item, delivery_count: deliveryCount, lock_id: lockId, delay_seconds: delaySeconds, error: message(error) },
+          `${message(error)}: retrying in ${delaySeconds} s`,
+        ),
+      );
+      consumer.on('failed', ({ item, deliveryCount, lockId, error, deadLettered, delaySeconds }) => {
         failed++;
-        if (opts.json) print(true, { event: 'failed', item, error: (error as Error).message }, () => '');
-        else process.stderr.write(`${(error as Error).message}\n`);
+        line(
+          { event: 'failed', item, delivery_count: deliveryCount, lock_id: lockId, dead_lettered: deadLettered, error: message(error) },
+          `${message(error)}: gave up after ${deliveryCount} attempt(s)${deadLettered ? ', dead-lettered' : `, no dead-letter queue: back in ${delaySeconds} s`}`,
+        );
       });
-      consumer.on('error', (error) => process.stderr.write(`${(error as Error).message}\n`));
-      consumer.on('lockLost', ({ lockId }) => process.stderr.write(`lock ${lockId} lost\n`));
+      consumer.on('deadLettered', ({ item, deliveryCount, lockId, deadLetterQueue }) => {
+        if (opts.json)
+          print(true, { event: 'dead_lettered', item, delivery_count: deliveryCount, lock_id: lockId, dead_letter_queue: deadLetterQueue }, () => '');
+      });
+      consumer.on('drained', () => {
+        if (opts.json) print(true, { event: 'drained' }, () => '');
+      });
+      consumer.on('error', (error) => line({ event: 'error', error: errorJson(error) }, message(error)));
+      consumer.on('warning', (warning) => line({ event: 'warning', message: warning }, `warning: ${warning}`));
+      consumer.on('lockLost', ({ lockId, items }) => line({ event: 'lock_lost', lock_id: lockId, items }, `lock ${lockId} lost`));
       onStopSignal(() => consumer.close());
       await new Promise(() => {});
     });
@@ -325,15 +397,15 @@ export function program(): Command {
 }
 
 async function main(): Promise<void> {
+  const json = jsonRequested(process.argv.slice(2));
   try {
-    await program().parseAsync(process.argv);
+    await program(json).parseAsync(process.argv);
   } catch (error) {
-    const json = process.argv.includes('--json');
-    if (error instanceof PushpopError) {
-      if (json) process.stdout.write(`${JSON.stringify({ error: { status: error.status, error_code: error.errorCode, message: error.message } })}\n`);
-      process.stderr.write(`pushpop: ${error.message}\n`);
-    } else process.stderr.write(`pushpop: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    // Help and version end commander with exit code 0; usage errors were printed by commander unless --json.
+    if (error instanceof CommanderError && error.exitCode === 0) return;
+    if (json) process.stdout.write(`${JSON.stringify({ error: errorJson(error) })}\n`);
+    else if (!(error instanceof CommanderError) || error instanceof InvalidArgumentError) process.stderr.write(`pushpop: ${errorJson(error).message}\n`);
+    process.exitCode = error instanceof CommanderError && error.exitCode > 0 ? error.exitCode : 1;
   }
 }
 

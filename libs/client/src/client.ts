@@ -1,6 +1,8 @@
 import { createPushpopClient, type components, type PushpopClient as GeneratedClient } from '@pushpop/api-client';
+import { readCapabilities, type Capabilities } from './capabilities.js';
 import { PushpopError } from './errors.js';
 import { Consumer, type ConsumerOptions, type Handler } from './consumer.js';
+import { peek, type PeekResult } from './peek.js';
 import { Producer, type ProducerOptions } from './producer.js';
 import { activeTraceparent } from './tracing.js';
 import type {
@@ -17,6 +19,7 @@ import type {
   QueueSettings,
   QueueSettingsUpdate,
   RedriveResult,
+  ReleaseOptions,
   ReleaseResult,
 } from './types.js';
 
@@ -55,10 +58,12 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-interface RawCall {
+/** One call of {@link PushpopClient.call}. @internal */
+export interface RawCall {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** A route of the OpenAPI document, e.g. `/queue/{queue_id}/pop`; `params.path` fills it in. */
   path: string;
-  params?: { path?: Record<string, string>; query?: Record<string, unknown> };
+  params?: { path?: Record<string, string>; query?: Record<string, string | number | boolean | undefined> };
   body?: unknown;
   /** Headers of this call only. */
   headers?: Record<string, string>;
@@ -66,11 +71,6 @@ interface RawCall {
   extraTimeoutMs?: number;
   signal?: AbortSignal;
 }
-
-type LooseMethod = (
-  path: string,
-  init: { params?: unknown; body?: unknown; signal?: AbortSignal },
-) => Promise<{ data?: unknown; error?: unknown; response: Response }>;
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
@@ -118,11 +118,15 @@ export function retryDelayMs(attempt: number, retryAfter: number | undefined, op
  * ```
  */
 export class PushpopClient {
-  /** The generated openapi-fetch client this one is built on, for anything not wrapped here. */
+  /** The generated openapi-fetch client, for anything not wrapped here (this client's own calls do not go through it). */
   readonly raw: GeneratedClient;
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
+  private readonly fetch: typeof globalThis.fetch;
+  /** Headers of every call without a body, and of every call with one (built once). */
+  private readonly headers: { plain: Record<string, string>; json: Record<string, string> };
+  private capabilitiesRead: Promise<Capabilities> | undefined;
   /** Calls made (attempts included), for measurements and tests. */
   requests = 0;
 
@@ -136,23 +140,35 @@ export class PushpopClient {
     });
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { retries: 5, minDelayMs: 200, maxDelayMs: 30_000, jitter: 0.25, statuses: [429, 503], ...options.retry };
+    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    const plain: Record<string, string> = { accept: 'application/json', ...options.headers, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) };
+    this.headers = { plain, json: { ...plain, 'content-type': 'application/json' } };
   }
 
-  /** A queue, its items typed as `T`. */
-  queue<T extends Item = Item>(queueId: string): Queue<T> {
+  /** A queue, its items typed as `T` (any object type, an `interface` included). */
+  queue<T extends object = Item>(queueId: string): Queue<T> {
     return new Queue<T>(this, queueId);
   }
 
   /** Starts a {@link Consumer} on `queueId`; stop it with `close()`. */
-  consume<T extends Item = Item>(queueId: string, handler: Handler<T>, options: ConsumerOptions = {}): Consumer<T> {
+  consume<T extends object = Item>(queueId: string, handler: Handler<T>, options: ConsumerOptions = {}): Consumer<T> {
     const consumer = new Consumer<T>(this.queue<T>(queueId), handler, options);
     consumer.start();
     return consumer;
   }
 
   /** A {@link Producer} for `queueId` (with `lingerMs` > 0, concurrent pushes go out in batches). */
-  producer<T extends Item = Item>(queueId: string, options: ProducerOptions = {}): Producer<T> {
+  producer<T extends object = Item>(queueId: string, options: ProducerOptions = {}): Producer<T> {
     return new Producer<T>(this.queue<T>(queueId), options);
+  }
+
+  /**
+   * What the service supports beyond the third version of its contract (per-item locks, batch
+   * acknowledgements, dead-lettering on purpose), read once from its OpenAPI document.
+   */
+  capabilities(): Promise<Capabilities> {
+    this.capabilitiesRead ??= readCapabilities(this);
+    return this.capabilitiesRead;
   }
 
   /** `GET /queues`: queues by id, `prefix`, `limit` 1–1000, `cursor` from the previous page. */
@@ -212,63 +228,120 @@ export class PushpopClient {
 
   /**
    * One call: retried on the retry statuses after their `Retry-After` (bounded, jittered),
-   * each attempt bounded by the timeout; any other non-2xx answer thrown as a {@link PushpopError}.
+   * each attempt bounded by the timeout; any other non-2xx answer thrown as a {@link PushpopError}
+   * naming the method and the path called. Plain `fetch`: the generated client's typing is of
+   * no use here (answers are typed by the methods), and its request objects cost more than the
+   * call itself on a busy producer.
    * @internal
    */
   async call<R>(request: RawCall): Promise<R> {
     const { signal } = request;
+    const path = fillPath(request.path, request.params?.path);
+    const url = this.baseUrl + path + queryString(request.params?.query);
+    const hasBody = request.body !== undefined;
+    const base = hasBody ? this.headers.json : this.headers.plain;
+    const init: RequestInit = {
+      method: request.method,
+      headers: request.headers ? { ...base, ...request.headers } : base,
+      ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
+    };
+    const what = `${request.method} ${path}`;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
       // One controller per attempt, aborted by the caller's signal or the timeout (not
       // AbortSignal.any, which on Node 20 is slow and keeps composites alive on a long-lived signal).
       const attempt$ = new AbortController();
       let timedOut = false;
-      const timer = setTimeout(
-        () => {
-          timedOut = true;
-          attempt$.abort();
-        },
-        this.timeoutMs + (request.extraTimeoutMs ?? 0),
-      );
+      const timeoutMs = this.timeoutMs + (request.extraTimeoutMs ?? 0);
+      const timer = setTimeout(() => {
+        timedOut = true;
+        attempt$.abort();
+      }, timeoutMs);
       const onAbort = () => attempt$.abort(signal?.reason);
       signal?.addEventListener('abort', onAbort, { once: true });
       this.requests++;
-      let result: Awaited<ReturnType<LooseMethod>>;
+      let response: Response;
+      let text: string;
       try {
-        const method = (this.raw as unknown as Record<string, LooseMethod>)[request.method];
-        result = await method(request.path, {
-          ...(request.params ? { params: request.params } : {}),
-          ...(request.body !== undefined ? { body: request.body } : {}),
-          ...(request.headers ? { headers: request.headers } : {}),
-          signal: attempt$.signal,
-        });
+        response = await this.fetch(url, { ...init, signal: attempt$.signal });
+        text = await response.text();
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
-        if (timedOut) throw new PushpopError(`no answer from ${this.baseUrl} within ${this.timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
-        throw new PushpopError(`cannot reach ${this.baseUrl}: ${(error as Error).message}`, 0, 'NETWORK_ERROR', undefined, { cause: error });
+        if (timedOut) throw new PushpopError(`no answer from ${this.baseUrl} to ${what} within ${timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
+        throw new PushpopError(`cannot reach ${this.baseUrl} (${what}): ${networkCause(error)}`, 0, 'NETWORK_ERROR', undefined, { cause: error });
       } finally {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       }
-      const { response } = result;
-      if (response.ok) return result.data as R;
-      const body = (typeof result.error === 'object' && result.error !== null ? result.error : {}) as Record<string, unknown>;
+      if (response.ok) return (text === '' ? undefined : parseJson(text, text)) as R;
+      const parsed = parseJson(text, undefined);
+      const body = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
       if (this.retry.statuses.includes(response.status) && attempt < this.retry.retries) {
         await sleep(retryDelayMs(attempt, retryAfterMs(response.headers.get('retry-after')), this.retry), signal);
         continue;
       }
       const code = typeof body.error_code === 'string' ? body.error_code : `HTTP_${response.status}`;
-      const message = typeof body.message === 'string' ? body.message : typeof result.error === 'string' ? result.error : response.statusText;
-      throw new PushpopError(`${request.method} ${request.path}: ${response.status} ${code}: ${message}`, response.status, code, body);
+      const message = typeof body.message === 'string' ? body.message : text.trim().slice(0, 200) || response.statusText;
+      throw new PushpopError(`${what}: ${response.status} ${code}: ${message}`, response.status, code, body);
     }
   }
+}
+
+/** Routes split at their `{name}` parameters once (odd parts are names): a call fills them in without a regular expression. */
+const splitRoutes = new Map<string, string[]>();
+
+/** `route` with its `{name}` parameters filled in, each URL-encoded. */
+function fillPath(route: string, params: Record<string, string> | undefined): string {
+  if (!params) return route;
+  let parts = splitRoutes.get(route);
+  if (!parts) splitRoutes.set(route, (parts = route.split(/\{(\w+)\}/)));
+  let path = parts[0];
+  for (let i = 1; i < parts.length; i += 2) {
+    const value = params[parts[i]];
+    path += (value === undefined ? `{${parts[i]}}` : encodeURIComponent(value)) + parts[i + 1];
+  }
+  return path;
+}
+
+/** `?a=1&b=true` of the defined values, or ''. */
+function queryString(query: Record<string, string | number | boolean | undefined> | undefined): string {
+  if (!query) return '';
+  let out = '';
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    out += `${out ? '&' : '?'}${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`;
+  }
+  return out;
+}
+
+function parseJson(text: string, fallback: unknown): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return fallback;
+  }
+}
+
+/** Why a request got no answer, from fetch's "fetch failed" and its cause: `connect ECONNREFUSED 127.0.0.1:8000`. */
+function networkCause(error: unknown): string {
+  const causes: string[] = [];
+  const visit = (e: unknown, depth: number) => {
+    if (!(e instanceof Error) || depth > 4) return;
+    if (e instanceof AggregateError && e.errors.length > 0) e.errors.forEach((inner) => visit(inner, depth + 1));
+    else if (e.cause !== undefined) visit(e.cause, depth + 1);
+    else if (e.message) causes.push(e.message);
+    else if ((e as { code?: string }).code) causes.push(String((e as { code?: string }).code));
+  };
+  visit(error, 0);
+  const unique = [...new Set(causes)];
+  return unique.length > 0 ? unique.join('; ') : ((error as Error)?.message ?? String(error));
 }
 
 /**
  * One queue of a {@link PushpopClient}, its items typed as `T`. Every method is one call of the
  * service's HTTP API, named after its operation.
  */
-export class Queue<T extends Item = Item> {
+export class Queue<T extends object = Item> {
   constructor(
     readonly client: PushpopClient,
     readonly id: string,
@@ -295,7 +368,7 @@ export class Queue<T extends Item = Item> {
 
   /** `POST /queue/{id}/pop`. With `requireAck`, hold the items under the answer's `lock_id`; with `waitSeconds`, long-poll. */
   pop(options: PopOptions & CallOptions = {}): Promise<PopResult<T>> {
-    const query: Record<string, unknown> = {};
+    const query: Record<string, string | number | boolean | undefined> = {};
     if (options.depth !== undefined) query.depth = options.depth;
     if (options.requireAck) query.require_ack = true;
     if (options.ttlSeconds !== undefined) query.ttl_seconds = options.ttlSeconds;
@@ -326,15 +399,26 @@ export class Queue<T extends Item = Item> {
     });
   }
 
-  /** `POST /queue/{id}/release`: the items come back now, or after `delaySeconds` (replacing the queue's retry delay). */
-  release(lockId: string, options: { delaySeconds?: number } & CallOptions = {}): Promise<ReleaseResult> {
-    return this.client.call({
-      method: 'POST',
-      path: '/queue/{queue_id}/release',
-      params: this.path,
-      body: { lock_id: lockId, ...(options.delaySeconds !== undefined ? { delay_seconds: options.delaySeconds } : {}) },
-      signal: options.signal,
-    });
+  /**
+   * `POST /queue/{id}/release`: the items come back now, or after `delaySeconds` (replacing the
+   * queue's retry delay); with `deadLetter`, they go to the queue's dead-letter queue now (a
+   * service with {@link Capabilities.deadLetterRelease} only).
+   */
+  release(lockId: string, options: ReleaseOptions & CallOptions = {}): Promise<ReleaseResult> {
+    const body: Record<string, unknown> = { lock_id: lockId };
+    if (options.delaySeconds !== undefined) body.delay_seconds = options.delaySeconds;
+    if (options.deadLetter) body.dead_letter = true;
+    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/release', params: this.path, body, signal: options.signal });
+  }
+
+  /**
+   * The next `limit` items (default 10) in pop order, without taking them: read through the
+   * inspection routes (`GET /queue/{id}`, `…/state/{key}`, scope `read`). Items held by locks
+   * and delayed items are not shown; nor are items given back to a shared queue's front
+   * (counted in `hidden`).
+   */
+  peek(limit = 10, options: CallOptions = {}): Promise<PeekResult<T>> {
+    return peek(this, limit, options);
   }
 
   /** `GET /queue/{id}`: counts, priorities, settings, lock(s). */

@@ -1,115 +1,82 @@
 import { EventEmitter } from 'node:events';
-import { isPushpopError, PushpopError } from './errors.js';
+import { BASE_CAPABILITIES, type Capabilities } from './capabilities.js';
+import { isPushpopError, isRetryDelay, PushpopError } from './errors.js';
+import {
+  type BackoffOptions,
+  decide,
+  deadLetteredByQueue,
+  DEFAULT_QUEUE_POLICY,
+  type FailureRules,
+  type QueuePolicy,
+  queuePolicyOf,
+} from './failure-policy.js';
+import { createLockSource, type Delivery, type HeldLock, type LockSource } from './lock-source.js';
 import { inItemSpan } from './tracing.js';
 import type { Queue } from './client.js';
-import type { Item, PopResult } from './types.js';
+import type { Item, ReleaseOptions, ReleaseResult } from './types.js';
+import type { ConsumerEvents, ConsumerOptions, ConsumerStats, GiveUpReason, Handler, ItemEvent } from './consumer-types.js';
 
-/** What a handler gets for one item. */
-export interface Message<T> {
-  item: T;
-  /** How many times the item has been handed out with a lock, this time included (1 the first time). */
-  deliveryCount: number;
-  /** The item's headers (`{}` when it has none). */
-  headers: Record<string, string>;
-  /** Fires when the consumer gives up on this handler: its lock was lost, `maxProcessingSeconds` passed, or `close()` timed out. */
-  signal: AbortSignal;
-  queueId: string;
-  lockId: string;
-}
-
-/** Resolves (or returns) when the item is done: it is acknowledged. Throws to give it back (a {@link RetryLater} to choose the delay). */
-export type Handler<T> = (message: Message<T>) => unknown;
-
-export interface ConsumerOptions {
-  /** Handlers running at once (default 1). */
-  concurrency?: number;
-  /** The lock's time to live, 1–300 (default 30). */
-  ttlSeconds?: number;
-  /** Extend each lock this often while its handlers run (default a third of `ttlSeconds`). */
-  extendEverySeconds?: number;
-  /** Long-poll wait per pop, 0–20 (default 20). */
-  waitSeconds?: number;
-  /** Give up on a lock whose handlers run longer than this (default: never): their signals abort, the lock is released. */
-  maxProcessingSeconds?: number;
-  /** How long `close()` waits for running handlers before it releases their items (default 30000). */
-  closeTimeoutMs?: number;
-  /**
-   * The queue's lock mode. `auto` (default) reads the queue's settings (exclusive when it has
-   * none yet or the key may not read them).
-   */
-  lockMode?: 'auto' | 'exclusive' | 'shared';
-  /**
-   * Ask for item headers (`include_headers`, default true; a service older than the third version
-   * of the contract refuses it, and the consumer then pops without). A handler runs in a span
-   * whose parent is its item's `traceparent` header.
-   */
-  includeHeaders?: boolean;
-  /** Pause after a failed pop or an answer of "nothing now" (paused, limited, locked) before polling again (default 1000). */
-  idleDelayMs?: number;
-}
-
-/** Why a consumer gave up on a handler, as its signal's `reason`. */
-export type GiveUpReason = 'lock-lost' | 'timeout' | 'shutdown';
-
-export interface ConsumerEvents<T> {
-  /** A pop, acknowledge, extend or release failed (after the client's retries). */
-  error: [error: unknown];
-  /** A lock expired or disappeared while its handlers ran: their items will be delivered again. */
-  lockLost: [info: { lockId: string; items: T[]; error: unknown }];
-  /** A handler threw; its lock is released once the lock's other handlers are done. */
-  failed: [info: { item: T; deliveryCount: number; error: unknown }];
-  /** A lock's items were all handled and acknowledged. */
-  completed: [info: { lockId: string; items: T[] }];
-}
+export type { ConsumerEvents, ConsumerOptions, ConsumerStats, GiveUpReason, Handler, ItemEvent, Message } from './consumer-types.js';
 
 const DEFAULTS = { concurrency: 1, ttlSeconds: 30, waitSeconds: 20, closeTimeoutMs: 30_000, idleDelayMs: 1000 };
+const DEFAULT_BACKOFF: Required<BackoffOptions> = { type: 'exponential', delaySeconds: 1, maxDelaySeconds: 300 };
+const DEFAULT_MAX_ATTEMPTS = 5;
 
-/** One lock and the handlers of its items. */
-class Batch<T> {
-  readonly controller = new AbortController();
-  readonly running: Promise<void>[] = [];
-  failures: unknown[] = [];
-  delaySeconds: number | undefined;
-  lost = false;
-  givenUp = false;
-  /** Settles when every handler of the batch has settled or the batch was given up. */
-  done!: Promise<void>;
-
-  constructor(
-    readonly lockId: string,
-    readonly items: T[],
-  ) {}
+/** Thrown into the failure path of a lock whose handlers ran past `maxProcessingSeconds`. */
+export class HandlerTimeoutError extends Error {
+  override readonly name = 'HandlerTimeoutError';
 }
 
+/** A lock a slot is working on, and the state of its handlers. */
+class Work<T> {
+  readonly controller = new AbortController();
+  lost = false;
+  givenUp = false;
+  /** The release of a lock given up on, once it started. */
+  settling: Promise<void> | undefined;
+  /** Resolves when the lock is given up on or lost: the slot stops waiting for its handlers. */
+  readonly abandoned: Promise<void>;
+
+  constructor(readonly lock: HeldLock<T>) {
+    this.abandoned = new Promise((resolve) => this.controller.signal.addEventListener('abort', () => resolve(), { once: true }));
+  }
+}
+
+/** A handler's outcome. */
+type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
+
 /**
- * A long-polling consumer of one queue: pops with `require_ack`, runs up to `concurrency`
- * handlers at once, extends each lock while its handlers run, acknowledges on success and
- * releases on failure. Made by {@link PushpopClient.consume}.
+ * A long-polling consumer of one queue: takes items with `require_ack`, runs their handlers,
+ * extends each lock while its handlers run, acknowledges each item on success and gives it back
+ * with a delay on failure, dead-lettering it after `maxAttempts`. Made by {@link PushpopClient.consume}.
  *
- * A lock is acknowledged or released as a whole (the service's rule):
- * - exclusive queues (one lock per queue): one pop of up to `concurrency` items at a time; the
- *   next pop waits until all handlers of that lock are done. The lock is acknowledged when
- *   every handler succeeded, otherwise released — so the items whose handlers succeeded are
- *   delivered again with the failed ones (handlers must be idempotent, as with any
- *   at-least-once queue).
- * - shared queues: `concurrency` pollers, each popping one item under a lock of its own, so
- *   each item is acknowledged or released on its own.
+ * Per-item outcomes: on a shared queue every item has a lock of its own, so one item's failure
+ * never sends another back. An exclusive queue hands out one lock at a time: the consumer takes
+ * its items one at a time, in order, unless asked for batches (`batchSize`).
+ *
+ * When it starts it reads the queue's settings once (`GET /queue/{id}/settings`: lock mode,
+ * retry delay, dead-letter queue, `max_deliveries`) and the service's {@link Capabilities}.
  */
-export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents<T>> {
-  private readonly options: Required<Omit<ConsumerOptions, 'maxProcessingSeconds' | 'extendEverySeconds'>> & {
+export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEvents<T>> {
+  private readonly options: Required<Omit<ConsumerOptions, 'maxProcessingSeconds' | 'extendEverySeconds' | 'batchSize' | 'maxAttempts' | 'backoff'>> & {
     maxProcessingSeconds?: number;
     extendEverySeconds: number;
+    batchSize?: number;
+    maxAttempts?: number;
+    backoff: Required<BackoffOptions>;
   };
-  /** Aborted by close(): no new pops. */
+  /** Aborted by close(): no new pops, and a waiting long poll is cut. */
   private readonly stopping = new AbortController();
-  /** Aborted when close() times out: a long poll still in flight is cut. */
-  private readonly cutting = new AbortController();
-  private readonly batches = new Set<Batch<T>>();
-  private loops: Promise<void>[] = [];
+  private readonly working = new Set<Work<T>>();
+  private run: Promise<void> | undefined;
+  private source: LockSource<T> | undefined;
+  private rules: FailureRules | undefined;
   private closing: Promise<void> | undefined;
-  private started = false;
-  /** Items handled and acknowledged, items whose handler threw. */
-  readonly stats = { acknowledged: 0, failed: 0, released: 0, lockLost: 0 };
+  /** Whether items were handled since the last `drained`. */
+  private busy = false;
+  /** The queue's lock mode, once known. */
+  lockMode: 'exclusive' | 'shared' | undefined;
+  readonly stats: ConsumerStats = { completed: 0, retrying: 0, failed: 0, deadLettered: 0, lockLost: 0, released: 0 };
 
   constructor(
     readonly queue: Queue<T>,
@@ -125,234 +92,306 @@ export class Consumer<T extends Item = Item> extends EventEmitter<ConsumerEvents
       ...options,
       ttlSeconds,
       extendEverySeconds: options.extendEverySeconds ?? ttlSeconds / 3,
+      backoff: { ...DEFAULT_BACKOFF, ...options.backoff },
     };
-    if (!(this.options.concurrency >= 1)) throw new RangeError('concurrency must be at least 1');
+    const { concurrency, batchSize, maxAttempts, backoff } = this.options;
+    if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError('concurrency must be a positive integer');
+    if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100))
+      throw new RangeError('batchSize must be an integer from 1 to 100');
+    if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw new RangeError('maxAttempts must be a positive integer');
+    if (!isRetryDelay(backoff.delaySeconds) || !isRetryDelay(backoff.maxDelaySeconds)) {
+      throw new RangeError('backoff.delaySeconds and backoff.maxDelaySeconds are whole seconds from 0 to 900');
+    }
   }
 
   /** Starts polling (done by {@link PushpopClient.consume}). */
   start(): void {
-    if (this.started) return;
-    this.started = true;
-    const run = async () => {
-      const shared = await this.isShared();
-      if (this.stopping.signal.aborted) return;
-      const pollers = shared ? this.options.concurrency : 1;
-      const depth = shared ? 1 : this.options.concurrency;
-      this.loops = Array.from({ length: pollers }, () => this.poll(depth));
-      await Promise.all(this.loops);
-    };
-    this.loops = [run()];
+    this.run ??= (async () => {
+      const prepared = await this.prepare();
+      if (!prepared) return;
+      const { mode, policy, capabilities } = prepared;
+      this.lockMode = mode;
+      const maxAttempts = this.options.maxAttempts ?? policy.maxDeliveries ?? DEFAULT_MAX_ATTEMPTS;
+      this.rules = { maxAttempts, backoff: this.options.backoff, policy, deadLetterRelease: capabilities.deadLetterRelease };
+      if (mode === 'exclusive') this.warnIfExclusiveConcurrency();
+      if (mode === 'shared' && this.options.batchSize !== undefined && this.options.batchSize > 1) {
+        this.warn(`batchSize applies to exclusive queues; queue ${this.queue.id} is shared, so every item has a lock of its own`);
+      }
+      const source = createLockSource(
+        this.queue,
+        capabilities,
+        {
+          depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
+          ttlSeconds: this.options.ttlSeconds,
+          waitSeconds: this.options.waitSeconds,
+          includeHeaders: this.options.includeHeaders,
+          idleDelayMs: this.options.idleDelayMs,
+        },
+        this.stopping.signal,
+        (error) => this.report(error),
+      );
+      this.source = source;
+      const slots = mode === 'shared' ? this.options.concurrency : 1;
+      await Promise.all(Array.from({ length: slots }, () => this.slot(source)));
+    })();
   }
 
   /** Items being handled now. */
   get running(): number {
     let n = 0;
-    for (const batch of this.batches) n += batch.items.length;
+    for (const work of this.working) n += work.lock.deliveries.length;
     return n;
   }
 
   /**
-   * Stops taking new items, waits up to `timeoutMs` (default `closeTimeoutMs`) for the running
-   * handlers (their locks are extended meanwhile and acknowledged or released as usual), then
-   * aborts the handlers still running and releases their items. Resolves when nothing this
-   * consumer holds is locked any more.
+   * Stops taking new items (a waiting long poll is cut at once; what it brings after that is
+   * given back), waits up to `timeoutMs` (default `closeTimeoutMs`) for the running handlers
+   * (their locks are extended meanwhile and settled as usual), then aborts the handlers still
+   * running and gives their items back without delay. Resolves when nothing this consumer holds
+   * is locked any more: at once for an idle consumer.
    */
   close(timeoutMs = this.options.closeTimeoutMs): Promise<void> {
     this.closing ??= (async () => {
       this.stopping.abort('shutdown');
-      const all = () => Promise.all([...this.loops, ...[...this.batches].map((b) => b.done)]);
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
-      const outcome = await Promise.race([all(), timedOut]);
+      const outcome = await Promise.race([this.run, timedOut]);
       clearTimeout(timer);
-      if (outcome === 'timeout') {
-        this.cutting.abort('shutdown');
-        await Promise.all([...this.batches].map((batch) => this.giveUp(batch, 'shutdown')));
-        await all();
-      }
+      if (outcome === 'timeout') await Promise.all([...this.working].map((work) => this.giveUp(work, 'shutdown')));
+      await this.run;
+      await this.source?.close();
     })();
     return this.closing;
   }
 
-  private async isShared(): Promise<boolean> {
-    if (this.options.lockMode !== 'auto') return this.options.lockMode === 'shared';
-    try {
-      const settings = await this.queue.settings({ signal: this.stopping.signal });
-      return settings.lock_mode === 'shared';
-    } catch (error) {
-      if (!isPushpopError(error, 'QUEUE_NOT_FOUND', 'FORBIDDEN', 'ABORTED')) this.report(error);
-      return false;
-    }
-  }
-
-  private async poll(depth: number): Promise<void> {
+  /** The queue's lock mode and failure settings, and the service's capabilities; undefined when closed first. */
+  private async prepare(): Promise<{ mode: 'exclusive' | 'shared'; policy: QueuePolicy; capabilities: Capabilities } | undefined> {
     const signal = this.stopping.signal;
+    const capabilities = this.queue.client.capabilities().catch(() => ({ ...BASE_CAPABILITIES }));
+    const fallbackMode = this.options.lockMode === 'shared' ? 'shared' : 'exclusive';
     while (!signal.aborted) {
-      let result: PopResult<T>;
       try {
-        result = await this.queue.pop({
-          depth,
-          requireAck: true,
-          ttlSeconds: this.options.ttlSeconds,
-          waitSeconds: this.options.waitSeconds,
-          includeHeaders: this.options.includeHeaders,
-          // Not cut by close() at once: a long poll cut while the service answers it would leave
-          // its lock to expire, so close() waits for it (up to waitSeconds) within its timeout.
-          signal: this.cutting.signal,
-        });
+        const settings = await this.queue.settings({ signal });
+        if (this.options.lockMode !== 'auto' && this.options.lockMode !== settings.lock_mode) {
+          this.warn(`lockMode '${this.options.lockMode}' was given, but queue ${this.queue.id} is ${settings.lock_mode}: the consumer follows the queue`);
+        }
+        return { mode: settings.lock_mode, policy: queuePolicyOf(settings), capabilities: await capabilities };
       } catch (error) {
-        if (signal.aborted) return;
-        if (this.options.includeHeaders && isPushpopError(error, 'VALIDATION_FAILED') && /include_headers/.test(error.message)) {
-          // A service that knows no item headers: pop without them.
-          this.options.includeHeaders = false;
-          continue;
-        }
-        if (isPushpopError(error, 'QUEUE_LOCKED')) {
-          // Another consumer holds the exclusive lock: come back when it expires, or sooner.
-          const expiresAt = Number(error.body?.lock_expires_at);
-          const untilExpiry = Number.isFinite(expiresAt) ? expiresAt * 1000 - Date.now() : this.options.idleDelayMs;
-          await this.idle(Math.max(50, Math.min(untilExpiry, this.options.idleDelayMs)));
-        } else {
-          this.report(error);
-          await this.idle(this.options.idleDelayMs);
-        }
-        continue;
+        // Not created yet: exclusive by default until someone sets it. No read scope: as told.
+        if (isPushpopError(error, 'QUEUE_NOT_FOUND')) return { mode: 'exclusive', policy: DEFAULT_QUEUE_POLICY, capabilities: await capabilities };
+        if (isPushpopError(error, 'FORBIDDEN')) return { mode: fallbackMode, policy: DEFAULT_QUEUE_POLICY, capabilities: await capabilities };
+        if (signal.aborted) break;
+        this.report(error);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.options.idleDelayMs);
+          signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+        });
       }
-      if (signal.aborted) {
-        // Closing: items that came in meanwhile go straight back.
-        if (result.lock_id) await this.queue.release(result.lock_id).catch((error: unknown) => this.report(error));
-        return;
-      }
-      if (!result.lock_id || result.items.length === 0) {
-        // Empty, paused or limited: "nothing now". A long poll already waited; a short answer must not spin.
-        if (result.paused || result.limited || this.options.waitSeconds === 0) await this.idle(this.options.idleDelayMs);
-        continue;
-      }
-      const batch = this.run(result);
-      // Exclusive: the next pop would only be answered 423 while this lock lives. Shared: one lock per poller.
-      await batch.done;
+    }
+    return undefined;
+  }
+
+  private warnIfExclusiveConcurrency(): void {
+    const { concurrency, batchSize } = this.options;
+    if (concurrency <= 1 || batchSize !== undefined) return;
+    const id = this.queue.id;
+    this.warn(
+      `queue ${id} is exclusive (one lock at a time, FIFO), so this consumer handles its items one at a time, not ${concurrency} at once. ` +
+        `For ${concurrency} at once with each item acknowledged on its own, make the queue shared: ` +
+        `queue.updateSettings({ lock_mode: 'shared' }) (PUT /queue/${id}/settings {"lock_mode":"shared"}, or pushpop settings set ${id} lock_mode=shared). ` +
+        `To take batches under the exclusive lock instead, pass batchSize (a failed item gives its whole batch back).`,
+    );
+  }
+
+  private warn(message: string): void {
+    if (this.listenerCount('warning') === 0) return process.emitWarning(`pushpop consumer: ${message}`, { code: 'PUSHPOP_CONSUMER' });
+    this.emitSafely(() => this.emit('warning', message));
+  }
+
+  /** Emits where a listener's exception must not stop a slot (it is reported instead). */
+  private emitSafely(emit: () => void): void {
+    try {
+      emit();
+    } catch (error) {
+      this.report(error);
     }
   }
 
-  private idle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.stopping.signal;
-      if (signal.aborted) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
+  /** One slot: takes a lock, handles it, settles it, again; looks without waiting after work, so `drained` comes when the queue runs dry. */
+  private async slot(source: LockSource<T>): Promise<void> {
+    let wait = false;
+    while (!this.stopping.signal.aborted) {
+      const taken = await source.take(wait);
+      if ('stopped' in taken) return;
+      if ('nothing' in taken) {
+        if (taken.nothing === 'empty') this.noteEmpty();
+        wait = true;
+        continue;
       }
-      signal.addEventListener('abort', done, { once: true });
-    });
+      this.busy = true;
+      await this.work(source, taken.lock);
+      wait = false;
+    }
   }
 
-  private run(result: PopResult<T>): Batch<T> {
-    const lockId = result.lock_id!;
-    const batch = new Batch<T>(lockId, result.items);
-    this.batches.add(batch);
-    const extender = setInterval(() => void this.extend(batch), this.options.extendEverySeconds * 1000);
+  private noteEmpty(): void {
+    if (!this.busy || this.working.size > 0) return;
+    this.busy = false;
+    this.emitSafely(() => this.emit('drained'));
+  }
+
+  /** Runs a lock's handlers (extending it meanwhile) and settles it; returns when it is settled, given up on or lost. */
+  private async work(source: LockSource<T>, lock: HeldLock<T>): Promise<void> {
+    const work = new Work(lock);
+    this.working.add(work);
+    const extender = setInterval(() => void this.extend(source, work), this.options.extendEverySeconds * 1000);
     const maxTimer =
       this.options.maxProcessingSeconds !== undefined
-        ? setTimeout(() => void this.giveUp(batch, 'timeout'), this.options.maxProcessingSeconds * 1000)
+        ? setTimeout(() => void this.giveUp(work, 'timeout'), this.options.maxProcessingSeconds * 1000)
         : undefined;
-    const handlers = result.items.map((item, i) => this.handle(batch, item, i, result));
-    batch.done = (async () => {
-      // A batch given up on settles without waiting for its handlers (they may ignore their signal).
-      await Promise.race([Promise.all(handlers), new Promise<void>((resolve) => batch.controller.signal.addEventListener('abort', () => resolve()))]);
+    try {
+      const outcomes = Promise.all(lock.deliveries.map((delivery) => this.handle(work, delivery)));
+      // A lock given up on settles without waiting for its handlers (they may ignore their signal).
+      const settled = await Promise.race([outcomes, work.abandoned]);
       clearInterval(extender);
       clearTimeout(maxTimer);
-      if (!batch.givenUp && !batch.lost) await this.finish(batch);
-      this.batches.delete(batch);
-    })();
-    return batch;
-  }
-
-  private async handle(batch: Batch<T>, item: T, index: number, result: PopResult<T>): Promise<void> {
-    const deliveryCount = result.delivery_counts?.[index] ?? 1;
-    const headers = result.headers?.[index] ?? {};
-    try {
-      await inItemSpan(this.queue.id, headers, deliveryCount, async () =>
-        this.handler({ item, deliveryCount, headers, signal: batch.controller.signal, queueId: this.queue.id, lockId: batch.lockId }),
-      );
-    } catch (error) {
-      batch.failures.push(error);
-      const delay = (error as { delaySeconds?: unknown } | null)?.delaySeconds;
-      if (typeof delay === 'number') batch.delaySeconds = Math.max(batch.delaySeconds ?? 0, delay);
-      this.stats.failed++;
-      if (!batch.givenUp) this.emit('failed', { item, deliveryCount, error });
+      if (settled && !work.givenUp && !work.lost) await this.settle(work, settled);
+      else if (work.settling) await work.settling;
+    } finally {
+      clearInterval(extender);
+      clearTimeout(maxTimer);
+      this.working.delete(work);
     }
   }
 
-  /** Acknowledges a batch whose handlers all succeeded, releases one with a failure. */
-  private async finish(batch: Batch<T>): Promise<void> {
+  private async handle(work: Work<T>, delivery: Delivery<T>): Promise<Outcome<T>> {
+    const { item, deliveryCount, headers } = delivery;
     try {
-      if (batch.failures.length === 0) {
-        await this.queue.acknowledge(batch.lockId);
-        this.stats.acknowledged += batch.items.length;
-        this.emit('completed', { lockId: batch.lockId, items: batch.items });
-      } else {
-        await this.releaseWithDelay(batch);
-        this.stats.released += batch.items.length;
-      }
+      await inItemSpan(this.queue.id, headers, deliveryCount, async () =>
+        this.handler({ item, deliveryCount, headers, signal: work.controller.signal, queueId: this.queue.id, lockId: work.lock.lockId }),
+      );
+      return { delivery, ok: true };
     } catch (error) {
-      if (isLockGone(error)) this.lockLost(batch, error);
-      else this.report(error);
+      return { delivery, error, ok: false };
     }
   }
 
   /**
-   * Releases a failed batch with the delay its handlers chose. A service older than the third
-   * version of the contract refuses `delay_seconds` (400): the items are then released without
-   * it rather than left locked until the lock expires.
+   * Acknowledges a lock whose handlers all succeeded; otherwise gives it back by the failure
+   * rules: with the delay of its worst failure, or to the dead-letter queue when every item of
+   * it is to be dead-lettered (a lock is released as a whole).
    */
-  private async releaseWithDelay(batch: Batch<T>): Promise<void> {
-    if (batch.delaySeconds === undefined) {
-      await this.queue.release(batch.lockId);
-      return;
-    }
+  private async settle(work: Work<T>, outcomes: Outcome<T>[]): Promise<void> {
+    const { lockId } = work.lock;
+    const failures = outcomes.filter((o) => !o.ok);
     try {
-      await this.queue.release(batch.lockId, { delaySeconds: batch.delaySeconds });
+      if (failures.length === 0) {
+        await this.source!.acknowledge(lockId);
+        for (const { delivery } of outcomes) {
+          this.stats.completed++;
+          this.emit('completed', this.itemEvent(work, delivery));
+        }
+        return;
+      }
+      await this.giveBack(work, outcomes, failures);
     } catch (error) {
-      if (!isPushpopError(error, 'VALIDATION_FAILED')) throw error;
-      this.report(error);
-      await this.queue.release(batch.lockId);
+      if (isLockGone(error)) this.lockLost(work, error);
+      else this.report(error);
     }
   }
 
-  private async extend(batch: Batch<T>): Promise<void> {
-    if (batch.lost || batch.givenUp) return;
+  private async giveBack(work: Work<T>, outcomes: Outcome<T>[], failures: Outcome<T>[]): Promise<void> {
+    const rules = this.rules!;
+    const verdicts = new Map(failures.map((f) => [f, decide(rules, f.delivery.deliveryCount, f.error)]));
+    const all = [...verdicts.values()];
+    // A lock is given back as a whole: to the dead letters only when every item of it goes there,
+    // otherwise after its longest delay.
+    const deadLetterAll = failures.length === outcomes.length && all.every((v) => v.deadLetter);
+    const delaySeconds = Math.max(...all.map((v) => v.delaySeconds));
+    const delayed: ReleaseOptions = all.every((v) => v.byQueue) ? {} : { delaySeconds };
+    let how: ReleaseOptions = deadLetterAll ? { deadLetter: true } : delayed;
+    let answer: ReleaseResult;
     try {
-      await this.queue.extendLock(batch.lockId, this.options.ttlSeconds);
+      answer = await this.source!.release(work.lock.lockId, how);
     } catch (error) {
-      if (batch.lost || batch.givenUp) return;
+      // The dead-letter queue was removed since the settings were read: give the items back instead.
+      if (!deadLetterAll || !isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) throw error;
+      this.report(error);
+      how = delayed;
+      answer = await this.source!.release(work.lock.lockId, how);
+    }
+    const serviceDeadLettered = (answer.items_dead_lettered ?? 0) > 0;
+    for (const outcome of outcomes) {
+      if (outcome.ok) {
+        this.stats.released++;
+        continue;
+      }
+      const event = { ...this.itemEvent(work, outcome.delivery), error: outcome.error };
+      const deadLettered = how.deadLetter === true || (serviceDeadLettered && deadLetteredByQueue(rules.policy, outcome.delivery.deliveryCount));
+      if (deadLettered) {
+        this.stats.failed++;
+        this.stats.deadLettered++;
+        this.emit('failed', { ...event, deadLettered: true });
+        this.emit('deadLettered', { ...event, deadLetterQueue: rules.policy.deadLetterQueue });
+      } else if (verdicts.get(outcome)!.exhausted) {
+        this.stats.failed++;
+        this.emit('failed', { ...event, deadLettered: false, delaySeconds });
+      } else {
+        this.stats.retrying++;
+        this.emit('retrying', { ...event, delaySeconds });
+      }
+    }
+  }
+
+  private itemEvent(work: Work<T>, delivery: Delivery<T>): ItemEvent<T> {
+    return { item: delivery.item, deliveryCount: delivery.deliveryCount, lockId: work.lock.lockId, headers: delivery.headers };
+  }
+
+  private async extend(source: LockSource<T>, work: Work<T>): Promise<void> {
+    if (work.lost || work.givenUp) return;
+    try {
+      await source.extend(work.lock.lockId);
+    } catch (error) {
+      if (work.lost || work.givenUp) return;
       if (isLockGone(error)) {
-        this.lockLost(batch, error);
-        batch.controller.abort('lock-lost' satisfies GiveUpReason);
+        this.lockLost(work, error);
+        work.controller.abort('lock-lost' satisfies GiveUpReason);
       } else this.report(error);
     }
   }
 
-  private lockLost(batch: Batch<T>, error: unknown): void {
-    if (batch.lost) return;
-    batch.lost = true;
-    this.stats.lockLost += batch.items.length;
-    this.emit('lockLost', { lockId: batch.lockId, items: batch.items, error });
+  private lockLost(work: Work<T>, error: unknown): void {
+    if (work.lost) return;
+    work.lost = true;
+    this.stats.lockLost += work.lock.deliveries.length;
+    this.emit('lockLost', { lockId: work.lock.lockId, items: work.lock.deliveries.map((d) => d.item), error });
   }
 
-  /** Stops waiting for a batch's handlers: aborts their signal and releases the lock. */
-  private async giveUp(batch: Batch<T>, reason: GiveUpReason): Promise<void> {
-    if (batch.givenUp || batch.lost) return;
-    batch.givenUp = true;
-    batch.controller.abort(reason);
-    try {
-      await this.queue.release(batch.lockId);
-      this.stats.released += batch.items.length;
-    } catch (error) {
-      if (isLockGone(error)) this.lockLost(batch, error);
-      else this.report(error);
-    }
+  /**
+   * Stops waiting for a lock's handlers and aborts their signals. At shutdown the items go back
+   * at once (no delay: nothing failed); past `maxProcessingSeconds` it is a failed attempt of
+   * every item of the lock, settled by the failure rules.
+   */
+  private giveUp(work: Work<T>, reason: 'timeout' | 'shutdown'): Promise<void> {
+    if (work.givenUp || work.lost) return work.settling ?? Promise.resolve();
+    work.givenUp = true;
+    work.controller.abort(reason);
+    work.settling = (async () => {
+      try {
+        if (reason === 'timeout') {
+          const error = new HandlerTimeoutError(`handler ran past maxProcessingSeconds (${this.options.maxProcessingSeconds} s)`);
+          const outcomes = work.lock.deliveries.map((delivery) => ({ delivery, error, ok: false }));
+          await this.giveBack(work, outcomes, outcomes);
+        } else {
+          await this.source!.release(work.lock.lockId, { delaySeconds: 0 });
+          this.stats.released += work.lock.deliveries.length;
+        }
+      } catch (error) {
+        if (isLockGone(error)) this.lockLost(work, error);
+        else this.report(error);
+      }
+    })();
+    return work.settling;
   }
 
   private report(error: unknown): void {

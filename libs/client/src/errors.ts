@@ -27,19 +27,49 @@ export class PushpopError extends Error {
   }
 }
 
+/** The longest delay a release takes (`delay_seconds` of the contract's release: 0–900). */
+export const MAX_RETRY_DELAY_SECONDS = 900;
+
+/** Whether `seconds` is a delay the service takes on a release: an integer 0–900. */
+export function isRetryDelay(seconds: unknown): seconds is number {
+  return typeof seconds === 'number' && Number.isInteger(seconds) && seconds >= 0 && seconds <= MAX_RETRY_DELAY_SECONDS;
+}
+
 /**
  * Thrown by a consumer's handler to have its item given back after `delaySeconds` (the
- * release's `delay_seconds`, replacing the queue's retry delay for that release). Any error with
- * a numeric `delaySeconds` property does the same.
+ * release's `delay_seconds`, replacing the queue's retry delay and the consumer's backoff for
+ * that release). Like any failure it counts as an attempt.
+ *
+ * @throws RangeError where it is made, when `delaySeconds` is not a whole number of seconds
+ *   from 0 to 900 (the contract's range: `RetryLater(1.5)`, `RetryLater(60_000)` in
+ *   milliseconds, `RetryLater(3600)` are refused there rather than becoming another delay).
  */
 export class RetryLater extends Error {
   override readonly name = 'RetryLater';
   constructor(
     readonly delaySeconds: number,
-    message = `retry in ${delaySeconds} s`,
+    message?: string,
   ) {
-    super(message);
+    super(checkedRetryMessage(delaySeconds, message));
   }
+}
+
+function checkedRetryMessage(delaySeconds: number, message: string | undefined): string {
+  if (!isRetryDelay(delaySeconds)) {
+    throw new RangeError(
+      `RetryLater(${String(delaySeconds)}): the delay is a whole number of seconds from 0 to ${MAX_RETRY_DELAY_SECONDS} (not milliseconds); for a longer wait, push the item again with delaySeconds`,
+    );
+  }
+  return message ?? `retry in ${delaySeconds} s`;
+}
+
+/**
+ * Thrown by a consumer's handler for an item that no retry will fix (bad data, a permanent
+ * refusal downstream): the consumer dead-letters it at once instead of retrying it, when the
+ * queue has a dead-letter queue (see the Consumer's failure rules).
+ */
+export class UnrecoverableError extends Error {
+  override readonly name = 'UnrecoverableError';
 }
 
 /** True for an error the service answered with `errorCode` (or one of `codes`). */

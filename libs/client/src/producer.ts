@@ -44,7 +44,7 @@ interface Pending<T> {
  * when an OpenTelemetry SDK is registered), as its header `traceparent` unless it sets one:
  * a {@link Consumer} runs its handler in that trace.
  */
-export class Producer<T extends Item = Item> {
+export class Producer<T extends object = Item> {
   private readonly lingerMs: number;
   private readonly maxBatch: number;
   private readonly maxBatchBytes: number;

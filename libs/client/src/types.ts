@@ -2,7 +2,10 @@ import type { components } from '@pushpop/api-client';
 
 type Schemas = components['schemas'];
 
-/** An item: any JSON object. */
+/**
+ * An item: any JSON object. Generic parameters take any object type (`T extends object`), an
+ * `interface` included: `client.queue<Order>('orders')`.
+ */
 export type Item = Record<string, unknown>;
 
 /** Options of a push, or of one entry of a batch. */
@@ -53,7 +56,20 @@ export interface ReleaseResult {
   success: boolean;
   items_returned: number;
   items_delayed?: number;
+  /** Items that went to the queue's dead-letter queue (reached `max_deliveries`, or released with `dead_letter`). */
   items_dead_lettered?: number;
+}
+
+/** How a lock is given back by `release`. */
+export interface ReleaseOptions {
+  /** Seconds, 0–900, before the items are visible again; replaces the queue's retry delay for this release. */
+  delaySeconds?: number;
+  /**
+   * Send the items to the queue's dead-letter queue now, whatever their delivery count (the
+   * contract's fourth additions; 409 `NO_DEAD_LETTER_QUEUE` on a queue without one). Not with
+   * `delaySeconds`. See {@link Capabilities.deadLetterRelease}.
+   */
+  deadLetter?: boolean;
 }
 
 export interface RedriveResult {
