@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { StoredDelayedItem } from '../database/stored-queue.js';
+import type { DelayedItem } from '../queue/core/types.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 
 /**
@@ -31,7 +31,7 @@ export class DelayedItemRepository {
     now: number,
     limit: number,
     session: DbSession = this.uow.autocommit,
-  ): Promise<{ items: StoredDelayedItem[]; nextDueAt: number | null }> {
+  ): Promise<{ items: DelayedItem[]; nextDueAt: number | null }> {
     const rows = await session.query<{
       due_at: Date;
       seq: string;
@@ -43,12 +43,12 @@ export class DelayedItemRepository {
       dead_lettered_from: string | null;
       headers: string | null;
     }>(LOAD_DUE, [queueId, now, limit + 1], 'pushpop_load_due');
-    const due: StoredDelayedItem[] = [];
+    const due: DelayedItem[] = [];
     let later: number | null = null;
     for (const row of rows) {
       if (row.item === null) later = row.due_at.getTime();
       else {
-        const item: StoredDelayedItem = {
+        const item: DelayedItem = {
           dueAt: row.due_at.getTime(),
           seq: Number(row.seq),
           priority: row.priority!,

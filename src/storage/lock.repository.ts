@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import type { StoredLock, StoredReturnedEntry } from '../database/stored-queue.js';
+import type { LockState, ReturnedEntry } from '../queue/core/types.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
-import { toStoredLock, type RawLockRow } from './stored-rows.js';
+import { toLockState, type RawLockRow } from './stored-rows.js';
 
 const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, dead_lettered_from, headers, created_at, expires_at';
 
@@ -15,13 +15,13 @@ export class LockRepository {
   constructor(private readonly uow: UnitOfWork) {}
 
   /** The named shared locks of a queue that exist (live or expired), by id. */
-  async loadSharedLocks(queueId: string, ids: readonly string[], session: DbSession = this.uow.autocommit): Promise<Map<string, StoredLock>> {
+  async loadSharedLocks(queueId: string, ids: readonly string[], session: DbSession = this.uow.autocommit): Promise<Map<string, LockState>> {
     const rows = await session.query<RawLockRow>(
       `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks WHERE queue_id = $1 AND lock_id = ANY($2::varchar[])`,
       [queueId, ids],
       'pushpop_load_shared_locks',
     );
-    return new Map(rows.map((row) => [row.lock_id, toStoredLock(row)]));
+    return new Map(rows.map((row) => [row.lock_id, toLockState(row)]));
   }
 
   /**
@@ -34,7 +34,7 @@ export class LockRepository {
     now: number,
     limit: number,
     session: DbSession = this.uow.autocommit,
-  ): Promise<{ locks: StoredLock[]; nextExpiry: number | null }> {
+  ): Promise<{ locks: LockState[]; nextExpiry: number | null }> {
     const rows = await session.query<RawLockRow>(
       `SELECT ${SHARED_LOCK_COLUMNS} FROM shared_locks
         WHERE queue_id = $1 AND state = 'active' AND expires_at <= to_timestamp($2 / 1000.0) ORDER BY expires_at LIMIT $3`,
@@ -42,7 +42,7 @@ export class LockRepository {
       'pushpop_load_due_shared_locks',
     );
     const next = rows.length < limit ? await this.nextSharedLockExpiry(queueId, session, now) : null;
-    return { locks: rows.map(toStoredLock), nextExpiry: next };
+    return { locks: rows.map(toLockState), nextExpiry: next };
   }
 
   /** Expiry of a queue's earliest live shared lock (after `after`, if given; not one of `exclude`); null when there is none. */
@@ -64,7 +64,7 @@ export class LockRepository {
   }
 
   /** The first `limit` given-back items of a queue's priority, in push order (one range of the primary key). */
-  async loadReturned(queueId: string, priority: number, limit: number, session: DbSession = this.uow.autocommit): Promise<StoredReturnedEntry[]> {
+  async loadReturned(queueId: string, priority: number, limit: number, session: DbSession = this.uow.autocommit): Promise<ReturnedEntry[]> {
     const rows = await session.query<{
       segment: string;
       position: number;

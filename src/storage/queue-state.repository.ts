@@ -5,14 +5,15 @@ import { AppConfig } from '../config/app-config.js';
 import { WRITE_TURN_FULL } from '../database/functions/write-turn.function.js';
 import { SHORT_FORM_LENGTH, writeTurnValues } from '../database/functions/write-turn.parameters.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
-import type { LoadedQueue, StoredEntry, StoredPriority, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
+import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
+import type { PriorityMetadata, SegmentEntry } from '../queue/core/types.js';
 import { heldItems, toEntry } from './stored-rows.js';
 
 interface RawQueueRow {
   version: string;
   segment_size: number;
   buffer_segments: number;
-  priorities: Record<string, StoredPriority>;
+  priorities: Record<string, PriorityMetadata>;
   lock_id: string | null;
   lock_state: 'active' | 'expired' | null;
   lock_priorities: number[] | null;
@@ -317,7 +318,7 @@ export class QueueStateRepository {
     queueId: string,
     segments: readonly { priority: number; segment: number }[],
     session: DbSession = this.uow.autocommit,
-  ): Promise<Map<string, StoredEntry[]>> {
+  ): Promise<Map<string, SegmentEntry[]>> {
     const rows = await session.query<{
       priority: number;
       segment: string;
@@ -327,7 +328,7 @@ export class QueueStateRepository {
       dead_lettered_from: string | null;
       headers: string | null;
     }>(LOAD_SEGMENTS, [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)], 'pushpop_load_segments');
-    const out = new Map<string, StoredEntry[]>();
+    const out = new Map<string, SegmentEntry[]>();
     for (const row of rows) {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);

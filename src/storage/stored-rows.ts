@@ -1,4 +1,4 @@
-import type { StoredEntry, StoredHeldItem, StoredLock } from '../database/stored-queue.js';
+import type { HeldItem, LockState, SegmentEntry } from '../queue/core/types.js';
 
 /** A `queue_locks` / `shared_locks` row as read. */
 export interface RawLockRow {
@@ -24,7 +24,7 @@ export function heldItems(
   deliveries: number[] | null,
   from: (string | null)[] | null = null,
   headers: (string | null)[] | null = null,
-): StoredHeldItem[] {
+): HeldItem[] {
   return items.map((json, i) => {
     const item: { priority: number; json: string; origin?: { segment: number; position: number }; deliveries?: number; from?: string; headers?: string } = {
       priority: priorities[i],
@@ -38,7 +38,7 @@ export function heldItems(
   });
 }
 
-export function toStoredLock(row: RawLockRow): StoredLock {
+export function toLockState(row: RawLockRow): LockState {
   return {
     lockId: row.lock_id,
     state: row.state,
@@ -52,7 +52,7 @@ export function toStoredLock(row: RawLockRow): StoredLock {
  * A segment row as the core takes it (no `deliveries` for an item never delivered, no `from`
  * for one never dead-lettered, no `headers` for one without).
  */
-export function toEntry(position: number, json: string, deliveries: number, from: string | null = null, headers: string | null = null): StoredEntry {
+export function toEntry(position: number, json: string, deliveries: number, from: string | null = null, headers: string | null = null): SegmentEntry {
   const entry: { position: number; json: string; deliveries?: number; from?: string; headers?: string } =
     deliveries > 0 ? { position, json, deliveries } : { position, json };
   if (from !== null) entry.from = from;

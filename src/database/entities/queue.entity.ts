@@ -27,7 +27,7 @@ export class QueueEntity {
   @Column({ name: 'item_count', type: 'bigint', default: 0 })
   itemCount: string;
 
-  /** Per priority: count, segment pointers and the offloaded range; the segment repository's `StoredPriority`. */
+  /** Per priority: count, segment pointers and the offloaded range; the queue core's `PriorityMetadata`. */
   @Column({ type: 'jsonb', default: {} })
   priorities: Record<string, object>;
 

@@ -1,4 +1,5 @@
-import type { StoredHeldItem, StoredLock, StoredTurnWrite } from '../stored-queue.js';
+import type { HeldItem, LockState } from '../../queue/core/types.js';
+import type { StoredTurnWrite } from '../stored-queue.js';
 
 /**
  * The forms of `pushpop_write_turn`, each taking the parameters of the one before and more:
@@ -41,7 +42,7 @@ export interface WriteTurnParameter {
 const NONE: readonly never[] = Object.freeze([]);
 
 /** The exclusive lock a write saves, if any. */
-const savedLock = (w: StoredTurnWrite): StoredLock | undefined => (w.lock?.op === 'upsert' ? w.lock.lock : undefined);
+const savedLock = (w: StoredTurnWrite): LockState | undefined => (w.lock?.op === 'upsert' ? w.lock.lock : undefined);
 /** The settings columns are written when the queue is created or its settings change; otherwise the statement leaves them. */
 const writesSettings = (w: StoredTurnWrite): boolean => w.expectedVersion === null || w.settingsChanged === true;
 /** `list.map(f)`, or undefined for an empty list (a full-only parameter not given). */
@@ -52,7 +53,7 @@ const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] 
 /** Each row's headers (null: none), or undefined when none has any (a full-only parameter not given). */
 const headersOf = (rows: readonly { readonly headers?: string }[]): (string | null)[] | undefined =>
   rows.some((r) => r.headers !== undefined) ? rows.map((r) => r.headers ?? null) : undefined;
-const heldBy = (lock: StoredLock | undefined, f: (item: StoredHeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
+const heldBy = (lock: LockState | undefined, f: (item: HeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
 
 /**
  * Every parameter of `pushpop_write_turn`, once, in the order of the full form's signature (each

@@ -368,7 +368,11 @@ export interface RedrivenItem {
   readonly headers?: string;
 }
 
-/** The rows a turn writes, in the order they must be applied: queue row, deletes, inserts, lock. */
+/**
+ * The rows a turn writes, in the order they must be applied: queue row, deletes, inserts, lock.
+ * The one write type: storage applies it as it is, extended only by what the database store
+ * alone adds (`StoredTurnWrite`).
+ */
 export interface TurnWrite {
   /** The version the row must still have; null when the turn creates the queue. */
   readonly expectedVersion: number | null;
