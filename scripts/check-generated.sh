@@ -2,6 +2,8 @@
 # Fails when a generated file no longer matches the code it is generated from:
 #   1. openapi.json, regenerated from the built service (run `npm run build` first);
 #   2. libs/api-client/src/schema.d.ts, regenerated from the committed openapi.json;
+#   3. src/database/sql/*.sql and src/database/functions/write-turn.values.ts, generated from the
+#      database functions' declarations (fix with `npm run database:generate`);
 # validates openapi.json against the OpenAPI 3.0 schema (@apidevtools/swagger-parser), and lints
 # it with Redocly's recommended rules (redocly.yaml; exceptions with reasons in
 # .redocly.lint-ignore.yaml), offline: no usage data, no check for a newer version.
@@ -13,10 +15,12 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 failed=0
 
-if [[ ! -f dist/bin/sync-openapi.js ]]; then
-  echo "check-generated: dist/bin/sync-openapi.js is missing; run 'npm run build' first." >&2
-  exit 1
-fi
+for bin in dist/bin/sync-openapi.js dist/bin/sync-database-sql.js; do
+  if [[ ! -f $bin ]]; then
+    echo "check-generated: $bin is missing; run 'npm run build' first." >&2
+    exit 1
+  fi
+done
 
 echo "==> openapi.json matches the code"
 node dist/bin/sync-openapi.js "$tmp/openapi.json" >/dev/null
@@ -43,6 +47,9 @@ if ! diff -u --label "$schema (committed)" --label "$schema (from openapi.json)"
   failed=1
 fi
 
+echo "==> the database functions' generated files match their declarations"
+node dist/bin/sync-database-sql.js --check || failed=1
+
 echo "==> openapi.json is a valid OpenAPI document"
 node scripts/validate-openapi.mjs openapi.json || failed=1
 
@@ -61,4 +68,4 @@ if [[ $failed -ne 0 ]]; then
   echo "check-generated: FAILED" >&2
   exit 1
 fi
-echo "check-generated: openapi.json and the client schema are up to date, valid and lint-clean"
+echo "check-generated: openapi.json, the client schema and the database functions' files are up to date; openapi.json is valid and lint-clean"

@@ -5,7 +5,8 @@ import { buildDataSourceOptions, MIGRATIONS } from '../../src/database/database.
 import { DatabaseProvider } from '../../src/database/database.provider.js';
 import { createFunctionStatement } from '../../src/database/functions/database-function.js';
 import { WRITE_TURN_FULL } from '../../src/database/functions/write-turn.function.js';
-import { parametersOf, writeTurnValues } from '../../src/database/functions/write-turn.parameters.js';
+import { parametersOf, WRITE_TURN_PARAMETERS } from '../../src/database/functions/write-turn.parameters.js';
+import { writeTurnValues } from '../../src/database/functions/write-turn.values.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { functionDrift } from '../support/function-drift.js';
 import { databaseKind, removeDataDir, startService, type TestService } from '../support/service.js';
@@ -149,31 +150,47 @@ describe(`database schema (${databaseKind})`, () => {
     expect(drift[1]).toBe('not declared: pushpop_write_turn(p_queue_id character varying)');
   });
 
-  it('a process of the previous release still writes through its full form: settings it changes leave the controls at their defaults', async () => {
-    const queueId = `t-previous-full-${randomBytes(4).toString('hex')}`;
-    const write = newQueueWrite({ settings: { segmentSize: 5, bufferSegments: 1, lockMode: 'shared' } });
-    const previous = parametersOf('full').length;
-    const values = writeTurnValues(queueId, write).slice(0, previous);
-    expect(previous).toBeLessThan(WRITE_TURN_FULL.parameters.length);
-    const placeholders = values.map((_, i) => `$${i + 1}`).join(', ');
+  it('upgrading drops the forms of the write older than the previous release (27 and 66 parameters), and keeps the others', async () => {
+    const schema = `t_old_forms_${randomBytes(4).toString('hex')}`;
+    const dropping = MIGRATIONS.findIndex((m) => m.name.startsWith('DropOldWriteTurnForms'));
+    const open = async (migrations: (typeof MIGRATIONS)[number][]): Promise<DataSource> =>
+      new DataSource({ ...buildDataSourceOptions(svc.app.get(DatabaseProvider).url, 1, schema), migrations }).initialize();
+    const arities = async (db: DataSource): Promise<number[]> =>
+      (
+        await db.query<{ n: number }[]>(
+          `SELECT pronargs AS n FROM pg_proc WHERE proname = 'pushpop_write_turn' AND pronamespace = to_regnamespace($1) ORDER BY pronargs`,
+          [schema],
+        )
+      ).map((r) => r.n);
+    await dataSource.query(`CREATE SCHEMA ${schema}`);
     try {
-      const [{ applied }] = await dataSource.query<{ applied: boolean }[]>(`SELECT pushpop_write_turn(${placeholders}) AS applied`, values);
-      expect(applied).toBe(true);
-      const [row] = await dataSource.query<Record<string, unknown>[]>(
-        `SELECT lock_mode, paused, retry_delay_seconds, retry_backoff, retry_delay_max_seconds, max_in_flight, max_pops_per_second FROM queues WHERE queue_id = $1`,
-        [queueId],
-      );
-      expect(row).toEqual({
-        lock_mode: 'shared',
-        paused: false,
-        retry_delay_seconds: 0,
-        retry_backoff: 'exponential',
-        retry_delay_max_seconds: 900,
-        max_in_flight: null,
-        max_pops_per_second: null,
-      });
+      // The schema the previous release leaves, with the old forms an earlier release created (stand-ins of their signatures).
+      const before = await open(MIGRATIONS.slice(0, dropping));
+      try {
+        await before.runMigrations({ transaction: 'all' });
+        for (const n of [27, 66]) {
+          const signature = WRITE_TURN_PARAMETERS.slice(0, n).map((p) => `${p.name} ${p.type}`);
+          await before.query(`CREATE FUNCTION ${schema}.pushpop_write_turn(${signature.join(', ')}) RETURNS boolean LANGUAGE sql AS $$ SELECT false $$`);
+        }
+        expect(await arities(before)).toEqual([27, 38, 66, 85, 92]);
+      } finally {
+        await before.destroy();
+      }
+      const after = await open(MIGRATIONS);
+      try {
+        await after.runMigrations({ transaction: 'all' });
+        expect(await arities(after)).toEqual([38, 85, 92]);
+        const runner = after.createQueryRunner();
+        try {
+          expect(await functionDrift(runner)).toEqual([]);
+        } finally {
+          await runner.release();
+        }
+      } finally {
+        await after.destroy();
+      }
     } finally {
-      await dataSource.query(`DELETE FROM queues WHERE queue_id = $1`, [queueId]);
+      await dataSource.query(`DROP SCHEMA ${schema} CASCADE`);
     }
   });
 

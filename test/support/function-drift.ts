@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { QueryRunner } from 'typeorm';
-import { createFunctionStatement } from '../../src/database/functions/database-function.js';
 import { DATABASE_FUNCTIONS } from '../../src/database/functions/database-functions.js';
+import { generatedFiles } from '../../src/database/functions/generated-files.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
 
 /** `pg_get_functiondef` of every overload of `names` in `schema`, by signature, the schema's name left out. */
 async function definitions(runner: QueryRunner, schema: string, names: string[]): Promise<Map<string, string>> {
@@ -23,11 +27,21 @@ function firstDifference(actual: string, expected: string): string {
 
 /**
  * How the functions of the runner's current schema differ from their declarations (empty: not
- * at all). What a declaration makes is read from PostgreSQL itself: the declared functions are
- * created in a scratch schema, inside a transaction (or savepoint) that is rolled back, and both
- * sides are compared as `pg_get_functiondef` prints them.
+ * at all), and which checked-in `src/database/sql/*.sql` file differs from what the declarations
+ * generate (`stale: <path>`). What the checked-in files make is read from PostgreSQL itself:
+ * they are run in a scratch schema, inside a transaction (or savepoint) that is rolled back, and
+ * the migrated functions and theirs are compared as `pg_get_functiondef` prints them. So the
+ * declarations, the files a reviewer reads and the migrated schema are all the same.
  */
 export async function functionDrift(runner: QueryRunner): Promise<string[]> {
+  const drift: string[] = [];
+  const sqlFiles = generatedFiles().filter((f) => f.path.endsWith('.sql'));
+  const checkedIn = sqlFiles.map((f) => {
+    const path = resolve(ROOT, f.path);
+    const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+    if (text !== f.text) drift.push(`stale: ${f.path}`);
+    return text;
+  });
   const [{ schema }] = (await runner.query(`SELECT current_schema() AS schema`)) as { schema: string }[];
   const names = [...new Set(DATABASE_FUNCTIONS.map((fn) => fn.name))];
   const actual = await definitions(runner, schema, names);
@@ -39,13 +53,12 @@ export async function functionDrift(runner: QueryRunner): Promise<string[]> {
   try {
     await runner.query(`CREATE SCHEMA ${scratch}`);
     await runner.query(`SET LOCAL search_path = ${scratch}`);
-    for (const fn of DATABASE_FUNCTIONS) await runner.query(createFunctionStatement(fn));
+    for (const text of checkedIn) if (text) await runner.query(text);
     expected = await definitions(runner, scratch, names);
   } finally {
     await (nested ? runner.query('ROLLBACK TO SAVEPOINT declared') : runner.rollbackTransaction());
   }
 
-  const drift: string[] = [];
   for (const [signature, definition] of expected) {
     const found = actual.get(signature);
     if (found === undefined) drift.push(`missing: ${signature}`);

@@ -7,6 +7,8 @@ import type { QueryRunner } from 'typeorm';
  */
 export interface DatabaseFunction {
   readonly name: string;
+  /** What this function (or overload) is for, in a sentence: written above it in its `.sql` file. */
+  readonly summary: string;
   /** In order; `type` as written in `CREATE FUNCTION`. */
   readonly parameters: readonly { readonly name: string; readonly type: string }[];
   readonly returns: string;
@@ -15,10 +17,10 @@ export interface DatabaseFunction {
   readonly body: string;
 }
 
-/** `CREATE OR REPLACE FUNCTION …` of a declaration. */
+/** `CREATE OR REPLACE FUNCTION …` of a declaration, one parameter a line (PostgreSQL keeps only the body's text as written). */
 export function createFunctionStatement(fn: DatabaseFunction): string {
-  const parameters = fn.parameters.map((p) => `${p.name} ${p.type}`).join(', ');
-  return `CREATE OR REPLACE FUNCTION ${fn.name}(${parameters}) RETURNS ${fn.returns} LANGUAGE ${fn.language} AS $fn$${fn.body}$fn$`;
+  const parameters = fn.parameters.map((p) => `  ${p.name} ${p.type}`).join(',\n');
+  return `CREATE OR REPLACE FUNCTION ${fn.name}(\n${parameters}\n) RETURNS ${fn.returns} LANGUAGE ${fn.language} AS $fn$${fn.body}$fn$`;
 }
 
 /** `name(type, …)`: the signature PostgreSQL tells overloads apart by. */

@@ -210,50 +210,47 @@ function literal(p: WriteTurnParameter): string {
   return `'{}'`;
 }
 
-const declare = (form: 'short' | 'latest', language: DatabaseFunction['language'], body: string): DatabaseFunction => ({
+const declare = (form: 'short' | 'latest', summary: string, body: string): DatabaseFunction => ({
   name: 'pushpop_write_turn',
+  summary,
   parameters: parametersOf(form).map(({ name, type }) => ({ name, type })),
   returns: 'boolean',
-  language,
+  language: 'plpgsql',
   body,
 });
 
-/** The full form: every parameter. */
-export const WRITE_TURN_FULL = declare('latest', 'plpgsql', writeTurnBody(true));
+/** The form with every parameter. */
+export const WRITE_TURN_FULL = declare(
+  'latest',
+  'The form with every parameter: what a turn calls when it writes anything beyond the short form.',
+  writeTurnBody(true),
+);
 /** The short form; see {@link writeTurnBody}. */
-export const WRITE_TURN_SHORT = declare('short', 'plpgsql', writeTurnBody(false));
-
-/** A wrapper with the parameters of `form`, calling the next form (oldest: the short one; full, third: the one with every parameter) with "nothing to write" for the rest. */
-const wrapper = (form: 'oldest' | 'full' | 'third'): DatabaseFunction => {
-  const own = parametersOf(form);
-  return {
-    name: 'pushpop_write_turn',
-    parameters: own.map(({ name, type }) => ({ name, type })),
-    returns: 'boolean',
-    language: 'sql',
-    body: `
-  SELECT pushpop_write_turn(${[
-    ...own.map((p) => p.name),
-    ...parametersOf(form === 'oldest' ? 'short' : 'latest')
-      .slice(own.length)
-      .map(literal),
-  ].join(', ')})
-`,
-  };
-};
-
-/**
- * The second release's full form: the latest one with no control given, nothing redriven and no
- * dead-letter origin. A process of that release calls it during a rolling upgrade; a settings
- * change it makes leaves the controls at their defaults (it knows nothing of them).
- */
-export const WRITE_TURN_PREVIOUS_FULL: DatabaseFunction = wrapper('full');
+export const WRITE_TURN_SHORT = declare(
+  'short',
+  'The short form: the full body without what only the longer forms bring. What most turns (pushes, pops, acknowledgements) call.',
+  writeTurnBody(false),
+);
 
 /**
  * The third release's full form: the latest one with no item headers. A process of that release
- * calls it during a rolling upgrade; the items it writes have no headers (it knows nothing of them).
+ * calls it during a rolling upgrade; the items it writes have no headers (it knows nothing of
+ * them). A wrapper passing its own parameters on, and "nothing to write" for the others (each
+ * named beside its value).
  */
-export const WRITE_TURN_THIRD: DatabaseFunction = wrapper('third');
-
-/** The oldest form: the short one with nothing delayed and no dedup id. */
-export const WRITE_TURN_OLDEST: DatabaseFunction = wrapper('oldest');
+export const WRITE_TURN_THIRD: DatabaseFunction = (() => {
+  const own = parametersOf('third');
+  const given = own.map((p) => p.name);
+  const lines: string[] = [];
+  for (let i = 0; i < given.length; i += 8) lines.push(`    ${given.slice(i, i + 8).join(', ')},`);
+  const rest = parametersOf('latest').slice(own.length);
+  rest.forEach((p, i) => lines.push(`    ${literal(p)}${i < rest.length - 1 ? ',' : ''} -- ${p.name}`));
+  return {
+    name: 'pushpop_write_turn',
+    summary: "The third release's form with every parameter (no item headers), kept for its processes during a rolling upgrade.",
+    parameters: own.map(({ name, type }) => ({ name, type })),
+    returns: 'boolean',
+    language: 'sql',
+    body: `\n  SELECT pushpop_write_turn(\n${lines.join('\n')}\n  )\n`,
+  };
+})();

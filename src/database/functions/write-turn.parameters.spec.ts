@@ -1,9 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../stored-queue.js';
 import { functionSignature } from './database-function.js';
 import { DATABASE_FUNCTIONS } from './database-functions.js';
-import { WRITE_TURN_PREVIOUS_FULL, WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
-import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS, writeTurnValues } from './write-turn.parameters.js';
+import { generatedFiles } from './generated-files.js';
+import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
+import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS } from './write-turn.parameters.js';
+import { writeTurnValues } from './write-turn.values.js';
 
 /** A push of one item onto an existing exclusive queue: what most turns write. */
 const push: StoredTurnWrite = {
@@ -43,40 +47,43 @@ const lock = {
   expiresAt: 2,
 };
 
+/** The values the table says a write binds, read in a loop: what the generated `writeTurnValues` must return. */
+const fromTable = (queueId: string, write: StoredTurnWrite): unknown[] => {
+  const short = WRITE_TURN_PARAMETERS.slice(0, SHORT_FORM_LENGTH).map((p) => p.value(write, queueId));
+  const beyond = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH);
+  const given = beyond.map((p) => p.value(write, queueId));
+  return given.every((v) => v === undefined) ? short : [...short, ...given.map((v, i) => (v === undefined ? beyond[i].unset : v))];
+};
+
 describe('the parameters of pushpop_write_turn', () => {
   it('are named once, and each form takes the parameters of the shorter ones first', () => {
     const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
     expect(new Set(names).size).toBe(names.length);
     expect(WRITE_TURN_FULL.parameters.map((p) => p.name)).toEqual(names);
     expect(WRITE_TURN_SHORT.parameters.map((p) => p.name)).toEqual(names.slice(0, SHORT_FORM_LENGTH));
-    expect(WRITE_TURN_OLDEST.parameters.map((p) => p.name)).toEqual(names.slice(0, WRITE_TURN_OLDEST.parameters.length));
-    expect(WRITE_TURN_OLDEST.parameters.length).toBeLessThan(SHORT_FORM_LENGTH);
+    expect(WRITE_TURN_THIRD.parameters.map((p) => p.name)).toEqual(names.slice(0, WRITE_TURN_THIRD.parameters.length));
+    expect(SHORT_FORM_LENGTH).toBeLessThan(WRITE_TURN_THIRD.parameters.length);
     expect(new Set(DATABASE_FUNCTIONS.map(functionSignature)).size).toBe(DATABASE_FUNCTIONS.length);
   });
 
   it('every parameter a shorter form lacks has a value standing for "nothing to write"', () => {
-    const lacking = WRITE_TURN_PARAMETERS.slice(WRITE_TURN_OLDEST.parameters.length);
+    const lacking = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH);
     expect(lacking.filter((p) => p.unset === undefined).map((p) => p.name)).toEqual([]);
   });
 
-  it('the oldest form passes its own parameters on, and "nothing" for the others', () => {
-    expect(WRITE_TURN_OLDEST.body).toContain('p_queue_id, p_expected, p_version,');
-    expect(WRITE_TURN_OLDEST.body).toContain("p_delete_keys, NULL, NULL, NULL, '{}', '{}', '{}', '{}', NULL, NULL, '{}', '{}')");
-  });
-
-  it('the full form of the second release keeps its signature, passing "nothing" for where items came from, redriven items and the controls', () => {
-    const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
-    expect(WRITE_TURN_PREVIOUS_FULL.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_from')));
-    expect(WRITE_TURN_PREVIOUS_FULL.body).toContain(
-      "p_now, '{}', NULL, '{}', '{}', '{}', '{}', '{}', false, 0, 'exponential', 900, NULL, NULL, NULL, NULL, '{}', '{}', '{}', '{}', '{}', NULL, '{}', '{}', '{}', '{}', '{}')",
-    );
-    expect(WRITE_TURN_PREVIOUS_FULL.language).toBe('sql');
+  it("this release declares the short form, the one with every parameter and the third release's; no older one", () => {
+    expect(DATABASE_FUNCTIONS.map((fn) => fn.parameters.length)).toEqual([WRITE_TURN_PARAMETERS.length, WRITE_TURN_THIRD.parameters.length, SHORT_FORM_LENGTH]);
+    expect([WRITE_TURN_PARAMETERS.length, WRITE_TURN_THIRD.parameters.length, SHORT_FORM_LENGTH]).toEqual([92, 85, 38]);
   });
 
   it('the full form of the third release keeps its signature, passing "no headers"', () => {
     const names = WRITE_TURN_PARAMETERS.map((p) => p.name);
     expect(WRITE_TURN_THIRD.parameters.map((p) => p.name)).toEqual(names.slice(0, names.indexOf('p_ins_headers')));
-    expect(WRITE_TURN_THIRD.body).toContain("p_dl_from, '{}', NULL, '{}', '{}', '{}', '{}', '{}')");
+    const passed = WRITE_TURN_THIRD.body.replace(/--[^\n]*/g, '').replace(/\s+/g, ' ');
+    expect(passed).toContain(
+      `SELECT pushpop_write_turn( ${WRITE_TURN_THIRD.parameters.map((p) => p.name).join(', ')}, '{}', NULL, '{}', '{}', '{}', '{}', '{}' )`,
+    );
+    expect(WRITE_TURN_THIRD.body).toContain("'{}' -- p_rd_headers\n");
     expect(WRITE_TURN_THIRD.language).toBe('sql');
   });
 
@@ -132,6 +139,7 @@ describe('the parameters of pushpop_write_turn', () => {
     const values = writeTurnValues('q1', { ...push, ...change });
     expect(values).toHaveLength(WRITE_TURN_PARAMETERS.length);
     expect(values.filter((v) => v === undefined)).toEqual([]);
+    expect(values).toEqual(fromTable('q1', { ...push, ...change }));
   });
 
   it('where items were dead-lettered from is bound parallel to their rows, null for the others', () => {
@@ -208,5 +216,16 @@ describe('the parameters of pushpop_write_turn', () => {
     expect([valueOf(created, 'p_lock_mode'), valueOf(created, 'p_max_deliveries'), valueOf(created, 'p_dead_letter_queue')]).toEqual(['shared', 3, 'dlq']);
     // The next write of the short form is not affected by this one.
     expect(writeTurnValues('q1', push)).toHaveLength(SHORT_FORM_LENGTH);
+  });
+
+  it("the short form's values are those the table gives, in its order", () => {
+    expect(writeTurnValues('q1', push)).toEqual(fromTable('q1', push));
+    expect(writeTurnValues('q1', { ...push, deleteQueue: true })).toEqual(fromTable('q1', { ...push, deleteQueue: true }));
+  });
+});
+
+describe('the generated database files', () => {
+  it.each(generatedFiles().map((f) => [f.path, f.text]))('%s is current with the declarations (npm run database:generate)', (path, text) => {
+    expect(readFileSync(resolve(import.meta.dirname, '../../..', path), 'utf8')).toBe(text);
   });
 });

@@ -2,25 +2,25 @@ import type { HeldItem, LockState } from '../../queue/core/types.js';
 import type { StoredTurnWrite } from '../stored-queue.js';
 
 /**
- * The forms of `pushpop_write_turn`, each taking the parameters of the one before and more:
+ * The forms of `pushpop_write_turn` this release declares, each taking the parameters of the one
+ * before and more:
  *
- * - `oldest`: the 27 parameters of the first release of the statement, still callable by a
- *   process of that release during a rolling upgrade (a wrapper over `short`);
- * - `short`: what most turns write (items, the exclusive lock's removal, offloaded segments,
- *   delayed items, dedup ids). Fewer parameters to bind and a smaller body: PostgreSQL spends
- *   about a fifth less on a push than through `full`;
- * - `full`: everything of the second release: settings, shared locks, given-back items and dead
- *   letters as well. Still callable by a process of that release (a wrapper over `latest`);
- * - `third`: everything of the third release: the controls too (pause, retry delays, delivery
- *   limits and the pop budget, delayed items given back with their origins), where dead letters
- *   came from, and redriven items. Still callable by a process of that release (a wrapper over
- *   `latest`);
+ * - `short`: what most turns write (items, the exclusive lock, offloaded segments, delayed items,
+ *   dedup ids). Fewer parameters to bind and a smaller body: PostgreSQL spends about a fifth less
+ *   on a push than through the form with every parameter. The previous release calls it too;
+ * - `third`: everything of the third release (the previous one): settings and controls, shared
+ *   locks, given-back items, dead letters and where they came from, redriven items. Still
+ *   callable by a process of that release during a rolling upgrade (a wrapper over `latest`);
  * - `latest`: everything: item headers too.
+ *
+ * Older forms (the first release's 27 parameters, the second's 66) were dropped by
+ * `DropOldWriteTurnForms1764100000013`: a release upgrades only from the one before it (see
+ * docs/operations.md, Upgrades).
  *
  * A write that gives none of the parameters beyond `short` takes the short form; otherwise the
  * form with every parameter (`latest`).
  */
-export type WriteTurnForm = 'oldest' | 'short' | 'full' | 'third' | 'latest';
+export type WriteTurnForm = 'short' | 'third' | 'latest';
 
 /** One parameter of `pushpop_write_turn`: its SQL name and type, the form that brings it, and its value. */
 export interface WriteTurnParameter {
@@ -28,13 +28,15 @@ export interface WriteTurnParameter {
   readonly type: string;
   readonly form: WriteTurnForm;
   /**
-   * The value a turn's write binds. For a parameter of `full` only: undefined when the write
-   * gives it nothing, and the statement needs the full form as soon as one of them is given.
+   * The value a turn's write binds. For a parameter beyond `short`: undefined when the write
+   * gives it nothing, and the statement needs the form with every parameter as soon as one of
+   * them is given.
    */
   readonly value: (write: StoredTurnWrite, queueId: string) => unknown;
   /**
-   * For a parameter a shorter form lacks: what it is when not given (bound by the full form,
-   * and passed by the oldest form's wrapper), meaning "nothing to write".
+   * For a parameter beyond `short`: what it is when not given (bound by the form with every
+   * parameter, and passed by the third release's wrapper for the parameters it lacks), meaning
+   * "nothing to write".
    */
   readonly unset?: null | false | string | number | readonly never[];
 }
@@ -58,72 +60,73 @@ const heldBy = (lock: LockState | undefined, f: (item: HeldItem) => unknown): un
 /**
  * Every parameter of `pushpop_write_turn`, once, in the order of the full form's signature (each
  * form takes the ones of its own and shorter forms, in this order). The function's signatures
- * in SQL and the values a turn binds are both built from this table: nothing else lists them.
+ * in SQL and the values a turn binds are both built from this table (the latter by
+ * `write-turn.values.ts`, generated from it): nothing else lists them.
  */
 export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   // The queue row, guarded by its version.
-  { name: 'p_queue_id', type: 'varchar', form: 'oldest', value: (_, queueId) => queueId },
-  { name: 'p_expected', type: 'bigint', form: 'oldest', value: (w) => w.expectedVersion },
-  { name: 'p_version', type: 'bigint', form: 'oldest', value: (w) => w.newVersion },
-  { name: 'p_delete', type: 'boolean', form: 'oldest', value: (w) => w.deleteQueue },
-  { name: 'p_segment_size', type: 'integer', form: 'oldest', value: (w) => w.settings.segmentSize },
-  { name: 'p_buffer_segments', type: 'integer', form: 'oldest', value: (w) => w.settings.bufferSegments },
-  { name: 'p_item_count', type: 'bigint', form: 'oldest', value: (w) => w.itemCount },
-  { name: 'p_priorities', type: 'jsonb', form: 'oldest', value: (w) => JSON.stringify(w.priorities) },
+  { name: 'p_queue_id', type: 'varchar', form: 'short', value: (_, queueId) => queueId },
+  { name: 'p_expected', type: 'bigint', form: 'short', value: (w) => w.expectedVersion },
+  { name: 'p_version', type: 'bigint', form: 'short', value: (w) => w.newVersion },
+  { name: 'p_delete', type: 'boolean', form: 'short', value: (w) => w.deleteQueue },
+  { name: 'p_segment_size', type: 'integer', form: 'short', value: (w) => w.settings.segmentSize },
+  { name: 'p_buffer_segments', type: 'integer', form: 'short', value: (w) => w.settings.bufferSegments },
+  { name: 'p_item_count', type: 'bigint', form: 'short', value: (w) => w.itemCount },
+  { name: 'p_priorities', type: 'jsonb', form: 'short', value: (w) => JSON.stringify(w.priorities) },
   // Segment rows deleted (position ranges) and inserted.
-  { name: 'p_del_priority', type: 'integer[]', form: 'oldest', value: (w) => w.deletes.map((d) => d.priority) },
-  { name: 'p_del_segment', type: 'bigint[]', form: 'oldest', value: (w) => w.deletes.map((d) => d.segment) },
-  { name: 'p_del_from', type: 'integer[]', form: 'oldest', value: (w) => w.deletes.map((d) => d.from) },
-  { name: 'p_del_through', type: 'integer[]', form: 'oldest', value: (w) => w.deletes.map((d) => d.through) },
-  { name: 'p_ins_priority', type: 'integer[]', form: 'oldest', value: (w) => w.inserts.map((i) => i.priority) },
-  { name: 'p_ins_segment', type: 'bigint[]', form: 'oldest', value: (w) => w.inserts.map((i) => i.segment) },
-  { name: 'p_ins_position', type: 'integer[]', form: 'oldest', value: (w) => w.inserts.map((i) => i.position) },
-  { name: 'p_ins_item', type: 'text[]', form: 'oldest', value: (w) => w.inserts.map((i) => i.json) },
+  { name: 'p_del_priority', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.priority) },
+  { name: 'p_del_segment', type: 'bigint[]', form: 'short', value: (w) => w.deletes.map((d) => d.segment) },
+  { name: 'p_del_from', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.from) },
+  { name: 'p_del_through', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.through) },
+  { name: 'p_ins_priority', type: 'integer[]', form: 'short', value: (w) => w.inserts.map((i) => i.priority) },
+  { name: 'p_ins_segment', type: 'bigint[]', form: 'short', value: (w) => w.inserts.map((i) => i.segment) },
+  { name: 'p_ins_position', type: 'integer[]', form: 'short', value: (w) => w.inserts.map((i) => i.position) },
+  { name: 'p_ins_item', type: 'text[]', form: 'short', value: (w) => w.inserts.map((i) => i.json) },
   // The exclusive lock: 'upsert', 'delete' or null (unchanged).
-  { name: 'p_lock_op', type: 'text', form: 'oldest', value: (w) => w.lock?.op ?? null },
-  { name: 'p_lock_id', type: 'varchar', form: 'oldest', value: (w) => savedLock(w)?.lockId ?? null },
-  { name: 'p_lock_state', type: 'varchar', form: 'oldest', value: (w) => savedLock(w)?.state ?? null },
-  { name: 'p_lock_priorities', type: 'integer[]', form: 'oldest', value: (w) => heldBy(savedLock(w), (i) => i.priority) ?? null },
-  { name: 'p_lock_items', type: 'text[]', form: 'oldest', value: (w) => heldBy(savedLock(w), (i) => i.json) ?? null },
-  { name: 'p_lock_created', type: 'double precision', form: 'oldest', value: (w) => savedLock(w)?.createdAt ?? null },
-  { name: 'p_lock_expires', type: 'double precision', form: 'oldest', value: (w) => savedLock(w)?.expiresAt ?? null },
+  { name: 'p_lock_op', type: 'text', form: 'short', value: (w) => w.lock?.op ?? null },
+  { name: 'p_lock_id', type: 'varchar', form: 'short', value: (w) => savedLock(w)?.lockId ?? null },
+  { name: 'p_lock_state', type: 'varchar', form: 'short', value: (w) => savedLock(w)?.state ?? null },
+  { name: 'p_lock_priorities', type: 'integer[]', form: 'short', value: (w) => heldBy(savedLock(w), (i) => i.priority) ?? null },
+  { name: 'p_lock_items', type: 'text[]', form: 'short', value: (w) => heldBy(savedLock(w), (i) => i.json) ?? null },
+  { name: 'p_lock_created', type: 'double precision', form: 'short', value: (w) => savedLock(w)?.createdAt ?? null },
+  { name: 'p_lock_expires', type: 'double precision', form: 'short', value: (w) => savedLock(w)?.expiresAt ?? null },
   // Rows of the in-database offload store: segments saved (items concatenated, with their counts) and deleted.
-  { name: 'p_save_keys', type: 'varchar[]', form: 'oldest', value: (w) => w.storeSaves.map((s) => s.key) },
-  { name: 'p_save_lengths', type: 'integer[]', form: 'oldest', value: (w) => w.storeSaves.map((s) => s.items.length) },
-  { name: 'p_save_items', type: 'text[]', form: 'oldest', value: (w) => w.storeSaves.flatMap((s) => s.items) },
-  { name: 'p_delete_keys', type: 'varchar[]', form: 'oldest', value: (w) => w.storeDeletes },
+  { name: 'p_save_keys', type: 'varchar[]', form: 'short', value: (w) => w.storeSaves.map((s) => s.key) },
+  { name: 'p_save_lengths', type: 'integer[]', form: 'short', value: (w) => w.storeSaves.map((s) => s.items.length) },
+  { name: 'p_save_items', type: 'text[]', form: 'short', value: (w) => w.storeSaves.flatMap((s) => s.items) },
+  { name: 'p_delete_keys', type: 'varchar[]', form: 'short', value: (w) => w.storeDeletes },
   // The delayed columns (null: they stay as they are), delayed items added, due ones deleted, dedup ids.
-  { name: 'p_delayed_count', type: 'bigint', form: 'short', unset: null, value: (w) => w.delayed?.count ?? null },
-  { name: 'p_next_due', type: 'double precision', form: 'short', unset: null, value: (w) => w.delayed?.nextDueAt ?? null },
-  { name: 'p_delayed_seq', type: 'bigint', form: 'short', unset: null, value: (w) => w.delayed?.nextSeq ?? null },
-  { name: 'p_dl_due', type: 'double precision[]', form: 'short', unset: NONE, value: (w) => w.delayedInserts.map((d) => d.dueAt) },
-  { name: 'p_dl_seq', type: 'bigint[]', form: 'short', unset: NONE, value: (w) => w.delayedInserts.map((d) => d.seq) },
-  { name: 'p_dl_priority', type: 'integer[]', form: 'short', unset: NONE, value: (w) => w.delayedInserts.map((d) => d.priority) },
-  { name: 'p_dl_item', type: 'text[]', form: 'short', unset: NONE, value: (w) => w.delayedInserts.map((d) => d.json) },
-  { name: 'p_dl_through_due', type: 'double precision', form: 'short', unset: null, value: (w) => w.delayedDeleteThrough?.dueAt ?? null },
-  { name: 'p_dl_through_seq', type: 'bigint', form: 'short', unset: null, value: (w) => w.delayedDeleteThrough?.seq ?? null },
-  { name: 'p_dedup_ids', type: 'varchar[]', form: 'short', unset: NONE, value: (w) => w.dedupInserts.map((d) => d.dedupId) },
-  { name: 'p_dedup_expires', type: 'double precision[]', form: 'short', unset: NONE, value: (w) => w.dedupInserts.map((d) => d.expiresAt) },
+  { name: 'p_delayed_count', type: 'bigint', form: 'short', value: (w) => w.delayed?.count ?? null },
+  { name: 'p_next_due', type: 'double precision', form: 'short', value: (w) => w.delayed?.nextDueAt ?? null },
+  { name: 'p_delayed_seq', type: 'bigint', form: 'short', value: (w) => w.delayed?.nextSeq ?? null },
+  { name: 'p_dl_due', type: 'double precision[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.dueAt) },
+  { name: 'p_dl_seq', type: 'bigint[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.seq) },
+  { name: 'p_dl_priority', type: 'integer[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.priority) },
+  { name: 'p_dl_item', type: 'text[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.json) },
+  { name: 'p_dl_through_due', type: 'double precision', form: 'short', value: (w) => w.delayedDeleteThrough?.dueAt ?? null },
+  { name: 'p_dl_through_seq', type: 'bigint', form: 'short', value: (w) => w.delayedDeleteThrough?.seq ?? null },
+  { name: 'p_dedup_ids', type: 'varchar[]', form: 'short', value: (w) => w.dedupInserts.map((d) => d.dedupId) },
+  { name: 'p_dedup_expires', type: 'double precision[]', form: 'short', value: (w) => w.dedupInserts.map((d) => d.expiresAt) },
   // Settings (p_settings: written; a created queue gets them anyway).
-  { name: 'p_settings', type: 'boolean', form: 'full', unset: false, value: (w) => (w.settingsChanged === true ? true : undefined) },
+  { name: 'p_settings', type: 'boolean', form: 'third', unset: false, value: (w) => (w.settingsChanged === true ? true : undefined) },
   {
     name: 'p_lock_mode',
     type: 'text',
-    form: 'full',
+    form: 'third',
     unset: 'exclusive',
     value: (w) => (writesSettings(w) && (w.settings.lockMode ?? 'exclusive') !== 'exclusive' ? w.settings.lockMode : undefined),
   },
   {
     name: 'p_max_deliveries',
     type: 'integer',
-    form: 'full',
+    form: 'third',
     unset: null,
     value: (w) => (writesSettings(w) ? (w.settings.maxDeliveries ?? undefined) : undefined),
   },
   {
     name: 'p_dead_letter_queue',
     type: 'varchar',
-    form: 'full',
+    form: 'third',
     unset: null,
     value: (w) => (writesSettings(w) ? (w.settings.deadLetterQueue ?? undefined) : undefined),
   },
@@ -131,21 +134,21 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   {
     name: 'p_ins_deliveries',
     type: 'integer[]',
-    form: 'full',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.inserts.some((i) => i.deliveries) ? w.inserts.map((i) => i.deliveries ?? 0) : undefined),
   },
-  { name: 'p_lock_segments', type: 'bigint[]', form: 'full', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.origin?.segment ?? null) },
-  { name: 'p_lock_positions', type: 'integer[]', form: 'full', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.origin?.position ?? null) },
-  { name: 'p_lock_deliveries', type: 'integer[]', form: 'full', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.deliveries ?? 1) },
+  { name: 'p_lock_segments', type: 'bigint[]', form: 'third', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.origin?.segment ?? null) },
+  { name: 'p_lock_positions', type: 'integer[]', form: 'third', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.origin?.position ?? null) },
+  { name: 'p_lock_deliveries', type: 'integer[]', form: 'third', unset: null, value: (w) => heldBy(savedLock(w), (i) => i.deliveries ?? 1) },
   // The shared-lock columns (null: they stay as they are), shared locks written and deleted.
-  { name: 'p_shared_live', type: 'integer', form: 'full', unset: null, value: (w) => w.shared?.live },
-  { name: 'p_shared_items', type: 'bigint', form: 'full', unset: null, value: (w) => w.shared?.items },
-  { name: 'p_shared_next', type: 'double precision', form: 'full', unset: null, value: (w) => (w.shared ? w.shared.nextExpiry : undefined) },
+  { name: 'p_shared_live', type: 'integer', form: 'third', unset: null, value: (w) => w.shared?.live },
+  { name: 'p_shared_items', type: 'bigint', form: 'third', unset: null, value: (w) => w.shared?.items },
+  { name: 'p_shared_next', type: 'double precision', form: 'third', unset: null, value: (w) => (w.shared ? w.shared.nextExpiry : undefined) },
   {
     name: 'p_sl_upserts',
     type: 'jsonb',
-    form: 'full',
+    form: 'third',
     unset: '[]',
     value: (w) =>
       w.sharedLockUpserts.length > 0
@@ -166,30 +169,30 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
           )
         : undefined,
   },
-  { name: 'p_sl_deletes', type: 'varchar[]', form: 'full', unset: NONE, value: (w) => (w.sharedLockDeletes.length > 0 ? w.sharedLockDeletes : undefined) },
+  { name: 'p_sl_deletes', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => (w.sharedLockDeletes.length > 0 ? w.sharedLockDeletes : undefined) },
   // Given-back items added and deleted.
-  { name: 'p_ret_priority', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.priority) },
-  { name: 'p_ret_segment', type: 'bigint[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.segment) },
-  { name: 'p_ret_position', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.position) },
-  { name: 'p_ret_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.json) },
-  { name: 'p_ret_deliveries', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.deliveries) },
-  { name: 'p_retdel_priority', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.priority) },
-  { name: 'p_retdel_segment', type: 'bigint[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.segment) },
-  { name: 'p_retdel_position', type: 'integer[]', form: 'full', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.position) },
+  { name: 'p_ret_priority', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.priority) },
+  { name: 'p_ret_segment', type: 'bigint[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.segment) },
+  { name: 'p_ret_position', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.position) },
+  { name: 'p_ret_item', type: 'text[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.json) },
+  { name: 'p_ret_deliveries', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.deliveries) },
+  { name: 'p_retdel_priority', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.priority) },
+  { name: 'p_retdel_segment', type: 'bigint[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.segment) },
+  { name: 'p_retdel_position', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedDeletes, (r) => r.position) },
   // Dead letters: the dead-letter queue, the version and layout it gets if the turn creates it, its items, and the turn's time.
-  { name: 'p_dlq_id', type: 'varchar', form: 'full', unset: null, value: (w) => w.deadLetters?.queueId },
-  { name: 'p_dlq_version', type: 'bigint', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.version },
-  { name: 'p_dlq_segment_size', type: 'integer', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.segmentSize },
-  { name: 'p_dlq_buffer_segments', type: 'integer', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.bufferSegments },
+  { name: 'p_dlq_id', type: 'varchar', form: 'third', unset: null, value: (w) => w.deadLetters?.queueId },
+  { name: 'p_dlq_version', type: 'bigint', form: 'third', unset: null, value: (w) => w.deadLetterDefaults?.version },
+  { name: 'p_dlq_segment_size', type: 'integer', form: 'third', unset: null, value: (w) => w.deadLetterDefaults?.segmentSize },
+  { name: 'p_dlq_buffer_segments', type: 'integer', form: 'third', unset: null, value: (w) => w.deadLetterDefaults?.bufferSegments },
   {
     name: 'p_dlq_priority',
     type: 'integer[]',
-    form: 'full',
+    form: 'third',
     unset: NONE,
     value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.priority) : undefined),
   },
-  { name: 'p_dlq_item', type: 'text[]', form: 'full', unset: NONE, value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.json) : undefined) },
-  { name: 'p_now', type: 'double precision', form: 'full', unset: null, value: (w) => w.deadLetterDefaults?.now },
+  { name: 'p_dlq_item', type: 'text[]', form: 'third', unset: NONE, value: (w) => (w.deadLetters ? w.deadLetters.items.map((i) => i.json) : undefined) },
+  { name: 'p_now', type: 'double precision', form: 'third', unset: null, value: (w) => w.deadLetterDefaults?.now },
   // The queue each item was dead-lettered from (null: never), parallel to the rows inserted, the exclusive lock's items,
   // the given-back items added and the items of the segments saved (in their concatenated order); not given when none was.
   { name: 'p_ins_from', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => fromOf(w.inserts) },
@@ -294,7 +297,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_rd_headers', type: 'text[]', form: 'latest', unset: NONE, value: (w) => headersOf(w.redriven) },
 ];
 
-const FORM_ORDER: Record<WriteTurnForm, number> = { oldest: 0, short: 1, full: 2, third: 3, latest: 4 };
+const FORM_ORDER: Record<WriteTurnForm, number> = { short: 0, third: 1, latest: 2 };
 
 /** The parameters a form takes, in signature order. */
 export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[] {
@@ -302,39 +305,11 @@ export function parametersOf(form: WriteTurnForm): readonly WriteTurnParameter[]
 }
 
 // Each form's parameters must be a prefix of the next form's: the table lists them form by form.
+// Every parameter beyond the short form says what it is when not given.
 WRITE_TURN_PARAMETERS.forEach((p, i) => {
   if (i > 0 && FORM_ORDER[p.form] < FORM_ORDER[WRITE_TURN_PARAMETERS[i - 1].form]) throw new Error(`${p.name} comes after a parameter of a longer form`);
+  if (p.form !== 'short' && p.unset === undefined) throw new Error(`${p.name} has no value for "not given"`);
 });
 
-const SHORT = parametersOf('short');
-/** The parameters beyond the short form: a write giving one of them takes the form with every parameter. */
-const FULL_ONLY = WRITE_TURN_PARAMETERS.filter((p) => FORM_ORDER[p.form] > FORM_ORDER.short);
-/** Number of parameters of the short form; a values array longer than this is for the full form. */
-export const SHORT_FORM_LENGTH = SHORT.length;
-
-/**
- * The values of a turn's write, in the order of the form it needs: the short form's when it
- * gives none of the full form's own parameters, the full form's otherwise (those not given
- * bound as `unset`). Tell which by the length: {@link SHORT_FORM_LENGTH} or more.
- *
- * Written out once, at module load, from the table: `(q, w) => { const v0 = f0(w, q); …; if (v0
- * === undefined && …) return [s0(w, q), …]; return [s0(w, q), …, v0 === undefined ? u0 : v0,
- * …]; }`. A loop over the table would call every getter from one call site, which V8 does not
- * inline (measured at 1.7 times the time of the hand-aligned array this replaced); written out,
- * each getter has a call site of its own and is inlined, and the array is one literal of its
- * final length, as before. Only indices go into the text; the getters and values are passed in.
- */
-export const writeTurnValues = ((): ((queueId: string, write: StoredTurnWrite) => unknown[]) => {
-  const s = SHORT.map((_, i) => `s${i}`);
-  const f = FULL_ONLY.map((_, i) => `f${i}`);
-  const u = FULL_ONLY.map((_, i) => `u${i}`);
-  const short = s.map((name) => `${name}(w, q)`).join(', ');
-  const body = `return (q, w) => {
-  ${f.map((name, i) => `const v${i} = ${name}(w, q);`).join('\n  ')}
-  if (${f.map((_, i) => `v${i} === undefined`).join(' && ')}) return [${short}];
-  return [${short}, ${f.map((_, i) => `v${i} === undefined ? u${i} : v${i}`).join(', ')}];
-};`;
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the text holds only generated names; see above
-  const make = new Function(...s, ...f, ...u, body) as (...args: unknown[]) => (queueId: string, write: StoredTurnWrite) => unknown[];
-  return make(...SHORT.map((p) => p.value), ...FULL_ONLY.map((p) => p.value), ...FULL_ONLY.map((p) => p.unset));
-})();
+/** Number of parameters of the short form; a values array longer than this is for the form with every parameter. */
+export const SHORT_FORM_LENGTH = parametersOf('short').length;
