@@ -24,7 +24,7 @@ function sqlFiles(): GeneratedFile[] {
     const overloads = DATABASE_FUNCTIONS.filter((fn) => fn.name === name);
     const sections = overloads.map((fn) => `-- ${fn.parameters.length} parameters. ${fn.summary}\n${createFunctionStatement(fn)};\n`);
     const header = [
-      `-- ${name}: ${NOTICE}`,
+      `-- ${name}. ${NOTICE}`,
       '-- The migrations create these functions from the same declarations; the drift test checks',
       '-- this file, the declarations and a migrated schema against each other.',
     ].join('\n');
