@@ -5,7 +5,8 @@ import { parametersOf, type WriteTurnParameter } from './write-turn.parameters.j
  * The body of `pushpop_write_turn`, full or short. The short body is the full one without what
  * only the full form's parameters bring (settings, shared locks, given-back items, dead
  * letters, delivery counts), so the two cannot drift apart: a turn that gives none of those
- * parameters gets the same writes from either.
+ * parameters gets the same writes from either. Both read more easily as the SQL they make, in
+ * `src/database/sql/pushpop_write_turn.sql`.
  *
  * It applies everything a turn changed if and only if the queue row still has the version the
  * turn was computed from. Called in autocommit it is the whole transaction; the order inside is
@@ -18,26 +19,26 @@ import { parametersOf, type WriteTurnParameter } from './write-turn.parameters.j
  */
 function writeTurnBody(full: boolean): string {
   /** Text of the full body only. */
-  const f = (sql: string): string => (full ? sql : '');
+  const fullOnly = (sql: string): string => (full ? sql : '');
   return `
 DECLARE
-  v_from integer := 1;${f(`
+  v_from integer := 1;${fullOnly(`
   v_seq bigint;
   v_dest varchar;
   v_n bigint;`)}
-BEGIN${f(`
+BEGIN${fullOnly(`
   -- Dead letters and redriven items lock several queue rows: all first, in queue_id order (no deadlock between two such turns).
   IF p_dlq_id IS NOT NULL OR cardinality(p_rd_queue) > 0 THEN
     PERFORM 1 FROM queues WHERE queue_id = p_queue_id OR queue_id = p_dlq_id OR queue_id = ANY(p_rd_queue) ORDER BY queue_id FOR UPDATE;
   END IF;`)}
-  -- Null delayed${f(' or shared')} columns: they stay as they are.
+  -- Null delayed${fullOnly(' or shared')} columns: they stay as they are.
   IF p_expected IS NULL THEN
-    INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq${f(`,
+    INSERT INTO queues (queue_id, version, segment_size, buffer_segments, item_count, priorities, delayed_count, next_due_at, delayed_seq${fullOnly(`,
                         lock_mode, max_deliveries, dead_letter_queue, live_locks, locked_items, next_lock_expiry,
                         paused, retry_delay_seconds, retry_backoff, retry_delay_max_seconds, max_in_flight, max_pops_per_second,
                         pop_tokens, pop_tokens_at`)})
     VALUES (p_queue_id, p_version, p_segment_size, p_buffer_segments, p_item_count, p_priorities,
-            coalesce(p_delayed_count, 0), to_timestamp(p_next_due / 1000.0), coalesce(p_delayed_seq, 0)${f(`,
+            coalesce(p_delayed_count, 0), to_timestamp(p_next_due / 1000.0), coalesce(p_delayed_seq, 0)${fullOnly(`,
             coalesce(p_lock_mode, 'exclusive'), p_max_deliveries, p_dead_letter_queue,
             coalesce(p_shared_live, 0), coalesce(p_shared_items, 0), to_timestamp(p_shared_next / 1000.0),
             coalesce(p_paused, false), coalesce(p_retry_delay, 0), coalesce(p_retry_backoff, 'exponential'), coalesce(p_retry_delay_max, 900),
@@ -45,14 +46,14 @@ BEGIN${f(`
     ON CONFLICT (queue_id) DO NOTHING;
   ELSIF p_delete THEN
     DELETE FROM queues WHERE queue_id = p_queue_id AND version = p_expected;
-  ELSIF p_delayed_count IS NULL${f(' AND NOT p_settings AND p_shared_live IS NULL AND p_pop_tokens_at IS NULL')} THEN
+  ELSIF p_delayed_count IS NULL${fullOnly(' AND NOT p_settings AND p_shared_live IS NULL AND p_pop_tokens_at IS NULL')} THEN
     UPDATE queues SET version = p_version, item_count = p_item_count, priorities = p_priorities, updated_at = now()
      WHERE queue_id = p_queue_id AND version = p_expected;
   ELSE
     UPDATE queues SET version = p_version, item_count = p_item_count, priorities = p_priorities, updated_at = now(),
            delayed_count = CASE WHEN p_delayed_count IS NULL THEN delayed_count ELSE p_delayed_count END,
            next_due_at = CASE WHEN p_delayed_count IS NULL THEN next_due_at ELSE to_timestamp(p_next_due / 1000.0) END,
-           delayed_seq = CASE WHEN p_delayed_count IS NULL THEN delayed_seq ELSE p_delayed_seq END${f(`,
+           delayed_seq = CASE WHEN p_delayed_count IS NULL THEN delayed_seq ELSE p_delayed_seq END${fullOnly(`,
            segment_size = CASE WHEN p_settings THEN p_segment_size ELSE segment_size END,
            buffer_segments = CASE WHEN p_settings THEN p_buffer_segments ELSE buffer_segments END,
            lock_mode = CASE WHEN p_settings THEN p_lock_mode ELSE lock_mode END,
@@ -91,30 +92,30 @@ BEGIN${f(`
      WHERE queue_id = p_queue_id AND priority = p_del_priority[i] AND segment = p_del_segment[i]
        AND position BETWEEN p_del_from[i] AND p_del_through[i];
   END LOOP;
-  IF cardinality(p_ins_priority) > 0 THEN${f(`
+  IF cardinality(p_ins_priority) > 0 THEN${fullOnly(`
     -- p_ins_deliveries, p_ins_from and p_ins_headers may be shorter (empty when no item was delivered, dead-lettered or has headers): unnest pads them with nulls.`)}
-    INSERT INTO segment_items (queue_id, priority, segment, position, item${f(', deliveries, dead_lettered_from, headers')})
-    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${f(', coalesce(i.deliveries, 0), i.from_queue, i.headers')}
-      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${f(`, coalesce(p_ins_deliveries, '{}'), coalesce(p_ins_from, '{}'), coalesce(p_ins_headers, '{}')`)}) AS i(priority, segment, position, item${f(', deliveries, from_queue, headers')})${f(`
+    INSERT INTO segment_items (queue_id, priority, segment, position, item${fullOnly(', deliveries, dead_lettered_from, headers')})
+    SELECT p_queue_id, i.priority, i.segment, i.position, i.item${fullOnly(', coalesce(i.deliveries, 0), i.from_queue, i.headers')}
+      FROM unnest(p_ins_priority, p_ins_segment, p_ins_position, p_ins_item${fullOnly(`, coalesce(p_ins_deliveries, '{}'), coalesce(p_ins_from, '{}'), coalesce(p_ins_headers, '{}')`)}) AS i(priority, segment, position, item${fullOnly(', deliveries, from_queue, headers')})${fullOnly(`
      WHERE i.priority IS NOT NULL`)};
   END IF;
   IF p_lock_op = 'upsert' THEN
-    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${f(', segments, positions, deliveries, dead_lettered_from, headers')})
-    VALUES (p_queue_id, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, to_timestamp(p_lock_created / 1000.0), to_timestamp(p_lock_expires / 1000.0)${f(`,
+    INSERT INTO queue_locks (queue_id, lock_id, state, priorities, items, created_at, expires_at${fullOnly(', segments, positions, deliveries, dead_lettered_from, headers')})
+    VALUES (p_queue_id, p_lock_id, p_lock_state, p_lock_priorities, p_lock_items, to_timestamp(p_lock_created / 1000.0), to_timestamp(p_lock_expires / 1000.0)${fullOnly(`,
             p_lock_segments, p_lock_positions, p_lock_deliveries, p_lock_from, p_lock_headers`)})
     ON CONFLICT (queue_id) DO UPDATE SET lock_id = EXCLUDED.lock_id, state = EXCLUDED.state, priorities = EXCLUDED.priorities,
-      items = EXCLUDED.items, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at${f(`,
+      items = EXCLUDED.items, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at${fullOnly(`,
       segments = EXCLUDED.segments, positions = EXCLUDED.positions, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
       headers = EXCLUDED.headers`)};
   ELSIF p_lock_op = 'delete' THEN
     DELETE FROM queue_locks WHERE queue_id = p_queue_id;
   END IF;
   FOR i IN 1 .. coalesce(cardinality(p_save_keys), 0) LOOP
-    INSERT INTO offloaded_segments (queue_id, key, items${f(', dead_lettered_from, headers')})
-    VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1]${f(`,
+    INSERT INTO offloaded_segments (queue_id, key, items${fullOnly(', dead_lettered_from, headers')})
+    VALUES (p_queue_id, p_save_keys[i], p_save_items[v_from : v_from + p_save_lengths[i] - 1]${fullOnly(`,
             CASE WHEN cardinality(p_save_from) > 0 THEN p_save_from[v_from : v_from + p_save_lengths[i] - 1] END,
             CASE WHEN cardinality(p_save_headers) > 0 THEN p_save_headers[v_from : v_from + p_save_lengths[i] - 1] END`)})
-    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()${f(', dead_lettered_from = EXCLUDED.dead_lettered_from, headers = EXCLUDED.headers')};
+    ON CONFLICT (queue_id, key) DO UPDATE SET items = EXCLUDED.items, created_at = now()${fullOnly(', dead_lettered_from = EXCLUDED.dead_lettered_from, headers = EXCLUDED.headers')};
     v_from := v_from + p_save_lengths[i];
   END LOOP;
   IF cardinality(p_delete_keys) > 0 THEN
@@ -126,11 +127,11 @@ BEGIN${f(`
      WHERE queue_id = p_queue_id AND (due_at, seq) <= (to_timestamp(p_dl_through_due / 1000.0), p_dl_through_seq);
   END IF;
   IF cardinality(p_dl_due) > 0 THEN
-    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item${f(', origin_segment, origin_position, deliveries, dead_lettered_from, headers')})
-    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item${f(', d.segment, d.position, d.deliveries, d.from_queue, d.headers')}
-      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item${f(`, coalesce(p_dl_segment, '{}'), coalesce(p_dl_position, '{}'), coalesce(p_dl_deliveries, '{}'), coalesce(p_dl_from, '{}'),
+    INSERT INTO delayed_items (queue_id, due_at, seq, priority, item${fullOnly(', origin_segment, origin_position, deliveries, dead_lettered_from, headers')})
+    SELECT p_queue_id, to_timestamp(d.due / 1000.0), d.seq, d.priority, d.item${fullOnly(', d.segment, d.position, d.deliveries, d.from_queue, d.headers')}
+      FROM unnest(p_dl_due, p_dl_seq, p_dl_priority, p_dl_item${fullOnly(`, coalesce(p_dl_segment, '{}'), coalesce(p_dl_position, '{}'), coalesce(p_dl_deliveries, '{}'), coalesce(p_dl_from, '{}'),
                   coalesce(p_dl_headers, '{}')`)})
-           AS d(due, seq, priority, item${f(', segment, position, deliveries, from_queue, headers')})${f(`
+           AS d(due, seq, priority, item${fullOnly(', segment, position, deliveries, from_queue, headers')})${fullOnly(`
      WHERE d.due IS NOT NULL`)};
   END IF;
   -- An expired id the sweep has not deleted yet is replaced.
@@ -138,7 +139,7 @@ BEGIN${f(`
     INSERT INTO dedup_ids (queue_id, dedup_id, expires_at)
     SELECT p_queue_id, d.id, to_timestamp(d.expires / 1000.0) FROM unnest(p_dedup_ids, p_dedup_expires) AS d(id, expires)
     ON CONFLICT (queue_id, dedup_id) DO UPDATE SET expires_at = EXCLUDED.expires_at;
-  END IF;${f(`
+  END IF;${fullOnly(`
   IF cardinality(p_sl_deletes) > 0 THEN
     DELETE FROM shared_locks WHERE queue_id = p_queue_id AND lock_id = ANY(p_sl_deletes);
   END IF;
