@@ -63,18 +63,6 @@ const METRICS_PORT = ['metric-collectors.ts', 'metric-names.ts'];
 const SWEEPS = ['lock', 'delay', 'dedup'];
 const SCHEDULE_SWEEPER = join('schedules', 'schedule-sweeper.ts');
 
-/**
- * The imports that break a rule today, each checked apart by the rule named with it (skipped
- * until they are gone). Schedules fire through the HTTP-facing QueueService:
- * `schedules/schedule.service.ts` imports `queue/queue.service.ts`, and so
- * `schedules/schedules.module.ts` imports `queue/queue.module.ts`. When the firings go through the
- * runtime, both imports go, this list is emptied and that rule runs.
- */
-const FIRINGS_THROUGH_QUEUE_SERVICE: readonly (readonly [string, string])[] = [
-  [join('schedules', 'schedule.service.ts'), join('queue', 'queue.service.ts')],
-  [join('schedules', 'schedules.module.ts'), join('queue', 'queue.module.ts')],
-];
-
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -132,8 +120,6 @@ const edges = files.flatMap((file) =>
     .map((i) => ({ file, from: placeOf(file), to: placeOf(i.target), ...i })),
 );
 const line = (e: { file: string; specifier: string }): string => `${rel(e.file)} imports ${e.specifier}`;
-const isFiringThroughQueueService = (e: { file: string; target: string }): boolean =>
-  FIRINGS_THROUGH_QUEUE_SERVICE.some(([from, to]) => rel(e.file) === from && rel(e.target) === to);
 
 /** The files of a place, and those that import any package of `packages`. */
 const inPlaces = (places: readonly string[]) => files.filter((f) => places.includes(placeOf(f)));
@@ -151,7 +137,7 @@ describe('architecture', () => {
     const { may } = PLACES[place];
     const allowed = (e: (typeof edges)[number]): boolean =>
       e.to === place || may.includes(e.to) || may.includes(rel(e.target)) || (e.typeOnly && may.includes(`${e.to}:types`));
-    const offending = edges.filter((e) => e.from === place && !allowed(e) && !isFiringThroughQueueService(e)).map(line);
+    const offending = edges.filter((e) => e.from === place && !allowed(e)).map(line);
     expect(offending).toEqual([]);
   });
 
@@ -276,12 +262,62 @@ describe('architecture', () => {
     expect(text).not.toMatch(/^import\s[^;]*otel-tracing/m);
   });
 
-  // Skipped while FIRINGS_THROUGH_QUEUE_SERVICE is not empty: schedules/schedule.service.ts imports
-  // queue/queue.service.ts (and schedules/schedules.module.ts imports queue/queue.module.ts).
-  // Runs once the firings go through the runtime and that list is emptied.
-  it.skip('schedules fire through the runtime: nothing in schedules imports the HTTP face of queues (the item codec they share aside)', () => {
+  it('schedules fire through the runtime: nothing in schedules imports the HTTP face of queues (the item codec they share aside)', () => {
     const offending = edges.filter((e) => e.from === 'schedules' && e.to === 'queue' && rel(e.target) !== join('queue', 'item-codec.ts')).map(line);
     expect(offending).toEqual([]);
-    expect(FIRINGS_THROUGH_QUEUE_SERVICE).toEqual([]);
+    const firing = edges.filter((e) => rel(e.file) === join('schedules', 'schedule.service.ts') && e.to === 'queue/runtime').map((e) => rel(e.target));
+    expect(firing, 'the schedule service pushes with the runtime’s push operation').toContain(join('queue', 'runtime', 'push-operation.ts'));
+  });
+
+  it('the admin console talks to the API only through the generated client: nothing of src/ or libs/ by path, no library of ours but @pushpop/api-client, no fetch of its own', () => {
+    const admin = join(SRC, '..', 'apps', 'admin', 'src');
+    const consoleFiles = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) return consoleFiles(path);
+        return /\.tsx?$/.test(entry.name) && !/\.(spec|test)\.tsx?$/.test(entry.name) ? [path] : [];
+      });
+    const found = consoleFiles(admin);
+    expect(found.length).toBeGreaterThan(0);
+    const offending = found.flatMap((f) => [
+      ...importsOf(f)
+        .filter((i) => (i.target && !i.target.startsWith(admin + sep)) || (i.specifier.startsWith('@pushpop/') && i.specifier !== '@pushpop/api-client'))
+        .map((i) => `${relative(admin, f)} imports ${i.specifier}`),
+      ...(/\bfetch\(|XMLHttpRequest|EventSource\(/.test(readFileSync(f, 'utf8')) ? [`${relative(admin, f)} calls the API by hand`] : []),
+    ]);
+    expect(offending).toEqual([]);
+  });
+
+  it('no class takes more than 8 injected dependencies (a limit met by a split along a seam)', () => {
+    const offending = files.flatMap((f) =>
+      [...readFileSync(f, 'utf8').matchAll(/\bconstructor\(([^)]*(?:\([^)]*\)[^)]*)*)\)\s*\{/g)]
+        .map((m) => m[1].split(/,\s*\n/).filter((p) => p.trim() !== '').length)
+        .filter((n) => n > 8)
+        .map((n) => `${rel(f)}: ${n}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it('no file under src/ or bench/ is over 500 lines (migrations aside)', () => {
+    const bench = join(SRC, '..', 'bench');
+    const benchFiles = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'results' ? [] : benchFiles(path);
+        return /\.(m?js|ts)$/.test(entry.name) ? [path] : [];
+      });
+    const all = [
+      ...files,
+      ...readdirSync(SRC, { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.spec.ts'))
+        .map((f) => join(SRC, f)),
+      ...benchFiles(bench),
+    ];
+    const long = all
+      .filter((f) => !f.includes(`${sep}migrations${sep}`))
+      .map((f) => ({ f, lines: readFileSync(f, 'utf8').split('\n').length - 1 }))
+      .filter(({ lines }) => lines > 500)
+      .map(({ f, lines }) => `${relative(join(SRC, '..'), f)}: ${lines}`);
+    expect(long).toEqual([]);
   });
 });

@@ -41,6 +41,7 @@ import { withControlDefaults } from './core/queue-settings.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
+import { pushOperation } from './runtime/push-operation.js';
 import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
 import { TRACING, type Tracing } from '../telemetry/tracing.js';
 
@@ -174,13 +175,8 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
     const delayMs = entry.delayMs ?? 0;
-    const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
-    const outcome = await this.turn(queueId, {
-      apply: (core, now) => core.push([entry], now, windowMs),
-      ...(entry.dedupId !== undefined ? { dedupIds: [entry.dedupId] } : {}),
-    });
-    this.stats.itemsPushed += outcome.enqueued;
-    this.stats.duplicatesSkipped += outcome.duplicates;
+    const outcome = await this.turn(queueId, pushOperation([entry], this.config.env.DEDUP_WINDOW_SECONDS * 1000));
+    this.stats.pushed(outcome);
     return QueueMapper.push(queueId, entry.priority, {
       delaySeconds: delayMs > 0 ? Math.ceil(delayMs / 1000) : undefined,
       dedup: entry.dedupId !== undefined,
@@ -201,15 +197,8 @@ export class QueueService {
         `items.${i}`,
       ),
     );
-    const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
-    const windowMs = this.config.env.DEDUP_WINDOW_SECONDS * 1000;
-    const outcome = await this.turn(queueId, {
-      apply: (core, now) => core.push(items, now, windowMs),
-      weight: items.length,
-      ...(dedupIds.length > 0 ? { dedupIds } : {}),
-    });
-    this.stats.itemsPushed += outcome.enqueued;
-    this.stats.duplicatesSkipped += outcome.duplicates;
+    const outcome = await this.turn(queueId, pushOperation(items, this.config.env.DEDUP_WINDOW_SECONDS * 1000));
+    this.stats.pushed(outcome);
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
   }
 

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AppConfig } from '../config/app-config.js';
-import { ItemTooLargeError, QueueBusyError } from '../common/errors.js';
-import type { QueueService } from '../queue/queue.service.js';
+import type { QueueCore } from '../queue/core/queue-core.js';
+import type { NewItem } from '../queue/core/types.js';
+import { QueueStats } from '../queue/runtime/queue-stats.js';
+import { QueueLineFull, type TurnOp, type TurnRunner } from '../queue/runtime/turn-runner.js';
 import type { ScheduleRepository, StoredSchedule } from '../storage/schedule.repository.js';
 import { ScheduleService } from './schedule.service.js';
 import { ScheduleStats } from './schedule-stats.js';
@@ -24,42 +26,69 @@ class FakeSchedules {
   }
 }
 
-function setUp(failWith?: () => Error) {
+/**
+ * Firings against a runner that applies each operation to a core recording its pushes (a
+ * duplicate: a dedup id pushed before); `lineFull`: the queue's line refuses operations.
+ */
+function setUp({ lineFull = false, maxItemBytes = 1000, maxPriority = 255 } = {}) {
   const schedules = new FakeSchedules();
-  const pushes: { queueId: string; item: unknown; dedupId?: string }[] = [];
-  const queues = {
-    push: async (queueId: string, item: unknown, _priority: number, options: { dedupId?: string }) => {
-      schedules.log.push(`push ${options.dedupId}`);
-      if (failWith) throw failWith();
-      pushes.push({ queueId, item, dedupId: options.dedupId });
-      return { success: true, message: '' };
+  const pushes: { queueId: string; items: readonly NewItem[]; dedupIds?: readonly string[]; weight?: number; windowMs: number }[] = [];
+  const accepted = new Set<string>();
+  let queueId = '';
+  let op: TurnOp<unknown> | undefined;
+  const core = {
+    push: (items: readonly NewItem[], _now: number, windowMs: number) => {
+      pushes.push({ queueId, items, dedupIds: op?.dedupIds, weight: op?.weight, windowMs });
+      const fresh = items.filter((i) => i.dedupId === undefined || !accepted.has(i.dedupId));
+      for (const i of fresh) if (i.dedupId !== undefined) accepted.add(i.dedupId);
+      return { enqueued: fresh.length, duplicates: items.length - fresh.length };
+    },
+  } as unknown as QueueCore;
+  const runner = {
+    run: async <R>(id: string, operation: TurnOp<R>): Promise<R> => {
+      schedules.log.push(`push ${operation.dedupIds?.join(',')}`);
+      if (lineFull) throw new QueueLineFull(id);
+      queueId = id;
+      op = operation;
+      return operation.apply(core, now);
     },
   };
   let now = T;
   const clock = { now: () => now };
   const stats = new ScheduleStats();
+  const queueStats = new QueueStats();
   const service = new ScheduleService(
-    { env: { MAX_PRIORITY: 255, MAX_ITEM_BYTES: 1000 } } as AppConfig,
+    { env: { MAX_PRIORITY: maxPriority, MAX_ITEM_BYTES: maxItemBytes, DEDUP_WINDOW_SECONDS: 600 } } as AppConfig,
     schedules as unknown as ScheduleRepository,
-    queues as unknown as QueueService,
+    runner as unknown as TurnRunner,
     clock,
     stats,
+    queueStats,
   );
-  const add = (id: string, cron: string, nextRunAt: number) =>
-    schedules.rows.set(id, { scheduleId: id, queueId: 'q', cron, timezone: 'UTC', item: '{"n":1}', priority: 0, paused: false, nextRunAt, lastRunAt: null });
-  return { schedules, pushes, service, stats, add, at: (ms: number) => void (now = ms) };
+  const add = (id: string, cron: string, nextRunAt: number, priority = 0) =>
+    schedules.rows.set(id, { scheduleId: id, queueId: 'q', cron, timezone: 'UTC', item: '{"n":1}', priority, paused: false, nextRunAt, lastRunAt: null });
+  return { schedules, pushes, service, stats, queueStats, add, at: (ms: number) => void (now = ms) };
 }
 
 describe('ScheduleService.fireDue', () => {
-  it('pushes a due firing with its dedup id, then claims it and moves on to the next firing', async () => {
-    const { schedules, pushes, service, stats, add, at } = setUp();
+  it('pushes a due firing with its dedup id, as a client’s push in a turn of the queue, then claims it and moves on to the next firing', async () => {
+    const { schedules, pushes, service, stats, queueStats, add, at } = setUp();
     add('s', '* * * * *', T);
     at(T + 300);
     expect(await service.fireDue(10)).toBe(1);
     expect(schedules.log).toEqual([`push schedule:s@${T}`, `claim ${T}`]);
-    expect(pushes).toEqual([{ queueId: 'q', item: { n: 1 }, dedupId: `schedule:s@${T}` }]);
+    expect(pushes).toEqual([
+      {
+        queueId: 'q',
+        items: [{ priority: 0, json: '{"n":1}', delayMs: 0, dedupId: `schedule:s@${T}` }],
+        dedupIds: [`schedule:s@${T}`],
+        weight: 1,
+        windowMs: 600_000,
+      },
+    ]);
     expect(schedules.rows.get('s')).toMatchObject({ nextRunAt: T + 60_000, lastRunAt: T });
     expect({ firings: stats.firings, madeUp: stats.firingsMadeUp }).toEqual({ firings: 1, madeUp: 0 });
+    expect({ pushed: queueStats.itemsPushed, duplicates: queueStats.duplicatesSkipped }, 'counted as any push').toEqual({ pushed: 1, duplicates: 0 });
     expect(await service.fireDue(10), 'nothing more due').toBe(0);
   });
 
@@ -75,18 +104,38 @@ describe('ScheduleService.fireDue', () => {
   });
 
   it('a busy queue leaves the firing due (retried by the next sweep); a push refused for good skips the firing', async () => {
-    const busy = setUp(() => new QueueBusyError('q'));
+    const busy = setUp({ lineFull: true });
     busy.add('s', '* * * * *', T);
     busy.at(T + 100);
     await busy.service.fireDue(10);
     expect(busy.schedules.rows.get('s')?.nextRunAt).toBe(T);
     expect(busy.schedules.log).toEqual([`push schedule:s@${T}`]);
 
-    const refused = setUp(() => new ItemTooLargeError(2000, 1000));
-    refused.add('s', '* * * * *', T);
-    refused.at(T + 100);
-    await refused.service.fireDue(10);
-    expect(refused.schedules.rows.get('s')).toMatchObject({ nextRunAt: T + 60_000, lastRunAt: T });
+    const tooLarge = setUp({ maxItemBytes: 5 });
+    tooLarge.add('s', '* * * * *', T);
+    tooLarge.at(T + 100);
+    await tooLarge.service.fireDue(10);
+    expect(tooLarge.pushes).toEqual([]);
+    expect(tooLarge.schedules.rows.get('s')).toMatchObject({ nextRunAt: T + 60_000, lastRunAt: T });
+
+    const priorityLowered = setUp({ maxPriority: 3 });
+    priorityLowered.add('s', '* * * * *', T, 9);
+    priorityLowered.at(T + 100);
+    await priorityLowered.service.fireDue(10);
+    expect(priorityLowered.pushes).toEqual([]);
+    expect(priorityLowered.schedules.rows.get('s')).toMatchObject({ nextRunAt: T + 60_000, lastRunAt: T });
+  });
+
+  it('a firing pushed again (its claim was lost) is a duplicate, counted as one', async () => {
+    const { service, queueStats, schedules, add, at } = setUp();
+    add('s', '* * * * *', T);
+    at(T + 100);
+    const due = await schedules.findDue(T + 100, 10);
+    schedules.claim = async () => false;
+    await service.fireDue(10);
+    schedules.findDue = async () => due;
+    await service.fireDue(10);
+    expect({ pushed: queueStats.itemsPushed, duplicates: queueStats.duplicatesSkipped }).toEqual({ pushed: 1, duplicates: 1 });
   });
 
   it('after missed firings: one push for the first missed one, counted as made up, and on to the first firing after now', async () => {
@@ -95,7 +144,7 @@ describe('ScheduleService.fireDue', () => {
     at(T + 30 * 60_000 + 5_000);
     await service.fireDue(10);
     await service.fireDue(10);
-    expect(pushes.map((p) => p.dedupId)).toEqual([`schedule:s@${T}`]);
+    expect(pushes.flatMap((p) => p.items.map((i) => i.dedupId))).toEqual([`schedule:s@${T}`]);
     expect(schedules.rows.get('s')).toMatchObject({ nextRunAt: T + 31 * 60_000, lastRunAt: T });
     expect({ firings: stats.firings, madeUp: stats.firingsMadeUp }).toEqual({ firings: 1, madeUp: 1 });
   });

@@ -4,7 +4,9 @@ import { Clock } from '../common/clock.js';
 import { PushpopError, ScheduleNotFoundError, ValidationFailedError } from '../common/errors.js';
 import { isQueueId } from '../queue/core/queue-id.js';
 import { encodeItem } from '../queue/item-codec.js';
-import { QueueService } from '../queue/queue.service.js';
+import { pushOperation } from '../queue/runtime/push-operation.js';
+import { QueueStats } from '../queue/runtime/queue-stats.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { ScheduleRepository, type StoredSchedule } from '../storage/schedule.repository.js';
 import type { DeleteScheduleResponseDto, PutScheduleDto, ScheduleDto, ScheduleListDto } from './dto/schedule.dto.js';
 import { firingDedupId, ScheduleRule } from './schedule-rule.js';
@@ -26,13 +28,18 @@ function toDto(s: StoredSchedule): ScheduleDto {
   };
 }
 
-/** A push that can never succeed as it is (a client error other than "busy"): retrying the firing would only repeat it. */
+/**
+ * A push that can never succeed as it is (a client error: the item or its priority is over a
+ * limit lowered since the schedule was put): retrying the firing would only repeat it. A full
+ * line of the queue (the runtime's `QueueLineFull`) is no such error: the firing stays due.
+ */
 const isPermanent = (error: unknown): boolean => error instanceof PushpopError && error.status >= 400 && error.status < 500 && error.status !== 429;
 
 /**
  * Schedules: recurring pushes by cron expression, stored in PostgreSQL. `PUT`/`GET`/`DELETE`
  * and the list, and the firing of due schedules for the sweep ({@link fireDue}), which pushes
- * through the {@link QueueService} as any client's push.
+ * in a turn of the queue's actor with the same push operation as a client's push
+ * (`pushOperation`), counted as one.
  */
 @Injectable()
 export class ScheduleService {
@@ -41,16 +48,22 @@ export class ScheduleService {
   constructor(
     private readonly config: AppConfig,
     private readonly schedules: ScheduleRepository,
-    private readonly queues: QueueService,
+    private readonly runner: TurnRunner,
     private readonly clock: Clock,
     private readonly stats: ScheduleStats,
+    private readonly queueStats: QueueStats,
   ) {}
+
+  /** A priority within `MAX_PRIORITY`, when the schedule is put and again when it fires (the limit may have been lowered). */
+  private checkPriority(priority: number): number {
+    if (priority > this.config.env.MAX_PRIORITY) throw new ValidationFailedError(`priority must not be greater than ${this.config.env.MAX_PRIORITY}`);
+    return priority;
+  }
 
   /** Creates or replaces a schedule; its next firing is the first after now (none while paused). */
   async put(scheduleId: string, body: PutScheduleDto): Promise<ScheduleDto> {
     if (!isQueueId(body.queue_id)) throw new ValidationFailedError('queue_id must be 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
-    const priority = body.priority ?? 0;
-    if (priority > this.config.env.MAX_PRIORITY) throw new ValidationFailedError(`priority must not be greater than ${this.config.env.MAX_PRIORITY}`);
+    const priority = this.checkPriority(body.priority ?? 0);
     const item = encodeItem(body.item, this.config.env.MAX_ITEM_BYTES);
     const timezone = body.timezone ?? 'UTC';
     const now = this.clock.now();
@@ -126,7 +139,14 @@ export class ScheduleService {
     const firingAt = schedule.nextRunAt!;
     const plan = ScheduleRule.of(schedule.cron, schedule.timezone).plan(firingAt, now);
     try {
-      await this.queues.push(schedule.queueId, JSON.parse(schedule.item), schedule.priority, { dedupId: firingDedupId(schedule.scheduleId, firingAt) });
+      // Checked again as a client's push would be: MAX_ITEM_BYTES or MAX_PRIORITY may have been lowered since the schedule was put.
+      const item = {
+        priority: this.checkPriority(schedule.priority),
+        json: encodeItem(JSON.parse(schedule.item), this.config.env.MAX_ITEM_BYTES),
+        delayMs: 0,
+        dedupId: firingDedupId(schedule.scheduleId, firingAt),
+      };
+      this.queueStats.pushed(await this.runner.run(schedule.queueId, pushOperation([item], this.config.env.DEDUP_WINDOW_SECONDS * 1000)));
     } catch (error) {
       // Refused for good (e.g. MAX_ITEM_BYTES lowered below the item): skip this firing rather than retry it for ever.
       if (!isPermanent(error)) throw error;

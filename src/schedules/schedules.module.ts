@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { QueueModule } from '../queue/queue.module.js';
+import { RuntimeModule } from '../queue/runtime/runtime.module.js';
 import { StorageModule } from '../storage/storage.module.js';
 import { ScheduleController } from './schedule.controller.js';
 import { ScheduleMetrics } from './schedule-metrics.js';
@@ -7,9 +7,9 @@ import { ScheduleStats } from './schedule-stats.js';
 import { ScheduleSweeper } from './schedule-sweeper.js';
 import { ScheduleService } from './schedule.service.js';
 
-/** Schedules: the HTTP face, the service, and the sweep that fires them through the queue service. */
+/** Schedules: the HTTP face, the service, and the sweep that fires them through the runtime (turns of the queues' actors). */
 @Module({
-  imports: [QueueModule, StorageModule],
+  imports: [RuntimeModule, StorageModule],
   controllers: [ScheduleController],
   providers: [ScheduleService, ScheduleSweeper, ScheduleStats, ScheduleMetrics],
   exports: [ScheduleStats, ScheduleSweeper],

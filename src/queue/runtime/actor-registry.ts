@@ -16,7 +16,11 @@ import type { QueueCore } from '../core/queue-core.js';
 export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('ActorRegistry');
   private readonly actors = new Map<string, { core: QueueCore; lastUsed: number }>();
-  /** One turn at a time per queue id, in arrival order. No turn runs another of its queue, so no re-entrancy (and no AsyncLocalStorage). */
+  /**
+   * One turn at a time per queue id: held by a drain of the queue's line from its first turn to
+   * its last (see TurnLines), which is where operations wait. No turn runs another of its queue,
+   * so no re-entrancy (and no AsyncLocalStorage).
+   */
   readonly turns = new KeyedMutex({ reentrant: false });
   private sweepTimer?: NodeJS.Timeout;
 

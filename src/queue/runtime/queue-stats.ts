@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { PushOutcome } from '../core/queue-core.js';
 
 /**
  * Counters of what committed turns did, kept as they commit and read when `/metrics` is scraped
@@ -26,4 +27,10 @@ export class QueueStats {
   readonly popsLimited = { in_flight: 0, rate: 0 };
   /** Pops answered `paused`. */
   pausedPops = 0;
+
+  /** Counts a committed push (see `pushOperation`). */
+  pushed(outcome: PushOutcome): void {
+    this.itemsPushed += outcome.enqueued;
+    this.duplicatesSkipped += outcome.duplicates;
+  }
 }

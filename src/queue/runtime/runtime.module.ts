@@ -12,6 +12,9 @@ import { RuntimeMetrics } from './runtime-metrics.js';
 import { RUNTIME_OBSERVER } from './runtime-observer.js';
 import { TurnReads } from './turn-reads.js';
 import { TurnRunner } from './turn-runner.js';
+import { TurnAttempt } from './turn-attempt.js';
+import { AfterCommit } from './after-commit.js';
+import { OffloadCarriage } from './offload-carriage.js';
 
 /** The actor runtime: the actors in memory and the turn runner that gives each queue its turns. */
 @Module({
@@ -19,6 +22,9 @@ import { TurnRunner } from './turn-runner.js';
   providers: [
     ActorRegistry,
     TurnRunner,
+    TurnAttempt,
+    AfterCommit,
+    OffloadCarriage,
     TurnReads,
     QueueEvents,
     QueueStats,
