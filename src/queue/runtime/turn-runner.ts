@@ -10,22 +10,23 @@ import { offloadedSegmentKey, OffloadStore } from '../../offload/offload-store.j
 import type { LoadedQueue, StoredTurnWrite } from '../../database/stored-queue.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import { QueueCore, type SharedExpiryOutcome } from '../core/queue-core.js';
-import { drive } from '../core/core-driver.js';
-import type { OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
+import { drive, ReadsOutOfStep } from '../core/core-driver.js';
+import { applyOp } from '../core/queue-ops.js';
+import type { OffloadMove, OrNeed, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
 import { QueueEvents } from './queue-events.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
 import { encodeQueueState } from './queue-state-payload.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
-import type { TurnOp } from './turn-op.js';
+import type { OutcomeOf, TurnOp } from './turn-op.js';
 import { TRACING, turnTrace, type Tracing } from '../../telemetry/tracing.js';
 
 export type { TurnOp } from './turn-op.js';
 import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 interface Pending {
-  readonly op: TurnOp<unknown>;
+  readonly op: TurnOp;
   /** With tracing on: the trace context the operation was asked for in. */
   readonly trace?: unknown;
   resolve(value: unknown): void;
@@ -164,10 +165,10 @@ export class TurnRunner {
    * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
    * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
-  run<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+  run<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
     if (this.isLineFull(queueId)) return Promise.reject(new QueueLineFull(queueId));
     let line = this.lines.get(queueId);
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<OutcomeOf<O>>((resolve, reject) => {
       if (!line) this.lines.set(queueId, (line = []));
       line.push(this.tracing ? { op, resolve, reject, trace: this.tracing.currentContext() } : { op, resolve, reject });
       // One pass of the mutex per operation; a pass whose operation an earlier turn took finds the line empty.
@@ -224,6 +225,8 @@ export class TurnRunner {
           current = error.current;
           continue;
         }
+        // The rows read disagreed with the row (another process changed the queue meanwhile): start again from a fresh row.
+        if (attempt + 1 < MAX_ATTEMPTS && error instanceof ReadsOutOfStep) continue;
         if (attempt + 1 < MAX_ATTEMPTS && isTransientConflict(error)) {
           this.logger.warn(`Turn of queue ${queueId} lost a race in the database (${message(error)}); running it again`);
           continue;
@@ -302,7 +305,7 @@ export class TurnRunner {
     // A core call that needs no rows answers at once: awaited only when the driver had to read
     // (an await of a plain value still costs a promise and a trip through the microtask queue,
     // half a dozen times per turn).
-    const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
+    const run = <T>(call: () => OrNeed<T>): T | Promise<T> => drive(actor, call, reader);
 
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
     let dueMoved = run(() => actor.moveDueItems(now));
@@ -319,7 +322,7 @@ export class TurnRunner {
         await run(() => actor.checkDedupIds(dedupIds));
       }
       for (const pending of batch) {
-        const outcome = run(() => pending.op.apply(actor, now));
+        const outcome = run(() => applyOp(actor, pending.op, now));
         results.push(outcome instanceof Promise ? await outcome : outcome);
       }
     }
