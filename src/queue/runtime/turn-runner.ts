@@ -23,7 +23,7 @@ import type { OutcomeOf, TurnOp } from './turn-op.js';
 import { TRACING, turnTrace, type Tracing } from '../../telemetry/tracing.js';
 
 export type { TurnOp } from './turn-op.js';
-import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
+import { StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 interface Pending {
   readonly op: TurnOp;
@@ -232,7 +232,7 @@ export class TurnRunner {
           continue;
         }
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
-          for (const ref of error.refs) prefetched.set(refKey(ref), await this.reads.readStore(queueId, ref));
+          await this.reads.readStoreInOrder(queueId, error.refs, prefetched);
           continue;
         }
         this.observer.turnFinished((performance.now() - started) / 1000, false, batch.length);
