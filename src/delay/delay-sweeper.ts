@@ -51,7 +51,7 @@ export class DelaySweeper implements OnApplicationBootstrap, OnModuleDestroy {
     for (const queueId of due) {
       if (this.loop.stopped) break;
       // An empty turn: moving due items at its start does the work (a backlog takes turns of its own).
-      await this.runner.run(queueId, { apply: () => undefined });
+      await this.runner.run(queueId, { kind: 'none' });
     }
     return due.length >= SWEEP_BATCH;
   }

@@ -63,7 +63,7 @@ export class LockSweeper implements OnApplicationBootstrap, OnModuleDestroy {
     for (const queueId of due) {
       if (this.loop.stopped) break;
       // An empty turn: the lock expiry at its start does the work.
-      await this.runner.run(queueId, { apply: () => undefined });
+      await this.runner.run(queueId, { kind: 'none' });
     }
     return due.length;
   }

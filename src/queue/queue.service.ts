@@ -18,8 +18,8 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
-import type { QueueCore } from './core/queue-core.js';
-import type { LockProblem, NewItem, QueueSettings, SettingsPatch } from './core/types.js';
+import { deleteQueueOp, popOp, pushOp, redriveOp } from './core/queue-ops.js';
+import type { LockProblem, NewItem, SettingsPatch } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
@@ -37,12 +37,11 @@ import { MAX_DELAY_SECONDS } from './dto/push-item.dto.js';
 import { encodeHeaders, encodeItem } from './item-codec.js';
 import { QueueEvents } from './runtime/queue-events.js';
 import { isQueueId } from './core/queue-id.js';
-import { withControlDefaults } from './core/queue-settings.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
-import { pushOperation } from './runtime/push-operation.js';
-import { TurnRunner, type TurnOp } from './runtime/turn-runner.js';
+import { TurnRunner } from './runtime/turn-runner.js';
+import type { OutcomeOf, TurnOp } from './runtime/turn-op.js';
 import { TRACING, type Tracing } from '../telemetry/tracing.js';
 
 export interface PopOptions {
@@ -86,31 +85,20 @@ export const REDRIVE_BATCH = 1000;
  */
 export const REDRIVE_MAX_LEFT = 10_000;
 
-/** Why putting settings was refused, found inside the turn. */
-type SettingsRefusal =
-  | { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' }
-  | { readonly refused: 'QUEUE_NOT_EMPTY' }
-  | { readonly refused: 'RETRY_DELAY_ABOVE_MAX'; readonly delay: number; readonly max: number }
-  | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null };
-
 const LOCK_ERRORS: Record<LockProblem, () => Error> = {
   LOCK_NOT_FOUND: () => new LockNotFoundError(),
   LOCK_EXPIRED: () => new LockExpiredError(),
   INVALID_LOCK_ID: () => new InvalidLockIdError(),
 };
 
-/** The fields of a patch that are set (undefined ones leave a setting as it is). */
-function definedOnly(patch: SettingsPatch): Partial<QueueSettings> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-}
-
 /** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */
 const newLockId = (): string => randomBytes(8).toString('base64url');
 
 /**
  * The queue operations of the HTTP contract. Each validates its input (so a bad request never
- * fails the operations it would have shared a turn with), runs as an operation in a turn of
- * the queue's actor, and maps the outcome to the answer. Only here do outcomes become HTTP
+ * fails the operations it would have shared a turn with), describes the operation (plain data,
+ * see `QueueOp`: the core decides, refusals included), runs it in a turn of the queue's actor,
+ * and maps the outcome to the answer. Only here do outcomes become HTTP
  * errors: the core and the runtime refuse with coded results, never with an HTTP error.
  */
 @Injectable()
@@ -127,7 +115,7 @@ export class QueueService {
   ) {}
 
   /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
-  private turn<T>(queueId: string, op: TurnOp<T>): Promise<T> {
+  private turn<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
     // Checked and queued in the same tick: nothing can join the line in between.
     if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
     return this.runner.run(queueId, op);
@@ -175,7 +163,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
     const delayMs = entry.delayMs ?? 0;
-    const outcome = await this.turn(queueId, pushOperation([entry], this.config.env.DEDUP_WINDOW_SECONDS * 1000));
+    const outcome = await this.turn(queueId, pushOp([entry], this.config.env.DEDUP_WINDOW_SECONDS * 1000));
     this.stats.pushed(outcome);
     return QueueMapper.push(queueId, entry.priority, {
       delaySeconds: delayMs > 0 ? Math.ceil(delayMs / 1000) : undefined,
@@ -197,7 +185,7 @@ export class QueueService {
         `items.${i}`,
       ),
     );
-    const outcome = await this.turn(queueId, pushOperation(items, this.config.env.DEDUP_WINDOW_SECONDS * 1000));
+    const outcome = await this.turn(queueId, pushOp(items, this.config.env.DEDUP_WINDOW_SECONDS * 1000));
     this.stats.pushed(outcome);
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
   }
@@ -213,28 +201,27 @@ export class QueueService {
    * end of its wait, or at shutdown, it answers empty without another turn: nothing woke it, so
    * nothing arrived that this process knows of. Past `MAX_WAITING_POLLS` it answers at once.
    * A long poll whose client went away (`clientGone`) stops waiting, and takes nothing more:
-   * its turn checks the signal where it would take items, and a lock made in the turn during
-   * which the client left (nobody will receive its id) is released at once, without delay,
-   * rather than holding the items for its TTL.
+   * the pop operation carries the signal and takes nothing once it is set, and a lock made in
+   * the turn during which the client left (nobody will receive its id) is released at once,
+   * without delay (a release with `delayMs` 0), rather than holding the items for its TTL.
    */
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
     const lockId = options.requireAck ? newLockId() : '';
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
-    const ackOf = (now: number) => (options.requireAck ? { lockId, now, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined);
-    const take = (core: QueueCore, now: number) => (clientGone?.aborted ? { items: [] } : core.pop(options.depth, ackOf(now), now));
+    const take = popOp(options.depth, options.requireAck ? { lockId, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined, clientGone);
     try {
       // Found empty by the first look: what a turn on the empty queue would have taken.
       let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
       for (;;) {
-        const outcome = looked ?? (await this.turn(queueId, { readsFront: true, apply: take }));
+        const outcome = looked ?? (await this.turn(queueId, take));
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
         if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
         if (clientGone?.aborted && options.requireAck && outcome.items.length > 0) {
-          await this.turn(queueId, { apply: (core, now) => core.releaseLock(lockId, now, 0) });
+          await this.turn(queueId, { kind: 'release', lockId, delayMs: 0 });
           return this.popAnswer({ items: [] }, options);
         }
         this.stats.itemsPopped += outcome.items.length;
@@ -247,7 +234,7 @@ export class QueueService {
         // A wait on a paused queue that ran out looks once more: the queue may have been resumed
         // meanwhile with nothing to hand out (no wake-up then), and the answer must not say paused.
         if (end === 'timeout' && 'paused' in outcome && outcome.paused) {
-          const last = await this.turn(queueId, { readsFront: true, apply: take });
+          const last = await this.turn(queueId, take);
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
             return this.popAnswer(last, options);
@@ -271,7 +258,7 @@ export class QueueService {
   /** Removes the lock's items for good. */
   async acknowledge(queueId: string, lockId: unknown): Promise<AcknowledgeResponseDto> {
     const id = this.requireLockId(lockId);
-    const count = this.lockResult(await this.turn(queueId, { apply: (core, now) => core.acknowledge(id, now) }));
+    const count = this.lockResult(await this.turn(queueId, { kind: 'acknowledge', lockId: id }));
     this.stats.itemsAcknowledged += count;
     return QueueMapper.acknowledge(count);
   }
@@ -279,7 +266,7 @@ export class QueueService {
   /** Sets the lock's expiry to now + ttl. */
   async extendLock(queueId: string, lockId: unknown, ttlSeconds: number): Promise<ExtendLockResponseDto> {
     const id = this.requireLockId(lockId);
-    const lock = this.lockResult(await this.turn(queueId, { apply: (core, now) => core.extendLock(id, now, ttlSeconds * 1000) }));
+    const lock = this.lockResult(await this.turn(queueId, { kind: 'extendLock', lockId: id, ttlMs: ttlSeconds * 1000 }));
     return QueueMapper.extendLock(id, lock.expiresAt);
   }
 
@@ -290,7 +277,7 @@ export class QueueService {
   async release(queueId: string, lockId: unknown, delaySeconds?: number): Promise<ReleaseResponseDto> {
     const id = this.requireLockId(lockId);
     const delayMs = delaySeconds === undefined ? undefined : delaySeconds * 1000;
-    const released = await this.turn(queueId, { apply: (core, now) => core.releaseLock(id, now, delayMs) });
+    const released = await this.turn(queueId, { kind: 'release', lockId: id, ...(delayMs !== undefined ? { delayMs } : {}) });
     this.lockResult(released.returned);
     const outcome = released.outcome!;
     this.stats.itemsRedelivered.released += outcome.returned;
@@ -299,36 +286,24 @@ export class QueueService {
 
   /** The queue's settings; 404 for a queue that does not exist. */
   async getSettings(queueId: string): Promise<QueueSettingsDto> {
-    const settings = await this.turn(queueId, { apply: (core) => (core.isPresent ? core.settings : undefined) });
+    const settings = await this.turn(queueId, { kind: 'getSettings' });
     if (!settings) throw new QueueNotFoundError(queueId);
     return QueueMapper.settings(settings);
   }
 
   /**
    * Changes a queue's settings, creating the queue if need be. The request's own rules (ranges,
-   * `max_deliveries` needs a dead-letter queue, not the queue itself) are checked here, against
-   * the settings as they will be after the change.
+   * a dead-letter queue that is a queue id and not the queue itself) are checked here; the rules
+   * that depend on the queue (`max_deliveries` needs a dead-letter queue, layout and lock mode
+   * changes, the retry delay within its maximum) are the core's (`changeSettings`), judged
+   * against the settings as they will be after the change.
    */
   async putSettings(queueId: string, patch: SettingsPatch): Promise<QueueSettingsDto> {
     if (patch.deadLetterQueue === queueId) throw new ValidationFailedError('dead_letter_queue must not be the queue itself');
     if (patch.deadLetterQueue !== undefined && patch.deadLetterQueue !== null && !isQueueId(patch.deadLetterQueue)) {
       throw new ValidationFailedError('dead_letter_queue must be a queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ -, and not . or ..');
     }
-    const result = await this.turn(queueId, {
-      apply: (core): QueueSettings | SettingsRefusal => {
-        const next: QueueSettings = { ...core.settings, ...definedOnly(patch) };
-        if (next.maxDeliveries != null && !next.deadLetterQueue) return { refused: 'NEEDS_DEAD_LETTER_QUEUE' };
-        const updated = core.updateSettings(patch);
-        if (updated === 'QUEUE_NOT_EMPTY') return { refused: updated };
-        if (updated === 'RETRY_DELAY_ABOVE_MAX') {
-          const after = withControlDefaults(next);
-          return { refused: updated, delay: after.retryDelaySeconds, max: after.retryDelayMaxSeconds };
-        }
-        if (updated === 'QUEUE_LOCKED')
-          return { refused: updated, lockExpiresAt: core.lock?.state === 'active' ? core.lock.expiresAt : core.sharedLocks.nextExpiry };
-        return updated;
-      },
-    });
+    const result = await this.turn(queueId, { kind: 'putSettings', patch });
     if ('refused' in result) {
       if (result.refused === 'NEEDS_DEAD_LETTER_QUEUE') throw new ValidationFailedError('max_deliveries needs dead_letter_queue');
       if (result.refused === 'QUEUE_NOT_EMPTY') throw new QueueNotEmptyError(queueId);
@@ -351,14 +326,14 @@ export class QueueService {
   }
 
   async getQueue(queueId: string): Promise<QueueInfoDto> {
-    const view = await this.turn(queueId, { apply: (core) => core.view() });
+    const view = await this.turn(queueId, { kind: 'view' });
     if (!view) throw new QueueNotFoundError(queueId);
     return QueueMapper.queueInfo(queueId, view);
   }
 
   /** The raw state under seed 003's key names (see the contract's state endpoint). */
   async getState(queueId: string, key: string): Promise<unknown> {
-    const found = await this.turn(queueId, { apply: (core) => core.lookupState(queueId, key) });
+    const found = await this.turn(queueId, { kind: 'lookupState', queueId, key });
     if (found === 'not-found') throw new StateKeyNotFoundError(key);
     if ('unavailable' in found) throw new SegmentUnavailableError(queueId, found.unavailable.priority, found.unavailable.segment);
     return found.value;
@@ -395,7 +370,7 @@ export class QueueService {
     for (let first = true; moved < maxItems && skip < REDRIVE_MAX_LEFT; first = false) {
       const limit = Math.min(REDRIVE_BATCH, maxItems - moved);
       const request = { queueId, limit, skip, ...(destination !== undefined ? { destination } : {}) };
-      const batch = await this.turn(queueId, { weight: limit, apply: (core) => core.redrive(request) });
+      const batch = await this.turn(queueId, redriveOp(request));
       if (!batch) {
         if (first) throw new QueueNotFoundError(queueId);
         break;
@@ -409,7 +384,7 @@ export class QueueService {
   }
 
   async deleteQueue(queueId: string): Promise<DeleteQueueResponseDto> {
-    const deleted = await this.turn(queueId, { endsTurn: true, apply: (core) => core.deleteQueue() });
+    const deleted = await this.turn(queueId, deleteQueueOp());
     if (deleted === undefined) throw new QueueNotFoundError(queueId);
     return QueueMapper.deleteQueue(deleted);
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AppConfig } from '../config/app-config.js';
 import type { QueueCore } from '../queue/core/queue-core.js';
+import { applyOp } from '../queue/core/queue-ops.js';
 import type { NewItem } from '../queue/core/types.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { QueueLineFull, type TurnOp, type TurnRunner } from '../queue/runtime/turn-runner.js';
@@ -35,22 +36,22 @@ function setUp({ lineFull = false, maxItemBytes = 1000, maxPriority = 255 } = {}
   const pushes: { queueId: string; items: readonly NewItem[]; dedupIds?: readonly string[]; weight?: number; windowMs: number }[] = [];
   const accepted = new Set<string>();
   let queueId = '';
-  let op: TurnOp<unknown> | undefined;
+  let op: TurnOp | undefined;
   const core = {
     push: (items: readonly NewItem[], _now: number, windowMs: number) => {
-      pushes.push({ queueId, items, dedupIds: op?.dedupIds, weight: op?.weight, windowMs });
+      pushes.push({ queueId, items, dedupIds: op?.dedupIds, weight: op?.weight ?? 1, windowMs });
       const fresh = items.filter((i) => i.dedupId === undefined || !accepted.has(i.dedupId));
       for (const i of fresh) if (i.dedupId !== undefined) accepted.add(i.dedupId);
       return { enqueued: fresh.length, duplicates: items.length - fresh.length };
     },
   } as unknown as QueueCore;
   const runner = {
-    run: async <R>(id: string, operation: TurnOp<R>): Promise<R> => {
+    run: async (id: string, operation: TurnOp): Promise<unknown> => {
       schedules.log.push(`push ${operation.dedupIds?.join(',')}`);
       if (lineFull) throw new QueueLineFull(id);
       queueId = id;
       op = operation;
-      return operation.apply(core, now);
+      return applyOp(core, operation, now);
     },
   };
   let now = T;

@@ -4,7 +4,7 @@ import { Clock } from '../common/clock.js';
 import { PushpopError, ScheduleNotFoundError, ValidationFailedError } from '../common/errors.js';
 import { isQueueId } from '../queue/core/queue-id.js';
 import { encodeItem } from '../queue/item-codec.js';
-import { pushOperation } from '../queue/runtime/push-operation.js';
+import { pushOp } from '../queue/core/queue-ops.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { ScheduleRepository, type StoredSchedule } from '../storage/schedule.repository.js';
@@ -39,7 +39,7 @@ const isPermanent = (error: unknown): boolean => error instanceof PushpopError &
  * Schedules: recurring pushes by cron expression, stored in PostgreSQL. `PUT`/`GET`/`DELETE`
  * and the list, and the firing of due schedules for the sweep ({@link fireDue}), which pushes
  * in a turn of the queue's actor with the same push operation as a client's push
- * (`pushOperation`), counted as one.
+ * (`pushOp`), counted as one.
  */
 @Injectable()
 export class ScheduleService {
@@ -146,7 +146,7 @@ export class ScheduleService {
         delayMs: 0,
         dedupId: firingDedupId(schedule.scheduleId, firingAt),
       };
-      this.queueStats.pushed(await this.runner.run(schedule.queueId, pushOperation([item], this.config.env.DEDUP_WINDOW_SECONDS * 1000)));
+      this.queueStats.pushed(await this.runner.run(schedule.queueId, pushOp([item], this.config.env.DEDUP_WINDOW_SECONDS * 1000)));
     } catch (error) {
       // Refused for good (e.g. MAX_ITEM_BYTES lowered below the item): skip this firing rather than retry it for ever.
       if (!isPermanent(error)) throw error;

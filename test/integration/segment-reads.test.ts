@@ -46,7 +46,7 @@ describe(`segment reads (${databaseKind})`, () => {
     const filled = core.pendingWrite(() => randomInt(2 ** 40, 2 ** 47))!;
     expect(await segments.writeTurn(q, { ...filled, storeSaves: [], storeDeletes: [] })).toBe(true);
     core.committed(filled);
-    expect(core.pop(1)).toMatchObject({ items: [{ json: '{"n":0}' }] });
+    expect(core.pop(1, 0)).toMatchObject({ items: [{ json: '{"n":0}' }] });
     const popped = core.pendingWrite(() => randomInt(2 ** 40, 2 ** 47))!;
     expect(popped.deletes).toEqual([{ priority: 0, segment: 0, from: 0, through: 0 }]);
 

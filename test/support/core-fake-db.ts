@@ -8,6 +8,8 @@ import {
   type DueFetch,
   type HeldItem,
   type LockState,
+  Needed,
+  type OrNeed,
   type SegmentFetch,
   type SegmentRef,
   type TurnWrite,
@@ -151,9 +153,19 @@ export const NOTHING_STORED: SyncRowReader = {
   },
 };
 
-/** Runs a core operation, fetching what it asks for, as the runner does (`now` for dedup ids). */
-export function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T, now = 0): T {
-  return drive(core, fn, db.reader(now));
+/**
+ * Runs a core operation, fetching what it asks for, as the runner does (`now` for dedup ids).
+ * One round of reads at most: a call names all it needs at once, and nothing changes this
+ * database under it.
+ */
+export function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => OrNeed<T>, now = 0): T {
+  return drive(core, fn, db.reader(now), 1);
+}
+
+/** The answer of a core call made without a driver: a spec that makes one expects it to need no read. */
+export function answered<T>(value: OrNeed<T>): T {
+  if (value instanceof Needed) throw new Error(`a read was needed: ${JSON.stringify(value.need)}`);
+  return value;
 }
 
 /** Ends a turn as the runner does: load back, offload, write, commit. */
@@ -178,7 +190,10 @@ export function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
 }
 
 export const item = (priority: number, n: number): HeldItem => ({ priority, json: JSON.stringify({ p: priority, n }) });
-export const items = (outcome: PopOutcome): string[] => ('items' in outcome ? outcome.items.map((i) => i.json) : []);
+export const items = (outcome: OrNeed<PopOutcome>): string[] => {
+  const answer = answered(outcome);
+  return 'items' in answer ? answer.items.map((i) => i.json) : [];
+};
 
 /** A model: per priority a FIFO list of JSON texts, and the lock's items. */
 export class Model {

@@ -3,6 +3,8 @@ import { drive, type SyncRowReader } from '../../src/queue/core/core-driver.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
 import {
   NO_DELAYED,
+  Needed,
+  type OrNeed,
   NO_SHARED_LOCKS,
   withTags,
   type HeldItem,
@@ -136,8 +138,9 @@ export class FakeDb {
 
 export const SETTINGS: QueueSettings = { segmentSize: 3, bufferSegments: 1 };
 
-export function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => T): T {
-  return drive(core, fn, db.reader);
+/** Runs a core operation with its reads, one round at most (see the other fake database's `withFetch`). */
+export function withFetch<T>(db: FakeDb, core: QueueCore, fn: () => OrNeed<T>): T {
+  return drive(core, fn, db.reader, 1);
 }
 
 /** The start of a turn: the expiry hooks. */
@@ -161,7 +164,7 @@ export function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
 }
 
 /** One turn of one operation (hooks first, as the runner does). */
-export function turn<T>(db: FakeDb, core: QueueCore, now: number, fn: () => T): T {
+export function turn<T>(db: FakeDb, core: QueueCore, now: number, fn: () => OrNeed<T>): T {
   startTurn(db, core, now);
   const result = withFetch(db, core, fn);
   endTurn(db, core);
@@ -184,10 +187,10 @@ export function sharedQueue(): { db: FakeDb; core: QueueCore } {
 }
 
 export function popAck(db: FakeDb, core: QueueCore, now: number, depth: number, lockId: string, ttlMs = 1000, maxLocks?: number) {
-  return turn(db, core, now, () => core.pop(depth, { lockId, now, ttlMs, maxLocks }));
+  return turn(db, core, now, () => core.pop(depth, now, { lockId, ttlMs, maxLocks }));
 }
 
 export function heldOf(outcome: ReturnType<QueueCore['pop']>): HeldItem[] {
-  if (!('items' in outcome)) throw new Error(`no items: ${JSON.stringify(outcome)}`);
+  if (outcome instanceof Needed || !('items' in outcome)) throw new Error(`no items: ${JSON.stringify(outcome)}`);
   return outcome.items;
 }

@@ -1,5 +1,5 @@
 import type { CoreContext } from './turn-state.js';
-import { MissingDedupIds } from './types.js';
+import type { RowNeed } from './types.js';
 
 /**
  * A queue's deduplication ids: a push whose id was accepted within the window is skipped. The
@@ -14,23 +14,23 @@ export class DedupIds {
   ) {}
 
   /**
-   * Makes sure every id given was checked this turn: throws {@link MissingDedupIds} for those
-   * not checked. A queue with no row has nothing stored: its ids are all new.
+   * What must be read so that every id given is checked this turn: the ids not checked yet, or
+   * undefined when none is left. A queue with no row has nothing stored: its ids are all new.
    */
-  check(ids: readonly string[]): void {
-    if (ids.length === 0 || !this.hasRow()) return;
+  need(ids: readonly string[]): RowNeed | undefined {
+    if (ids.length === 0 || !this.hasRow()) return undefined;
     const live = this.ctx.turn.dedupLive;
     const unknown = [...new Set(ids.filter((id) => !live.has(id)))];
-    if (unknown.length > 0) throw new MissingDedupIds(unknown);
+    return unknown.length > 0 ? { dedupIds: unknown } : undefined;
   }
 
-  /** Hands over which of the ids asked for by {@link MissingDedupIds} are live. */
+  /** Hands over which of the ids asked for by {@link need} are live. */
   provide(ids: readonly string[], live: ReadonlySet<string>): void {
     const known = this.ctx.turn.dedupLive;
     for (const id of ids) if (!known.has(id)) known.set(id, live.has(id));
   }
 
-  /** Accepts an id at `now` unless it is live (checked this turn, see {@link check}); false: a duplicate. */
+  /** Accepts an id at `now` unless it is live (checked this turn, see {@link need}); false: a duplicate. */
   accept(dedupId: string, now: number, windowMs: number): boolean {
     const turn = this.ctx.turn;
     if (turn.dedupLive.get(dedupId) === true) return false;

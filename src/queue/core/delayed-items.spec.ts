@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_DUE_PER_TURN, QueueCore } from './queue-core.js';
-import { MissingDueItems, type TurnWrite } from './types.js';
+import { Needed, type TurnWrite } from './types.js';
 import { endTurn, FakeDb, item, items, SETTINGS, withFetch } from '../../../test/support/core-fake-db.js';
 
 describe('QueueCore', () => {
@@ -28,7 +28,7 @@ describe('QueueCore', () => {
       expect(write.delayedInserts).toEqual([{ dueAt: 6000, seq: 0, priority: 0, json: item(0, 1).json }]);
       expect(core.count).toBe(0);
       expect(core.view()).toMatchObject({ count: 0, delayed: 1 });
-      expect(core.pop(5)).toEqual({ items: [] });
+      expect(core.pop(5, 0)).toEqual({ items: [] });
       expect(db.stored(0)).toEqual([]);
     });
 
@@ -40,7 +40,7 @@ describe('QueueCore', () => {
       core.push([delayed(0, 1, 5000)], 0, 0);
       expect(endTurn(db, core)!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
       core.push([item(0, 2)], 10, 0);
-      core.pop(1);
+      core.pop(1, 0);
       expect(endTurn(db, core)!.delayed).toBeNull();
       expect(db.record!.delayed).toEqual({ count: 1, nextDueAt: 5000, nextSeq: 1 });
     });
@@ -51,10 +51,10 @@ describe('QueueCore', () => {
       core.push([delayed(0, 1, 5000)], 1000, 0);
       endTurn(db, core);
       expect(core.moveDueItems(5999), 'nothing due: no read').toBeUndefined();
-      expect(core.pop(1)).toEqual({ items: [] });
+      expect(core.pop(1, 0)).toEqual({ items: [] });
       expect(endTurn(db, core)).toBeUndefined();
-      expect(() => core.moveDueItems(6000)).toThrow(MissingDueItems);
-      const { moved, result, write } = turn(db, core, 6000, () => core.pop(1));
+      expect(core.moveDueItems(6000), 'due items asked for, not thrown').toEqual(new Needed({ due: { now: 6000, limit: MAX_DUE_PER_TURN } }));
+      const { moved, result, write } = turn(db, core, 6000, () => core.pop(1, 0));
       expect(moved).toBe(1);
       expect(items(result)).toEqual([item(0, 1).json]);
       expect(write).toMatchObject({ delayedDeleteThrough: { dueAt: 6000, seq: 0 }, delayed: { count: 0, nextDueAt: null, nextSeq: 1 }, inserts: [] });
@@ -148,7 +148,7 @@ describe('QueueCore', () => {
       const core = QueueCore.absent(SETTINGS);
       core.push([item(0, 0), item(0, 1), delayed(0, 2, 5000)], 0, 0);
       endTurn(db, core);
-      core.pop(1, { lockId: 'L', now: 0, ttlMs: 5000 });
+      core.pop(1, 0, { lockId: 'L', ttlMs: 5000 });
       endTurn(db, core);
       turn(db, core, 5000, () => core.expireLock(5000));
       expect(db.stored(0)).toEqual([0, 1, 2].map((n) => item(0, n).json));

@@ -1,6 +1,6 @@
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingDueItems, NO_DELAYED, withTags, type DelayedItem, type DelayedSummary, type HeldItem, type ItemOrigin, type ItemTags } from './types.js';
+import { NO_DELAYED, Needed, withTags, type DelayedItem, type DelayedSummary, type HeldItem, type ItemOrigin, type ItemTags } from './types.js';
 
 /** Delayed items one turn moves to their priorities at most; a larger backlog takes turns of its own (see {@link DelayedItems.moveDue}). */
 export const MAX_DUE_PER_TURN = 1000;
@@ -9,8 +9,8 @@ export const MAX_DUE_PER_TURN = 1000;
  * A queue's delayed items: stored apart from the segments, ordered by `(dueAt, seq)`, invisible
  * until due. Memory holds the queue row's summary of them; the items themselves are read when
  * due, and moved to the tails of their priorities, except items given back by a lock and
- * waiting out a retry delay (they carry their origin): those go back to the front of their
- * priority in push order (see {@link placeRetried}).
+ * waiting out a retry delay (they carry their origin): {@link moveDue} hands those to its
+ * caller, who puts them back where they were pushed (`GivenBackItems.placeRetried`).
  *
  * Invariant: `nextDue` is the due time of the earliest delayed item (stored and not moved, or
  * pushed this turn), null exactly when there is none.
@@ -19,10 +19,6 @@ export class DelayedItems {
   private count: number;
   private nextDue: number | null;
   private nextSeq: number;
-  /** Where due items given back (with an origin) go: the front of their priorities, in push order (set by the core). */
-  placeRetried: (items: HeldItem[]) => void = () => {
-    throw new Error('placeRetried is not set');
-  };
 
   constructor(
     private readonly ctx: CoreContext,
@@ -76,16 +72,17 @@ export class DelayedItems {
 
   /**
    * Items due at `now` join the tails of their priorities, in due-time order, ties in push
-   * order. Throws {@link MissingDueItems} (before changing anything) to have them read. One read
-   * per turn, of at most `limit` items: if more are due, {@link hasDue} stays true. Returns how
-   * many items were moved, or undefined when none was due (no read: the row carries the
-   * earliest due time).
+   * order; items given back and waiting out a retry delay are handed back (`retried`) for the
+   * caller to put where they were pushed. Returns {@link Needed} (before changing anything) to
+   * have the due items read. One read per turn, of at most `limit` items: if more are due,
+   * {@link hasDue} stays true. Returns how many items were moved, or undefined when none was
+   * due (no read: the row carries the earliest due time).
    */
-  moveDue(now: number, limit: number): number | undefined {
+  moveDue(now: number, limit: number): { readonly moved: number; readonly retried: readonly HeldItem[] } | undefined | Needed {
     const turn = this.ctx.turn;
     if (turn.movedDue || !this.hasDue(now)) return undefined;
     const fetched = turn.dueFetch;
-    if (!fetched) throw new MissingDueItems(now, limit);
+    if (!fetched) return new Needed({ due: { now, limit } });
     turn.dueFetch = undefined;
     turn.movedDue = true;
     const moved = fetched.items.slice(0, limit).filter((d) => d.dueAt <= now);
@@ -94,7 +91,6 @@ export class DelayedItems {
       if (d.origin) retried.push(withTags({ priority: d.priority, json: d.json, origin: d.origin, deliveries: d.deliveries ?? 0 }, d));
       else this.segments.append(d.priority, d.json, d.from === undefined && d.headers === undefined ? undefined : d);
     }
-    if (retried.length > 0) this.placeRetried(retried);
     if (moved.length > 0) {
       const last = moved[moved.length - 1];
       turn.writes.delayedDeleteThrough = { dueAt: last.dueAt, seq: last.seq };
@@ -107,7 +103,7 @@ export class DelayedItems {
     this.count = next === null ? 0 : Math.max(this.count - moved.length, turn.writes.delayedInserts.length);
     turn.writes.delayedChanged = true;
     turn.touch();
-    return moved.length;
+    return { moved: moved.length, retried };
   }
 
   /** Forgets every delayed item (the queue is deleted). */

@@ -3,7 +3,7 @@ import { QueueCore } from './queue-core.js';
 import { endTurn, FakeDb, item, items, SETTINGS } from '../../../test/support/core-fake-db.js';
 import { heldOf, names, popAck, sharedQueue, turn } from '../../../test/support/shared-locks-fake-db.js';
 
-const ack = (lockId: string, now = 0) => ({ lockId, now, ttlMs: 60_000 });
+const ack = (lockId: string) => ({ lockId, ttlMs: 60_000 });
 
 describe('QueueCore: delivery limits', () => {
   it('max_in_flight, exclusive: a pop with ack takes at most the limit; plain pops are not limited by it', () => {
@@ -12,13 +12,13 @@ describe('QueueCore: delivery limits', () => {
     core.push([item(0, 1), item(0, 2), item(0, 3), item(0, 4)], 0, 0);
     endTurn(db, core);
     expect(core.available, 'a pop with ack could take 2').toBe(2);
-    expect(items(core.pop(5, ack('L')))).toEqual([item(0, 1), item(0, 2)].map((i) => i.json));
+    expect(items(core.pop(5, 0, ack('L')))).toEqual([item(0, 1), item(0, 2)].map((i) => i.json));
     endTurn(db, core);
     expect(core.inFlight).toBe(2);
     expect(core.available).toBe(0);
     expect(core.acknowledge('L', 0)).toBe(2);
     endTurn(db, core);
-    expect(items(core.pop(5))).toEqual([item(0, 3), item(0, 4)].map((i) => i.json));
+    expect(items(core.pop(5, 0))).toEqual([item(0, 3), item(0, 4)].map((i) => i.json));
   });
 
   it('max_in_flight, shared: pops with ack take the room left; none → empty and limited, until an acknowledge, release or expiry makes room', () => {
@@ -33,8 +33,8 @@ describe('QueueCore: delivery limits', () => {
     );
     expect(names(heldOf(popAck(db, core, 0, 2, 'A', 100)))).toEqual(['0.1', '0.2']);
     expect(names(heldOf(popAck(db, core, 0, 5, 'B', 10_000)))).toEqual(['0.3']);
-    expect(turn(db, core, 0, () => core.pop(1, ack('C')))).toEqual({ items: [], limited: 'in_flight' });
-    expect(names((turn(db, core, 0, () => core.pop(1)) as { items: [] }).items), 'a plain pop is not limited').toEqual(['0.4']);
+    expect(turn(db, core, 0, () => core.pop(1, 0, ack('C')))).toEqual({ items: [], limited: 'in_flight' });
+    expect(names((turn(db, core, 0, () => core.pop(1, 0)) as { items: [] }).items), 'a plain pop is not limited').toEqual(['0.4']);
     // A's expiry makes room for two (its items come back first).
     expect(core.available).toBe(0);
     expect(names(heldOf(popAck(db, core, 200, 5, 'D')))).toEqual(['0.1', '0.2']);
@@ -53,14 +53,14 @@ describe('QueueCore: delivery limits', () => {
     );
     core.updateSettings({ maxPopsPerSecond: 2 });
     expect(endTurn(db, core), 'setting the rate writes a full budget').toMatchObject({ popBudget: { tokens: 2 } });
-    expect(items(core.pop(5, undefined, 10_000))).toHaveLength(2);
+    expect(items(core.pop(5, 10_000))).toHaveLength(2);
     expect(endTurn(db, core)).toMatchObject({ popBudget: { tokens: 0, at: 10_000 } });
-    expect(core.pop(1, ack('L', 10_100), 10_100)).toEqual({ items: [], limited: 'rate', retryInMs: 400 });
-    expect(core.pop(1, undefined, 10_499)).toMatchObject({ limited: 'rate', retryInMs: 1 });
+    expect(core.pop(1, 10_100, ack('L'))).toEqual({ items: [], limited: 'rate', retryInMs: 400 });
+    expect(core.pop(1, 10_499)).toMatchObject({ limited: 'rate', retryInMs: 1 });
     expect(endTurn(db, core), 'a limited pop writes nothing').toBeUndefined();
-    expect(items(core.pop(5, undefined, 10_500))).toHaveLength(1);
+    expect(items(core.pop(5, 10_500))).toHaveLength(1);
     endTurn(db, core);
-    expect(items(core.pop(5, ack('L', 20_000), 20_000)), 'the burst is one second worth').toHaveLength(2);
+    expect(items(core.pop(5, 20_000, ack('L'))), 'the burst is one second worth').toHaveLength(2);
   });
 
   it('max_pops_per_second below 1: bursts of at most 1', () => {
@@ -72,10 +72,10 @@ describe('QueueCore: delivery limits', () => {
       0,
     );
     endTurn(db, core);
-    expect(items(core.pop(3, undefined, 0))).toHaveLength(1);
+    expect(items(core.pop(3, 0))).toHaveLength(1);
     endTurn(db, core);
-    expect(core.pop(3, undefined, 1_000)).toMatchObject({ limited: 'rate', retryInMs: 1_000 });
-    expect(items(core.pop(3, undefined, 2_000))).toHaveLength(1);
+    expect(core.pop(3, 1_000)).toMatchObject({ limited: 'rate', retryInMs: 1_000 });
+    expect(items(core.pop(3, 2_000))).toHaveLength(1);
   });
 
   it('changing the rate refills the budget; removing the limit lifts it', () => {
@@ -87,15 +87,15 @@ describe('QueueCore: delivery limits', () => {
       0,
     );
     endTurn(db, core);
-    expect(items(core.pop(5, undefined, 0))).toHaveLength(1);
+    expect(items(core.pop(5, 0))).toHaveLength(1);
     endTurn(db, core);
     core.updateSettings({ maxPopsPerSecond: 3 });
     endTurn(db, core);
-    expect(items(core.pop(5, undefined, 0))).toHaveLength(3);
+    expect(items(core.pop(5, 0))).toHaveLength(3);
     endTurn(db, core);
     core.updateSettings({ maxPopsPerSecond: null });
     endTurn(db, core);
-    expect(items(core.pop(5, undefined, 0))).toHaveLength(1);
+    expect(items(core.pop(5, 0))).toHaveLength(1);
   });
 
   it('the budget is read from the stored row, so another core (another process) sees what this one drew', () => {
@@ -107,7 +107,7 @@ describe('QueueCore: delivery limits', () => {
       0,
     );
     endTurn(db, core);
-    core.pop(2, undefined, 1000);
+    core.pop(2, 1000);
     const write = endTurn(db, core)!;
     const other = QueueCore.fromRecord({
       version: write.newVersion,
@@ -116,12 +116,12 @@ describe('QueueCore: delivery limits', () => {
       lock: null,
       popBudget: write.popBudget!,
     });
-    expect(other.pop(1, undefined, 1000)).toMatchObject({ limited: 'rate' });
+    expect(other.pop(1, 1000)).toMatchObject({ limited: 'rate' });
     expect(other.popTokens(1250)).toBeCloseTo(0.5);
   });
 
   it('paused comes before the limits', () => {
     const core = QueueCore.absent({ ...SETTINGS, paused: true, maxInFlight: 1, maxPopsPerSecond: 1 });
-    expect(core.pop(1, ack('L'))).toEqual({ items: [], paused: true });
+    expect(core.pop(1, 0, ack('L'))).toEqual({ items: [], paused: true });
   });
 });

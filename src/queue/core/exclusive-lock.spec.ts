@@ -10,7 +10,7 @@ describe('QueueCore', () => {
       const core = QueueCore.absent(SETTINGS);
       core.push([item(0, 0), item(1, 0), item(0, 1), item(1, 1)], 0, 0);
       endTurn(db, core);
-      const outcome = core.pop(3, { lockId: 'L1', now: 1000, ttlMs: 30_000 });
+      const outcome = core.pop(3, 1000, { lockId: 'L1', ttlMs: 30_000 });
       expect(outcome).toMatchObject({ lock: { lockId: 'L1', state: 'active', createdAt: 1000, expiresAt: 31_000 } });
       endTurn(db, core);
       return { db, core, lock: (outcome as { lock: LockState }).lock };
@@ -18,8 +18,8 @@ describe('QueueCore', () => {
 
     it('while a lock lives every pop is refused and nothing changes', () => {
       const { db, core, lock } = locked();
-      expect(core.pop(1)).toEqual({ locked: lock });
-      expect(core.pop(1, { lockId: 'L2', now: 2000, ttlMs: 1000 })).toEqual({ locked: lock });
+      expect(core.pop(1, 0)).toEqual({ locked: lock });
+      expect(core.pop(1, 2000, { lockId: 'L2', ttlMs: 1000 })).toEqual({ locked: lock });
       expect(endTurn(db, core)).toBeUndefined();
       expect(db.record!.lock).toEqual(lock);
     });
@@ -44,7 +44,7 @@ describe('QueueCore', () => {
       expect(core.acknowledge('L1', 0)).toBe(3);
       expect(endTurn(db, core)!.lock).toEqual({ op: 'delete' });
       expect(db.record!.lock).toBeNull();
-      expect(items(core.pop(10))).toEqual([item(1, 1).json]);
+      expect(items(core.pop(10, 0))).toEqual([item(1, 1).json]);
     });
 
     it('expiry and release give the items back to the front of their original priorities, in order, ahead of later pushes', () => {
@@ -57,7 +57,7 @@ describe('QueueCore', () => {
         endTurn(db, core);
         expect(db.stored(0), end).toEqual([item(0, 0), item(0, 1), item(0, 9)].map((i) => i.json));
         expect(db.stored(1), end).toEqual([item(1, 0), item(1, 1), item(1, 9)].map((i) => i.json));
-        expect(items(core.pop(10)), end).toEqual([item(0, 0), item(0, 1), item(0, 9), item(1, 0), item(1, 1), item(1, 9)].map((i) => i.json));
+        expect(items(core.pop(10, 0)), end).toEqual([item(0, 0), item(0, 1), item(0, 9), item(1, 0), item(1, 1), item(1, 9)].map((i) => i.json));
       }
     });
 
@@ -74,7 +74,7 @@ describe('QueueCore', () => {
       const core = QueueCore.absent(SETTINGS);
       core.push([item(4, 0)], 0, 0);
       endTurn(db, core);
-      core.pop(1, { lockId: 'L', now: 0, ttlMs: 10 });
+      core.pop(1, 0, { lockId: 'L', ttlMs: 10 });
       endTurn(db, core);
       expect(core.meta(4)).toBeUndefined();
       core.expireLock(10);

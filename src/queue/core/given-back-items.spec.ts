@@ -16,12 +16,12 @@ describe('delivery counts of stored items', () => {
       head_position: -1,
     };
     const core = QueueCore.fromRecord({ version: 1, settings: { segmentSize: 3, bufferSegments: 1 }, priorities: { '0': meta }, lock: null });
-    const ack = { lockId: 'lock-1', now: 0, ttlMs: 30_000 };
+    const ack = { lockId: 'lock-1', ttlMs: 30_000 };
     const entries = [
       { position: -1, json: '{"a":1}', deliveries: 1 },
       { position: 0, json: '{"b":1}' },
     ];
-    const outcome = drive(core, () => core.pop(2, ack), { ...NOTHING_STORED, segments: (refs) => refs.map(() => ({ entries })) });
+    const outcome = drive(core, () => core.pop(2, 0, ack), { ...NOTHING_STORED, segments: (refs) => refs.map(() => ({ entries })) });
     expect(outcome && 'items' in outcome ? outcome.items.map((i) => [i.json, i.deliveries]) : outcome).toEqual([
       ['{"a":1}', 2],
       ['{"b":1}', 1],
@@ -69,7 +69,7 @@ describe('given-back items of shared locks', () => {
       },
     };
     expect(drive(core, () => core.release('L', 1_000), reader)).toBe(1);
-    const popped = drive(core, () => core.pop(3), reader);
+    const popped = drive(core, () => core.pop(3, 0), reader);
     expect('items' in popped ? popped.items.map((i) => i.json) : popped).toEqual(['"a"', '"b"', '"c"']);
     expect(reads).toBe(1);
   });

@@ -2,7 +2,7 @@ import type { DelayedItems } from './delayed-items.js';
 import type { PrioritySegments } from './priority-segments.js';
 import { retryDelayMs } from './queue-settings.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingLockRows, withTags, type HeldItem, type ItemOrigin, type PriorityMetadata, type ReturnedEntry } from './types.js';
+import { withTags, type HeldItem, type ItemOrigin, type LockRowsNeed, type PriorityMetadata, type ReturnedEntry } from './types.js';
 
 /** What a lock's expiry or release did with its items. */
 export interface GiveBackOutcome {
@@ -35,24 +35,23 @@ const byOrigin = (a: ItemOrigin, b: ItemOrigin): number => a.segment - b.segment
  * priority's when a pop needs them.
  */
 export class GivenBackItems {
-  /** Where items waiting out a retry delay go (set by the core: the parts are made in turn). */
-  delayed?: DelayedItems;
-
+  /** @param delayed - where items waiting out a retry delay go */
   constructor(
     private readonly ctx: CoreContext,
     private readonly segments: PrioritySegments,
+    private readonly delayed: DelayedItems,
   ) {}
 
-  /** Makes sure the first `take` given-back items of a priority are in memory (else throws {@link MissingLockRows}). */
-  need(priority: number, take: number): void {
+  /** What must be read so that the first `take` given-back items of a priority are in memory; undefined: they are. */
+  need(priority: number, take: number): LockRowsNeed | undefined {
     const turn = this.ctx.turn;
     const cache = turn.returnedCache.get(priority);
-    if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return;
+    if (cache && (cache.complete || cache.entries.length - cache.offset >= take)) return undefined;
     // Rows this turn removed are still in the table: read past them.
     const removed = turn.writes.pendingReturned(priority).removed.size;
     const limit = take + removed;
     turn.returnedAsked.set(priority, limit);
-    throw new MissingLockRows({ kind: 'returned', priority, limit });
+    return { kind: 'returned', priority, limit };
   }
 
   /** Hands over the given-back items {@link need} asked for. */
@@ -108,7 +107,7 @@ export class GivenBackItems {
       }
       // A retry delay: the item waits among the delayed items, its priority kept alive meanwhile.
       const delayMs = at ? (at.delayMs ?? retryDelayMs(this.ctx.settings, item.deliveries ?? 0)) : 0;
-      if (delayMs > 0 && this.delayed) {
+      if (delayMs > 0) {
         const retry = item.origin ? withTags({ origin: item.origin, deliveries: item.deliveries ?? 0 }, item) : undefined;
         this.delayed.add(at!.now + delayMs, item.priority, item.json, retry, retry ? undefined : item.headers);
         // The priority's entry stays while the item waits (an exclusive lock that took a

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { drive, type SyncRowReader } from './core-driver.js';
 import { QueueCore } from './queue-core.js';
-import { withTags, type DelayedItem, type HeldItem, type NewItem, type TurnWrite } from './types.js';
+import { withTags, type DelayedItem, type OrNeed, type HeldItem, type NewItem, type TurnWrite } from './types.js';
 import { FakeDb, SETTINGS } from '../../../test/support/shared-locks-fake-db.js';
 
 /**
@@ -34,10 +34,10 @@ class TaggedDb extends FakeDb {
   }
 }
 
-const run = <T>(db: TaggedDb, core: QueueCore, fn: () => T): T => drive(core, fn, db.reader);
+const run = <T>(db: TaggedDb, core: QueueCore, fn: () => OrNeed<T>): T => drive(core, fn, db.reader, 1);
 
 /** One turn as the runner runs it (no offloading: the queues here stay within the buffer). */
-function turn<T>(db: TaggedDb, core: QueueCore, now: number, fn: () => T = () => undefined as T): T {
+function turn<T>(db: TaggedDb, core: QueueCore, now: number, fn: () => OrNeed<T> = () => undefined as T): T {
   run(db, core, () => core.moveDueItems(now));
   run(db, core, () => core.expireLock(now));
   run(db, core, () => core.expireSharedLocks(now));
@@ -83,52 +83,52 @@ describe('item headers in the core', () => {
     expect('headers' in inserts[1]).toBe(false);
     // A fresh core reads the rows back.
     const fresh = db.load();
-    expect(tags(turn(db, fresh, 0, () => popped(fresh.pop(10))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, fresh, 0, () => fresh.pop(10, 0))))).toEqual([H(1), undefined]);
   });
 
   it('exclusive lock: held with their headers, given back by release and by expiry with them', () => {
     const { db, core } = queue();
     turn(db, core, 0, () => core.push([entry(1, true), entry(2, false)], 0, 0));
-    expect(tags(turn(db, core, 0, () => popped(core.pop(10, { lockId: 'L', now: 0, ttlMs: 1000 }))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, core, 0, () => core.pop(10, 0, { lockId: 'L', ttlMs: 1000 }))))).toEqual([H(1), undefined]);
     const saved = db.writes.at(-1)!.lock;
     expect(saved?.op === 'upsert' ? tags(saved.lock.items) : []).toEqual([H(1), undefined]);
     turn(db, core, 0, () => core.releaseLock('L', 0));
-    expect(tags(turn(db, core, 0, () => popped(core.pop(10, { lockId: 'M', now: 0, ttlMs: 1000 }))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, core, 0, () => core.pop(10, 0, { lockId: 'M', ttlMs: 1000 }))))).toEqual([H(1), undefined]);
     // Expired (at the next turn after its expiry).
-    expect(tags(turn(db, core, 2000, () => popped(core.pop(10))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, core, 2000, () => core.pop(10, 0))))).toEqual([H(1), undefined]);
   });
 
   it('shared locks: held with their headers in the lock rows, given back (among given-back items) with them', () => {
     const { db, core } = queue({ lockMode: 'shared' });
     turn(db, core, 0, () => core.push([entry(1, true), entry(2, false), entry(3, true)], 0, 0));
-    expect(tags(turn(db, core, 0, () => popped(core.pop(1, { lockId: 'A', now: 0, ttlMs: 1000 }))))).toEqual([H(1)]);
-    expect(tags(turn(db, core, 0, () => popped(core.pop(1, { lockId: 'B', now: 0, ttlMs: 5000 }))))).toEqual([undefined]);
+    expect(tags(popped(turn(db, core, 0, () => core.pop(1, 0, { lockId: 'A', ttlMs: 1000 }))))).toEqual([H(1)]);
+    expect(tags(popped(turn(db, core, 0, () => core.pop(1, 0, { lockId: 'B', ttlMs: 5000 }))))).toEqual([undefined]);
     expect(tags(db.locks.get('A')!.items)).toEqual([H(1)]);
     // A expires: its item waits among the given-back items (a returned_items row), ahead of 3.
     const fresh = db.load();
-    expect(tags(turn(db, fresh, 2000, () => popped(fresh.pop(10))))).toEqual([H(1), H(3)]);
+    expect(tags(popped(turn(db, fresh, 2000, () => fresh.pop(10, 0))))).toEqual([H(1), H(3)]);
   });
 
   it('retry delays: a released item waits among the delayed items with its headers, and comes back with them', () => {
     const { db, core } = queue({ retryDelaySeconds: 5, retryBackoff: 'fixed' });
     turn(db, core, 0, () => core.push([entry(1, true), entry(2, false)], 0, 0));
-    turn(db, core, 0, () => core.pop(10, { lockId: 'L', now: 0, ttlMs: 1000 }));
+    turn(db, core, 0, () => core.pop(10, 0, { lockId: 'L', ttlMs: 1000 }));
     turn(db, core, 0, () => core.releaseLock('L', 0));
     expect(db.delayed.map((d) => d.headers)).toEqual([H(1), undefined]);
-    expect(tags(turn(db, core, 6000, () => popped(core.pop(10))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, core, 6000, () => core.pop(10, 0))))).toEqual([H(1), undefined]);
   });
 
   it('delayed pushes keep their headers until due', () => {
     const { db, core } = queue();
     turn(db, core, 0, () => core.push([entry(1, true, { delayMs: 1000 }), entry(2, false, { delayMs: 1000 })], 0, 0));
     expect(db.delayed.map((d) => d.headers)).toEqual([H(1), undefined]);
-    expect(tags(turn(db, core, 1000, () => popped(core.pop(10))))).toEqual([H(1), undefined]);
+    expect(tags(popped(turn(db, core, 1000, () => core.pop(10, 0))))).toEqual([H(1), undefined]);
   });
 
   it('dead letters and redriven items carry their headers', () => {
     const { db, core } = queue({ maxDeliveries: 1, deadLetterQueue: 'dlq' });
     turn(db, core, 0, () => core.push([entry(1, true), entry(2, false)], 0, 0));
-    turn(db, core, 0, () => core.pop(10, { lockId: 'L', now: 0, ttlMs: 1000 }));
+    turn(db, core, 0, () => core.pop(10, 0, { lockId: 'L', ttlMs: 1000 }));
     turn(db, core, 0, () => core.releaseLock('L', 0));
     expect(db.deadLetters.map((d) => d.item.headers)).toEqual([H(1), undefined]);
 

@@ -5,7 +5,8 @@ import { LockOperations } from './lock-operations.js';
 import { PrioritySegments } from './priority-segments.js';
 import { SharedLocks } from './shared-locks.js';
 import { TurnState, type CoreContext } from './turn-state.js';
-import { MissingLockRows, type LockState, type QueueSettings } from './types.js';
+import { DelayedItems } from './delayed-items.js';
+import { Needed, type LockState, type QueueSettings } from './types.js';
 
 const held = { priority: 0, json: '"a"', origin: { segment: 0, position: 0 }, deliveries: 1 };
 const lock = (state: 'active' | 'expired', expiresAt = 1000): LockState => ({
@@ -19,7 +20,7 @@ const lock = (state: 'active' | 'expired', expiresAt = 1000): LockState => ({
 function operations(settings: QueueSettings, exclusiveLock: LockState | null): { ctx: CoreContext; exclusive: ExclusiveLock; ops: LockOperations } {
   const ctx: CoreContext = { settings, turn: new TurnState(), markPresent: () => undefined };
   const segments = new PrioritySegments(ctx);
-  const givenBack = new GivenBackItems(ctx, segments);
+  const givenBack = new GivenBackItems(ctx, segments, new DelayedItems(ctx, segments));
   const exclusive = new ExclusiveLock(ctx, exclusiveLock);
   return { ctx, exclusive, ops: new LockOperations(ctx, exclusive, new SharedLocks(ctx, segments, givenBack), givenBack) };
 }
@@ -60,6 +61,6 @@ describe('LockOperations', () => {
   it("shared mode: the last exclusive lock's id answers 410; other ids are looked up among the shared locks", () => {
     const { ops } = operations(SHARED, lock('expired'));
     expect(ops.check('L', 0)).toBe('LOCK_EXPIRED');
-    expect(() => ops.check('other', 0)).toThrow(MissingLockRows);
+    expect(ops.check('other', 0)).toEqual(new Needed({ lockRows: [{ kind: 'locks', ids: ['other'] }] }));
   });
 });

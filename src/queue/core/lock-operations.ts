@@ -2,7 +2,7 @@ import type { ExclusiveLock } from './exclusive-lock.js';
 import type { GiveBackOutcome, GivenBackItems } from './given-back-items.js';
 import type { SharedLocks } from './shared-locks.js';
 import type { CoreContext } from './turn-state.js';
-import type { LockProblem, LockState } from './types.js';
+import { Needed, type LockProblem, type LockState } from './types.js';
 
 /**
  * Acknowledge, extend and release, in either lock mode: the contract's checks first, in its
@@ -24,26 +24,27 @@ export class LockOperations {
    * The contract's checks for a lock id. In shared mode the queue's last exclusive lock,
    * expired before the queue switched, still answers as an expired lock's id (see
    * {@link SharedLocks.check} for the rest); in exclusive mode see {@link ExclusiveLock.check}.
+   * {@link Needed}: a shared lock's row must be read first.
    */
-  check(lockId: string, now: number): LockState | LockProblem {
+  check(lockId: string, now: number): LockState | LockProblem | Needed {
     if (!this.sharedMode) return this.exclusive.check(lockId);
     if (this.exclusive.isExpired(lockId)) return 'LOCK_EXPIRED';
     return this.shared.check(lockId, now);
   }
 
   /** Removes the lock and its items for good; the number of items, or why not. */
-  acknowledge(lockId: string, now: number): number | LockProblem {
+  acknowledge(lockId: string, now: number): number | LockProblem | Needed {
     const lock = this.check(lockId, now);
-    if (typeof lock === 'string') return lock;
+    if (typeof lock === 'string' || lock instanceof Needed) return lock;
     if (this.sharedMode) this.shared.end(lock, 'acknowledge');
     else this.exclusive.set(null);
     return lock.items.length;
   }
 
   /** Sets the lock's expiry to `now + ttlMs`. */
-  extend(lockId: string, now: number, ttlMs: number): LockState | LockProblem {
+  extend(lockId: string, now: number, ttlMs: number): LockState | LockProblem | Needed {
     const lock = this.check(lockId, now);
-    if (typeof lock === 'string') return lock;
+    if (typeof lock === 'string' || lock instanceof Needed) return lock;
     const extended = { ...lock, expiresAt: now + ttlMs };
     if (this.sharedMode) this.shared.extend(extended);
     else this.exclusive.set(extended);
@@ -54,8 +55,9 @@ export class LockOperations {
    * Gives the lock's items back now (to where they were, after their retry delay; dead-lettered
    * past `maxDeliveries`) and removes the lock. `delayMs` replaces the queue's retry delay.
    */
-  release(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+  release(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } | Needed {
     const lock = this.check(lockId, now);
+    if (lock instanceof Needed) return lock;
     if (typeof lock === 'string') return { returned: lock };
     const at = { now, delayMs };
     if (this.sharedMode) return { returned: lock.items.length, outcome: this.shared.end(lock, 'release', at) };

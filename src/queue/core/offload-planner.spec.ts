@@ -19,7 +19,7 @@ describe('QueueCore', () => {
       expect(db.rows.get('0:2')?.size ?? 0).toBe(0);
       expect(core.cachedSegments(0)).toEqual([0, 1, 4]);
 
-      expect(items(withFetch(db, core, () => core.pop(3)))).toHaveLength(3);
+      expect(items(withFetch(db, core, () => core.pop(3, 0)))).toHaveLength(3);
       endTurn(db, core);
       // The head moved to 1: segment 2 came into the buffer and is back in the table.
       expect(core.meta(0)).toMatchObject({ head_segment: 1, head_offloaded_segment: 3, tail_offloaded_segment: 3 });
@@ -38,14 +38,14 @@ describe('QueueCore', () => {
       endTurn(db, core);
       expect(core.meta(0)).toMatchObject({ head_offloaded_segment: 2, tail_offloaded_segment: 3 });
       db.storeFails = (op) => op === 'load';
-      const first = withFetch(db, core, () => core.pop(10));
+      const first = withFetch(db, core, () => core.pop(10, 0));
       expect(items(first)).toEqual([0, 1, 2, 3].map((n) => item(0, n).json));
       endTurn(db, core);
       expect(core.meta(0)).toMatchObject({ head_segment: 2, head_offloaded_segment: 2 });
-      expect(withFetch(db, core, () => core.pop(1))).toEqual({ unavailable: { priority: 0, segment: 2 } });
+      expect(withFetch(db, core, () => core.pop(1, 0))).toEqual({ unavailable: { priority: 0, segment: 2 } });
       endTurn(db, core);
       db.storeFails = () => false;
-      expect(items(withFetch(db, core, () => core.pop(10)))).toEqual([4, 5, 6, 7, 8, 9].map((n) => item(0, n).json));
+      expect(items(withFetch(db, core, () => core.pop(10, 0)))).toEqual([4, 5, 6, 7, 8, 9].map((n) => item(0, n).json));
     });
 
     it('a lock released while the head could not be loaded back: its items come first once the store works', () => {
@@ -58,7 +58,7 @@ describe('QueueCore', () => {
       );
       endTurn(db, core);
       db.storeFails = (op) => op === 'load';
-      const popped = withFetch(db, core, () => core.pop(4, { lockId: 'L', now: 0, ttlMs: 1000 }));
+      const popped = withFetch(db, core, () => core.pop(4, 0, { lockId: 'L', ttlMs: 1000 }));
       expect(items(popped)).toHaveLength(4);
       endTurn(db, core);
       expect(core.meta(0)).toMatchObject({ head_segment: 2, head_offloaded_segment: 2 });
@@ -66,7 +66,7 @@ describe('QueueCore', () => {
       endTurn(db, core);
       db.storeFails = () => false;
       const fresh = db.load({ segmentSize: 2, bufferSegments: 1 });
-      expect(items(withFetch(db, fresh, () => fresh.pop(10)))).toEqual(Array.from({ length: 10 }, (_, n) => item(0, n).json));
+      expect(items(withFetch(db, fresh, () => fresh.pop(10, 0)))).toEqual(Array.from({ length: 10 }, (_, n) => item(0, n).json));
     });
 
     it('saves that fail leave the segments in the table; the range stays contiguous', () => {

@@ -1,6 +1,6 @@
 import type { PrioritySegments } from './priority-segments.js';
 import { segKey, type CoreContext } from './turn-state.js';
-import { MissingSegments, type OffloadMove, type SegmentRef } from './types.js';
+import { Needed, type OffloadMove, type SegmentRef } from './types.js';
 
 /**
  * Offloading (seed 003), planned here and carried out by the turn runner: full middle segments
@@ -18,21 +18,23 @@ export class OffloadPlanner {
 
   /**
    * Keeps the invariant for every priority whose head was worked on this turn: no segment with
-   * `n <= head_segment + buffer_segments` stays in the offload store. Throws
-   * {@link MissingSegments} for the next one to load; once it is provided (or could not be
-   * read), the runner calls this again until it returns.
+   * `n <= head_segment + buffer_segments` stays in the offload store. Returns {@link Needed}
+   * naming every such segment, bottom up per priority (each comes back once the one below it
+   * did; one that cannot be read leaves those above it where they are, for a later turn).
    */
-  loadBack(): void {
+  loadBack(): Needed | undefined {
     const turn = this.ctx.turn;
     const missing: SegmentRef[] = [];
     for (const priority of turn.headTouched) {
       const meta = this.segments.get(priority);
       if (!meta || meta.head_offloaded_segment === null) continue;
-      const segment = meta.head_offloaded_segment;
-      if (segment > meta.head_segment + this.ctx.settings.bufferSegments || turn.unavailable.has(segKey(priority, segment))) continue;
-      missing.push(...this.segments.refsFor(priority, segment));
+      const last = Math.min(meta.tail_offloaded_segment ?? meta.head_offloaded_segment, meta.head_segment + this.ctx.settings.bufferSegments);
+      for (let segment = meta.head_offloaded_segment; segment <= last; segment++) {
+        if (turn.unavailable.has(segKey(priority, segment))) break;
+        missing.push(...this.segments.refsFor(priority, segment));
+      }
     }
-    if (missing.length > 0) throw new MissingSegments(missing);
+    return missing.length > 0 ? new Needed({ segments: missing }) : undefined;
   }
 
   /**
@@ -41,7 +43,7 @@ export class OffloadPlanner {
    * saves them and reports each success with {@link offloaded}, stopping a priority at its
    * first failure so that the range stays contiguous.
    */
-  plan(): OffloadMove[] {
+  plan(): OffloadMove[] | Needed {
     const moves: OffloadMove[] = [];
     const missing: SegmentRef[] = [];
     for (const priority of this.ctx.turn.pushed) {
@@ -60,8 +62,7 @@ export class OffloadPlanner {
         }
       }
     }
-    if (missing.length > 0) throw new MissingSegments(missing);
-    return moves;
+    return missing.length > 0 ? new Needed({ segments: missing }) : moves;
   }
 
   /** A planned move's segment is in the offload store now: its rows go, the range grows by it. */

@@ -1,14 +1,5 @@
 import { segKey, type CoreContext } from './turn-state.js';
-import {
-  MissingSegments,
-  withTags,
-  type HeldItem,
-  type ItemTags,
-  type PriorityMetadata,
-  type SegmentEntry,
-  type SegmentFetch,
-  type SegmentRef,
-} from './types.js';
+import { Needed, withTags, type HeldItem, type ItemTags, type PriorityMetadata, type SegmentEntry, type SegmentFetch, type SegmentRef } from './types.js';
 
 /** A segment held in memory: `entries[offset..]` are its items, in order. */
 interface CachedSegment {
@@ -256,7 +247,7 @@ export class PrioritySegments {
   }
 
   /**
-   * Hands over a segment asked for by {@link MissingSegments}. From the table: merged with the
+   * Hands over a segment a {@link Needed} asked for. From the table: merged with the
    * turn's pending row changes and kept in memory (until the end of the turn if outside the
    * window). From the offload store for use: loaded back (its rows are written again, its
    * store copy is deleted after commit, the offloaded range shrinks); if the store could not
@@ -305,11 +296,9 @@ export class PrioritySegments {
     return refs;
   }
 
-  /** A segment fetched only to be shown; throws {@link MissingSegments} to have it read. */
-  peek(ref: SegmentRef): SegmentFetch {
-    const fetched = this.ctx.turn.peeked.get(segKey(ref.priority, ref.segment));
-    if (!fetched) throw new MissingSegments([ref]);
-    return fetched;
+  /** A segment fetched only to be shown, or {@link Needed} to have it read. */
+  peek(ref: SegmentRef): SegmentFetch | Needed {
+    return this.ctx.turn.peeked.get(segKey(ref.priority, ref.segment)) ?? new Needed({ segments: [ref] });
   }
 
   cacheSegment(priority: number, segment: number, entries: SegmentEntry[]): void {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { QueueCore } from './queue-core.js';
-import { MissingSegments } from './types.js';
+import { Needed } from './types.js';
 import { FIRST_POSITION, WHOLE_SEGMENT } from './write-set.js';
 import { endTurn, expectConsistent, FakeDb, item, items, Model, SETTINGS, withFetch } from '../../../test/support/core-fake-db.js';
 
@@ -9,7 +9,7 @@ describe('QueueCore', () => {
   it('a new queue: pops find nothing and write nothing; the first push creates it at the version given', () => {
     const db = new FakeDb();
     const core = QueueCore.absent(SETTINGS);
-    expect(core.pop(5)).toEqual({ items: [] });
+    expect(core.pop(5, 0)).toEqual({ items: [] });
     expect(core.view()).toBeUndefined();
     expect(endTurn(db, core)).toBeUndefined();
     core.push([item(0, 1)], 0, 0);
@@ -27,7 +27,7 @@ describe('QueueCore', () => {
     core.push([item(2, 0), item(1, 0), item(1, 1), item(1, 2), item(1, 3), item(2, 1)], 0, 0);
     endTurn(db, core);
     expect(core.meta(1)).toMatchObject({ head_segment: 0, tail_segment: 1, count: 4, next_position: 1 });
-    expect(items(core.pop(5))).toEqual([item(1, 0), item(1, 1), item(1, 2), item(1, 3), item(2, 0)].map((i) => i.json));
+    expect(items(core.pop(5, 0))).toEqual([item(1, 0), item(1, 1), item(1, 2), item(1, 3), item(2, 0)].map((i) => i.json));
     expect(core.meta(1)).toBeUndefined();
     expect(core.meta(2)).toMatchObject({ count: 1, head_position: 1 });
     const write = endTurn(db, core)!;
@@ -47,7 +47,7 @@ describe('QueueCore', () => {
     core.push([item(0, 0)], 0, 0);
     endTurn(db, core);
     core.push([item(0, 1), item(0, 2)], 0, 0);
-    expect(items(core.pop(2))).toEqual([item(0, 0).json, item(0, 1).json]);
+    expect(items(core.pop(2, 0))).toEqual([item(0, 0).json, item(0, 1).json]);
     const write = endTurn(db, core)!;
     expect(write.inserts).toEqual([{ priority: 0, segment: 0, position: 2, json: item(0, 2).json }]);
     expect(write.deletes).toEqual([{ priority: 0, segment: 0, from: 0, through: 1 }]);
@@ -59,7 +59,7 @@ describe('QueueCore', () => {
     const core = QueueCore.absent(SETTINGS);
     core.push([item(0, 0)], 0, 0);
     endTurn(db, core);
-    expect(items(core.pop(1))).toEqual([item(0, 0).json]);
+    expect(items(core.pop(1, 0))).toEqual([item(0, 0).json]);
     core.push([item(0, 1)], 0, 0);
     const write = endTurn(db, core)!;
     expect(write.deletes).toEqual([{ priority: 0, segment: 0, from: FIRST_POSITION, through: WHOLE_SEGMENT }]);
@@ -77,17 +77,16 @@ describe('QueueCore', () => {
     );
     endTurn(db, first);
     const core = db.load();
-    expect(() => core.pop(4)).toThrow(MissingSegments);
-    try {
-      core.pop(4);
-    } catch (error) {
-      expect((error as MissingSegments).refs).toEqual([
-        { priority: 0, segment: 0, from: 'state', purpose: 'use' },
-        { priority: 0, segment: 1, from: 'state', purpose: 'use' },
-      ]);
-    }
+    expect(core.pop(4, 0), 'both segments at once, returned rather than thrown').toEqual(
+      new Needed({
+        segments: [
+          { priority: 0, segment: 0, from: 'state', purpose: 'use' },
+          { priority: 0, segment: 1, from: 'state', purpose: 'use' },
+        ],
+      }),
+    );
     expect(core.count, 'nothing changed by the refused attempt').toBe(5);
-    expect(items(withFetch(db, core, () => core.pop(4)))).toEqual([0, 1, 2, 3].map((n) => item(0, n).json));
+    expect(items(withFetch(db, core, () => core.pop(4, 0)))).toEqual([0, 1, 2, 3].map((n) => item(0, n).json));
   });
 
   it('pushing to a tail it does not hold, then reading that segment in the same turn, sees the pushed items', () => {
@@ -97,7 +96,7 @@ describe('QueueCore', () => {
     endTurn(db, first);
     const core = db.load();
     core.push([item(0, 1)], 0, 0);
-    expect(items(withFetch(db, core, () => core.pop(2)))).toEqual([item(0, 0).json, item(0, 1).json]);
+    expect(items(withFetch(db, core, () => core.pop(2, 0)))).toEqual([item(0, 0).json, item(0, 1).json]);
     endTurn(db, core);
     expect(db.stored(0)).toEqual([]);
   });
@@ -111,7 +110,7 @@ describe('QueueCore', () => {
       0,
     );
     endTurn(db, core);
-    core.pop(2, { lockId: 'L', now: 0, ttlMs: 1000 });
+    core.pop(2, 0, { lockId: 'L', ttlMs: 1000 });
     endTurn(db, core);
     expect(core.deleteQueue()).toBe(14);
     expect(core.storeDeletes()).toEqual([
@@ -155,7 +154,7 @@ describe('QueueCore', () => {
               core.push(pushed, 0, 0);
               pushed.forEach((i) => model.push(i));
             } else if (o.kind === 'pop') {
-              const outcome = withFetch(db, core, () => core.pop(o.depth, o.ack ? { lockId: `L${n++}`, now, ttlMs: 5 } : undefined));
+              const outcome = withFetch(db, core, () => core.pop(o.depth, now, o.ack ? { lockId: `L${n++}`, ttlMs: 5 } : undefined));
               if ('locked' in outcome) {
                 expect(model.lock, label).toBeDefined();
                 continue;

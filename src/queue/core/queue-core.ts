@@ -13,25 +13,26 @@ import { Redrive, type RedriveBatch, type RedriveRequest } from './redrive.js';
 import { SharedLocks, type SharedExpiryOutcome } from './shared-locks.js';
 import { TurnState, type CoreContext } from './turn-state.js';
 import { deleteQueueWrite, turnWrite } from './turn-write.js';
-import type {
-  DueFetch,
-  HeldItem,
-  LockMode,
-  LockProblem,
-  LockRowsFetch,
-  LockState,
-  NewItem,
-  OffloadMove,
-  PriorityMetadata,
-  QueueRecord,
-  QueueSettings,
-  QueueSnapshot,
-  SegmentFetch,
-  SegmentRef,
-  SettingsPatch,
-  SettingsProblem,
-  SharedLockSummary,
-  TurnWrite,
+import {
+  type DueFetch,
+  type HeldItem,
+  type LockMode,
+  type LockProblem,
+  type LockRowsFetch,
+  type LockState,
+  Needed,
+  type NewItem,
+  type OffloadMove,
+  type PriorityMetadata,
+  type QueueRecord,
+  type QueueSettings,
+  type QueueSnapshot,
+  type SegmentFetch,
+  type SegmentRef,
+  type SettingsPatch,
+  type SettingsProblem,
+  type SharedLockSummary,
+  type TurnWrite,
 } from './types.js';
 
 export { MAX_DUE_PER_TURN } from './delayed-items.js';
@@ -53,10 +54,11 @@ export type { PopOutcome, PushOutcome } from './outcomes.js';
  * {@link committed}, which starts a fresh turn.
  *
  * Rules every operation keeps:
- * - **Check, then change.** An operation that needs rows it does not hold throws a `Missing*`
- *   error before it changes anything; the driver (`core-driver.ts`) reads them, hands them
- *   over (`provide*`), and runs the operation again. A refused operation (locked, wrong lock
- *   id) changes nothing and says why in its outcome.
+ * - **Check, then change.** An operation that needs rows it does not hold returns
+ *   {@link Needed}, naming all of them, before it changes anything (it never throws to ask);
+ *   the driver (`core-driver.ts`) reads them, hands them over (`provide*`), and makes the call
+ *   again. A refused operation (locked, wrong lock id, settings it cannot take) changes nothing
+ *   and says why in its outcome.
  * - **Time is passed in.** Every operation that depends on the time takes `now` (epoch ms).
  * - **Memory mirrors the table plus the turn's writes**, and is bounded between turns (see
  *   {@link PrioritySegments}).
@@ -111,12 +113,10 @@ export class QueueCore {
     };
     this.segments = new PrioritySegments(ctx, record?.priorities);
     this.exclusive = new ExclusiveLock(ctx, record?.lock ?? null);
-    this.givenBack = new GivenBackItems(ctx, this.segments);
-    this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
-    this.givenBack.delayed = this.delayed;
+    this.givenBack = new GivenBackItems(ctx, this.segments, this.delayed);
+    this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
     this.limits = new DeliveryLimits(ctx, () => this.inFlight, record?.popBudget);
-    this.delayed.placeRetried = (items) => this.givenBack.placeRetried(items);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
@@ -239,11 +239,14 @@ export class QueueCore {
    * aside until `now + delayMs` (see {@link moveDueItems}). An item whose dedup id is live
    * (accepted on this queue within the window, by an earlier turn, an earlier operation of this
    * turn or an earlier item of this push) is skipped; an accepted id is remembered until
-   * `now + dedupWindowMs`. Throws `MissingDedupIds`, before changing anything, for ids not
-   * checked this turn.
+   * `now + dedupWindowMs`. Returns {@link Needed}, before changing anything, for ids not checked
+   * this turn (a push op declares its ids, so that the turn reads them before it runs).
    */
-  push(items: readonly NewItem[], now: number, dedupWindowMs: number): PushOutcome {
-    if (items.some((i) => i.dedupId !== undefined)) this.dedup.check(items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : [])));
+  push(items: readonly NewItem[], now: number, dedupWindowMs: number): PushOutcome | Needed {
+    if (items.some((i) => i.dedupId !== undefined)) {
+      const need = this.dedup.need(items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : [])));
+      if (need) return new Needed(need);
+    }
     let enqueued = 0;
     let duplicates = 0;
     for (const item of items) {
@@ -263,12 +266,13 @@ export class QueueCore {
     return { enqueued, duplicates };
   }
 
-  /** Has every dedup id given checked this turn (the runner asks for all the pushes of a turn at once, so one read serves them). */
-  checkDedupIds(ids: readonly string[]): void {
-    this.dedup.check(ids);
+  /** What must be read so that every dedup id given is checked this turn (the runner asks for all the pushes of a turn at once, so one read serves them). */
+  checkDedupIds(ids: readonly string[]): Needed | undefined {
+    const need = this.dedup.need(ids);
+    return need ? new Needed(need) : undefined;
   }
 
-  /** Hands over which of the ids asked for by `MissingDedupIds` are live. */
+  /** Hands over which of the dedup ids a {@link Needed} asked for are live. */
   provideDedupIds(ids: readonly string[], live: ReadonlySet<string>): void {
     this.dedup.provide(ids, live);
   }
@@ -278,12 +282,16 @@ export class QueueCore {
    * priorities before the turn's operations look at the queue (see {@link DelayedItems.moveDue}).
    * If more are due than `limit`, {@link hasDueItems} stays true and the runner gives the
    * backlog turns of its own before any operation, so nothing pushed later overtakes a due item.
+   * Items given back and waiting out a retry delay go back where they were pushed.
    */
-  moveDueItems(now: number, limit = MAX_DUE_PER_TURN): number | undefined {
-    return this.delayed.moveDue(now, limit);
+  moveDueItems(now: number, limit = MAX_DUE_PER_TURN): number | undefined | Needed {
+    const due = this.delayed.moveDue(now, limit);
+    if (due === undefined || due instanceof Needed) return due;
+    if (due.retried.length > 0) this.givenBack.placeRetried(due.retried);
+    return due.moved;
   }
 
-  /** Hands over what `MissingDueItems` asked for. */
+  /** Hands over the due items a {@link Needed} asked for. */
   provideDueItems(fetch: DueFetch): void {
     this.current.dueFetch = fetch;
   }
@@ -294,12 +302,9 @@ export class QueueCore {
    * Checked first, in this order: a paused queue hands out nothing; then the exclusive lock;
    * then the delivery limits (`maxInFlight` for a pop with ack, the pop budget of
    * `maxPopsPerSecond` at `now`) bound `depth`, and with no room or budget nothing is taken.
+   * A new lock is made at `now` and expires `ttlMs` later.
    */
-  pop(
-    depth: number,
-    ack?: { readonly lockId: string; readonly now: number; readonly ttlMs: number; readonly maxLocks?: number },
-    now = ack?.now ?? 0,
-  ): PopOutcome {
+  pop(depth: number, now: number, ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome | Needed {
     // Paused: nothing is handed out, before any other answer (423 included).
     if (this.paused) return { items: [], paused: true };
     const shared = this.lockMode === 'shared';
@@ -312,6 +317,7 @@ export class QueueCore {
     const items: HeldItem[] = [];
     const heldAfter = shared && ack ? new Map<number, number>() : undefined;
     const blocked = this.front.take(depth, items, heldAfter);
+    if (blocked instanceof Needed) return blocked;
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
     if (items.length > 0) {
       this.current.touch();
@@ -319,7 +325,7 @@ export class QueueCore {
     }
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
-    const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: ack.now, expiresAt: ack.now + ack.ttlMs };
+    const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: now, expiresAt: now + ack.ttlMs };
     if (heldAfter) this.shared.add(lock, heldAfter);
     else this.exclusive.set(lock);
     return { items: delivered, lock };
@@ -331,47 +337,50 @@ export class QueueCore {
   }
 
   /** Gives back the items of shared locks expired at `now` (a step at the start of every turn); see {@link SharedLocks.expireDue}. */
-  expireSharedLocks(now: number): SharedExpiryOutcome | undefined {
+  expireSharedLocks(now: number): SharedExpiryOutcome | undefined | Needed {
     return this.shared.expireDue(now);
   }
 
   /** The contract's checks for acknowledge, extend-lock and release, in order (see {@link LockOperations.check}). */
-  checkLock(lockId: string, now: number): LockState | LockProblem {
+  checkLock(lockId: string, now: number): LockState | LockProblem | Needed {
     return this.locks.check(lockId, now);
   }
 
   /** Removes the lock and its items for good; the number of items, or why not. */
-  acknowledge(lockId: string, now: number): number | LockProblem {
+  acknowledge(lockId: string, now: number): number | LockProblem | Needed {
     return this.locks.acknowledge(lockId, now);
   }
 
   /** Sets the lock's expiry to `now + ttlMs`. */
-  extendLock(lockId: string, now: number, ttlMs: number): LockState | LockProblem {
+  extendLock(lockId: string, now: number, ttlMs: number): LockState | LockProblem | Needed {
     return this.locks.extend(lockId, now, ttlMs);
   }
 
   /** Gives the lock's items back now (to where they were; dead-lettered past `maxDeliveries`) and removes the lock. */
-  release(lockId: string, now: number): number | LockProblem {
-    return this.locks.release(lockId, now).returned;
+  release(lockId: string, now: number): number | LockProblem | Needed {
+    const released = this.locks.release(lockId, now);
+    return released instanceof Needed ? released : released.returned;
   }
 
   /**
    * {@link release}, telling items given back from items dead-lettered and items waiting out a
    * retry delay; `delayMs` replaces the queue's retry delay for this release.
    */
-  releaseLock(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } {
+  releaseLock(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } | Needed {
     return this.locks.release(lockId, now, delayMs);
   }
 
   /**
    * Changes the queue's settings (creating the queue if it has no row). The segment layout
    * changes only while the queue holds nothing (items, delayed items, locks); the lock mode
-   * only while no lock lives.
+   * only while no lock lives; every refusal is one of {@link changeSettings}'s.
    */
   updateSettings(patch: SettingsPatch): QueueSettings | SettingsProblem {
     const holdsAnything = this.count > 0 || this.delayed.size > 0 || this.segments.size > 0;
-    const next = changeSettings(this.currentSettings, patch, { holdsAnything, lockLives: this.exclusive.isActive || this.shared.live > 0 });
-    if (typeof next === 'string') return next;
+    const lockExpiresAt = this.exclusive.isActive ? this.exclusive.lock!.expiresAt : this.shared.nextExpiry;
+    const lockLives = this.exclusive.isActive || this.shared.live > 0;
+    const next = changeSettings(this.currentSettings, patch, { holdsAnything, lockLives, lockExpiresAt });
+    if ('refused' in next) return next;
     this.limits.settingsChanging(this.currentSettings, next);
     this.currentSettings = next;
     this.current.writes.settingsChanged = true;
@@ -384,9 +393,10 @@ export class QueueCore {
    * One batch of a redrive (see {@link Redrive}); with the items left on the queue after it
    * (not counting those held by locks), or undefined when the queue does not exist.
    */
-  redrive(request: RedriveRequest): (RedriveBatch & { readonly count: number }) | undefined {
+  redrive(request: RedriveRequest): (RedriveBatch & { readonly count: number }) | undefined | Needed {
     if (!this.exists) return undefined;
-    return { ...this.redriver.batch(request), count: this.count };
+    const batch = this.redriver.batch(request);
+    return batch instanceof Needed ? batch : { ...batch, count: this.count };
   }
 
   /** Tokens of the pop budget at `now`; null without a rate limit. */
@@ -394,7 +404,7 @@ export class QueueCore {
     return this.limits.tokens(now);
   }
 
-  /** Hands over what `MissingLockRows` asked for. */
+  /** Hands over lock rows a {@link Needed} asked for. */
   provideLockRows(fetch: LockRowsFetch): void {
     if (fetch.kind === 'returned') this.givenBack.provide(fetch.priority, fetch.entries);
     else this.shared.provide(fetch);
@@ -417,12 +427,12 @@ export class QueueCore {
   }
 
   /** The queue as inspection shows it; undefined when there is no queue. */
-  view(): QueueView | undefined {
+  view(): QueueView | undefined | Needed {
     return this.exists ? this.inspection.view() : undefined;
   }
 
   /** The raw state under seed 003's key names (metadata document, a segment in state, an offloaded segment). */
-  lookupState(queueId: string, key: string): StateLookup {
+  lookupState(queueId: string, key: string): StateLookup | Needed {
     return this.exists ? this.inspection.lookupState(queueId, key) : 'not-found';
   }
 
@@ -435,12 +445,12 @@ export class QueueCore {
   // the runner's side of a turn
 
   /** Loads back the offloaded segments the turn's pops brought within the buffer (see {@link OffloadPlanner.loadBack}). */
-  loadBack(): void {
-    this.offload.loadBack();
+  loadBack(): Needed | undefined {
+    return this.offload.loadBack();
   }
 
   /** After pushes: the segments to move to the offload store (see {@link OffloadPlanner.plan}). */
-  planOffload(): OffloadMove[] {
+  planOffload(): OffloadMove[] | Needed {
     return this.offload.plan();
   }
 
@@ -449,7 +459,7 @@ export class QueueCore {
     this.offload.offloaded(priority, segment);
   }
 
-  /** Hands over a segment asked for by `MissingSegments` (see {@link PrioritySegments.provide}). */
+  /** Hands over a segment a {@link Needed} asked for (see {@link PrioritySegments.provide}). */
   provide(ref: SegmentRef, fetch: SegmentFetch): void {
     this.segments.provide(ref, fetch);
   }

@@ -1,7 +1,7 @@
 import type { GivenBackItems } from './given-back-items.js';
 import type { PrioritySegments, TakeStep } from './priority-segments.js';
 import { segKey, type CoreContext } from './turn-state.js';
-import { MissingSegments, type HeldItem, type SegmentRef } from './types.js';
+import { Needed, type HeldItem, type LockRowsNeed, type SegmentRef } from './types.js';
 
 /** A segment nothing is taken past this turn: it is in the offload store, which could not be read. */
 export interface BlockedSegment {
@@ -15,8 +15,8 @@ export interface BlockedSegment {
  * the segments), spilling into the next priority.
  *
  * Invariants: nothing is taken past a segment that could not be loaded (that would reorder
- * items); everything needed is in memory before anything is taken (else `MissingSegments` or
- * `MissingLockRows` is thrown, before any change).
+ * items); everything needed is in memory before anything is taken (else the take returns
+ * {@link Needed}, naming every segment and given-back row it needs at once, before any change).
  */
 export class QueueFront {
   constructor(
@@ -32,17 +32,19 @@ export class QueueFront {
    * those priorities keep their entries (see `PriorityMetadata.held`). Returns the segment the
    * take stopped at, if it stopped at one it could not load.
    */
-  take(depth: number, items: HeldItem[], heldAfter: Map<number, number> | undefined): BlockedSegment | undefined {
+  take(depth: number, items: HeldItem[], heldAfter: Map<number, number> | undefined): BlockedSegment | undefined | Needed {
     const plan: TakeStep[] = [];
     const fromReturned = new Map<number, number>();
     const missing: SegmentRef[] = [];
+    const rows: LockRowsNeed[] = [];
     let blocked: BlockedSegment | undefined;
     let remaining = depth;
     outer: for (const priority of this.segments.list()) {
       const meta = this.segments.get(priority)!;
       const returned = Math.min(remaining, meta.returned ?? 0);
       if (returned > 0) {
-        this.givenBack.need(priority, returned);
+        const need = this.givenBack.need(priority, returned);
+        if (need) rows.push(need);
         fromReturned.set(priority, returned);
         remaining -= returned;
       }
@@ -53,19 +55,17 @@ export class QueueFront {
           break outer;
         }
         const cached = this.segments.cached(priority, segment);
-        if (!cached) {
-          missing.push(...this.segments.refsFor(priority, segment));
-          // One offloaded segment per round: the next one comes back only after this one did
-          // (the range shrinks from its bottom), and nothing is read past a failure.
-          if (this.segments.isOffloaded(meta, segment)) break outer;
-        }
+        // Offloaded segments are asked for bottom up: each comes back only after the one below
+        // it did (the range shrinks from its bottom), and one that cannot be read stops the rest.
+        if (!cached) missing.push(...this.segments.refsFor(priority, segment));
         const take = Math.min(remaining, cached ? cached.entries.length - cached.offset : this.segments.expectedCount(meta, segment));
         plan.push({ priority, segment, take });
         remaining -= take;
       }
       if (remaining === 0) break;
     }
-    if (missing.length > 0) throw new MissingSegments(missing);
+    if (missing.length > 0 || rows.length > 0)
+      return new Needed({ ...(missing.length > 0 ? { segments: missing } : {}), ...(rows.length > 0 ? { lockRows: rows } : {}) });
 
     if (heldAfter) {
       for (const [priority, take] of fromReturned) heldAfter.set(priority, take);

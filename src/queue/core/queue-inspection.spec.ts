@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { QueueCore } from './queue-core.js';
 import type { SegmentRef } from './types.js';
-import { endTurn, FakeDb, item, items, Model, SETTINGS, withFetch } from '../../../test/support/core-fake-db.js';
+import { answered, endTurn, FakeDb, item, items, Model, SETTINGS, withFetch } from '../../../test/support/core-fake-db.js';
 
 describe('QueueCore', () => {
   it('lookupState: the metadata document, segments in state, offloaded segments, 404s', () => {
@@ -39,8 +39,8 @@ describe('QueueCore', () => {
       0,
       0,
     );
-    core.pop(1);
-    const view = core.view()!;
+    core.pop(1, 0);
+    const view = answered(core.view())!;
     expect(view.count).toBe(7);
     expect(view.priorities.get(0)).toMatchObject({ head_segment: 0, tail_segment: 2, head_segment_count: 2, tail_segment_count: 2 });
   });
@@ -83,7 +83,7 @@ describe('snapshot: the committed queue as activating it reads it', () => {
     const other = QueueCore.fromRecord(snapshot.record);
     other.provide({ ...snapshot.front, from: 'state', purpose: 'use' }, { entries: snapshot.front.entries });
     // No fetch: pop would throw MissingSegments if it needed one.
-    expect(items(other.pop(2))).toEqual([item(0, 1).json, item(0, 2).json]);
+    expect(items(other.pop(2, 0))).toEqual([item(0, 1).json, item(0, 2).json]);
     expect(endTurn(db, other)).toMatchObject({ expectedVersion: snapshot.record.version });
     expect(db.stored(0)).toEqual([]);
     expect(db.stored(1)).toEqual([item(1, 0).json]);
@@ -98,7 +98,7 @@ describe('snapshot: the committed queue as activating it reads it', () => {
     expect(core.snapshot()).toBeDefined();
     expect(db.load().snapshot(), 'a reactivated core has not read its front segment').toBeUndefined();
 
-    const lock = core.pop(1, { lockId: 'L1', now: 0, ttlMs: 1000 });
+    const lock = core.pop(1, 0, { lockId: 'L1', ttlMs: 1000 });
     expect('lock' in lock && lock.lock).toBeTruthy();
     endTurn(db, core);
     expect(core.snapshot(), 'an exclusive lock holds items').toBeUndefined();
@@ -114,7 +114,7 @@ describe('snapshot: the committed queue as activating it reads it', () => {
     empty.push([item(0, 0)], 0, 0);
     const db2 = new FakeDb();
     endTurn(db2, empty);
-    empty.pop(1);
+    empty.pop(1, 0);
     endTurn(db2, empty);
     expect(empty.snapshot(), 'nothing in the segments').toBeUndefined();
   });
@@ -143,7 +143,7 @@ describe('snapshot: the committed queue as activating it reads it', () => {
             core.push(pushed, 0, 0);
             pushed.forEach((i) => model.push(i));
           } else if (o.kind === 'pop') {
-            const outcome = withFetch(db, core, () => core.pop(o.depth, o.ack ? { lockId: `L${n++}`, now: 0, ttlMs: 1000 } : undefined));
+            const outcome = withFetch(db, core, () => core.pop(o.depth, 0, o.ack ? { lockId: `L${n++}`, ttlMs: 1000 } : undefined));
             if ('items' in outcome) {
               const expected = model.pop(outcome.items.length);
               if (outcome.lock) model.lock = { id: outcome.lock.lockId, items: expected, expiresAt: outcome.lock.expiresAt };
@@ -172,7 +172,7 @@ describe('snapshot: the committed queue as activating it reads it', () => {
             { priority: snapshot.front.priority, segment: snapshot.front.segment, from: 'state', purpose: 'use' },
             { entries: [...snapshot.front.entries] },
           );
-          const all = withFetch(db, other, () => other.pop(1000));
+          const all = withFetch(db, other, () => other.pop(1000, 0));
           expect('items' in all && all.items.map(({ priority, json }) => ({ priority, json }))).toEqual(
             [...model.lists.keys()].sort((a, b) => a - b).flatMap((p) => model.lists.get(p)!.map((json) => ({ priority: p, json }))),
           );

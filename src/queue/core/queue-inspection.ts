@@ -3,7 +3,7 @@ import type { ExclusiveLock } from './exclusive-lock.js';
 import type { PrioritySegments } from './priority-segments.js';
 import type { SharedLocks } from './shared-locks.js';
 import type { CoreContext } from './turn-state.js';
-import type { LockState, PriorityMetadata, QueueSettings, QueueSnapshot, SegmentEntry } from './types.js';
+import { Needed, type LockState, type PriorityMetadata, type QueueSettings, type QueueSnapshot, type SegmentEntry } from './types.js';
 
 /** A priority as inspection shows it. */
 export interface PriorityView extends PriorityMetadata {
@@ -32,7 +32,7 @@ const OFFLOADED_KEY = /^offloaded_queue_(\d{1,9})_seg_(\d{1,15})_(.+)$/;
 /**
  * What a queue shows of itself: the view of `GET /queue/{id}`, the raw state under seed 003's
  * key names, and the snapshot another process activates the queue from. Reads only; a segment
- * it must show and does not hold is read like any other (`MissingSegments`), and never adopted.
+ * it must show and does not hold is asked for like any other ({@link Needed}), and never adopted.
  */
 export class QueueInspection {
   constructor(
@@ -44,8 +44,9 @@ export class QueueInspection {
   ) {}
 
   /** The queue as inspection shows it (the queue exists). */
-  view(): QueueView {
-    this.shared.needExactNextExpiry();
+  view(): QueueView | Needed {
+    const needed = this.shared.needExactNextExpiry();
+    if (needed) return needed;
     const priorities = new Map<number, PriorityView>();
     for (const p of this.visiblePriorities()) {
       const m = this.segments.get(p)!;
@@ -64,13 +65,14 @@ export class QueueInspection {
   }
 
   /** The raw state under seed 003's key names (metadata document, a segment in state, an offloaded segment) of a queue that exists. */
-  lookupState(queueId: string, key: string): StateLookup {
+  lookupState(queueId: string, key: string): StateLookup | Needed {
     if (key === 'metadata') return { value: this.metadataDocument() };
     const offloaded = OFFLOADED_KEY.exec(key);
     if (offloaded && offloaded[3] === queueId) {
       const [priority, segment] = [Number(offloaded[1]), Number(offloaded[2])];
       if (!this.segments.isOffloaded(this.segments.get(priority), segment)) return 'not-found';
       const fetched = this.segments.peek({ priority, segment, from: 'offload', purpose: 'peek' });
+      if (fetched instanceof Needed) return fetched;
       if ('failed' in fetched) return { unavailable: { priority, segment } };
       return fetched.entries ? { value: fetched.entries.map((e) => JSON.parse(e.json) as unknown) } : 'not-found';
     }
@@ -80,9 +82,9 @@ export class QueueInspection {
     const meta = this.segments.get(priority);
     if (!meta || segment < meta.head_segment || segment > meta.tail_segment || this.segments.isOffloaded(meta, segment)) return 'not-found';
     const cached = this.segments.cached(priority, segment);
-    const entries = cached
-      ? cached.entries.slice(cached.offset)
-      : (this.segments.peek({ priority, segment, from: 'state', purpose: 'peek' }) as { entries: SegmentEntry[] }).entries;
+    const peeked = cached ? undefined : this.segments.peek({ priority, segment, from: 'state', purpose: 'peek' });
+    if (peeked instanceof Needed) return peeked;
+    const entries = cached ? cached.entries.slice(cached.offset) : (peeked as { entries: SegmentEntry[] }).entries;
     return entries.length > 0 ? { value: entries.map((e) => JSON.parse(e.json) as unknown) } : 'not-found';
   }
 

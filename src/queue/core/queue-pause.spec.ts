@@ -13,8 +13,8 @@ describe('QueueCore: pause and resume', () => {
     expect(core.updateSettings({ paused: true })).toMatchObject({ paused: true });
     expect(endTurn(db, core)).toMatchObject({ settingsChanged: true, settings: { paused: true } });
     expect(core.paused).toBe(true);
-    expect(core.pop(5)).toEqual({ items: [], paused: true });
-    expect(core.pop(5, { lockId: 'L', now: 0, ttlMs: 1000 })).toEqual({ items: [], paused: true });
+    expect(core.pop(5, 0)).toEqual({ items: [], paused: true });
+    expect(core.pop(5, 0, { lockId: 'L', ttlMs: 1000 })).toEqual({ items: [], paused: true });
     expect(endTurn(db, core), 'a paused pop writes nothing').toBeUndefined();
     core.push([item(0, 3)], 0, 0);
     endTurn(db, core);
@@ -23,7 +23,7 @@ describe('QueueCore: pause and resume', () => {
     core.updateSettings({ paused: false });
     endTurn(db, core);
     expect(core.available).toBe(3);
-    expect(items(core.pop(5))).toEqual([item(0, 1), item(0, 2), item(0, 3)].map((i) => i.json));
+    expect(items(core.pop(5, 0))).toEqual([item(0, 1), item(0, 2), item(0, 3)].map((i) => i.json));
   });
 
   it('paused is answered before the 423 of an active exclusive lock; the lock can still be acknowledged, extended, released', () => {
@@ -31,13 +31,13 @@ describe('QueueCore: pause and resume', () => {
     const core = QueueCore.absent(SETTINGS);
     core.push([item(0, 1), item(0, 2)], 0, 0);
     endTurn(db, core);
-    const popped = core.pop(1, { lockId: 'L', now: 0, ttlMs: 1000 });
+    const popped = core.pop(1, 0, { lockId: 'L', ttlMs: 1000 });
     expect('lock' in popped && popped.lock).toBeTruthy();
     endTurn(db, core);
-    expect(core.pop(1)).toMatchObject({ locked: expect.anything() });
+    expect(core.pop(1, 0)).toMatchObject({ locked: expect.anything() });
     core.updateSettings({ paused: true });
     endTurn(db, core);
-    expect(core.pop(1)).toEqual({ items: [], paused: true });
+    expect(core.pop(1, 0)).toEqual({ items: [], paused: true });
     expect(core.extendLock('L', 10, 1000)).toMatchObject({ expiresAt: 1010 });
     expect(core.release('L', 20)).toBe(1);
     endTurn(db, core);
@@ -52,7 +52,7 @@ describe('QueueCore: pause and resume', () => {
     turn(db, core, 0, () => core.updateSettings({ paused: true }));
     turn(db, core, 200, () => core.expireSharedLocks(200));
     expect(core.count).toBe(2);
-    expect(turn(db, core, 200, () => core.pop(2))).toEqual({ items: [], paused: true });
+    expect(turn(db, core, 200, () => core.pop(2, 0))).toEqual({ items: [], paused: true });
     turn(db, core, 300, () => core.updateSettings({ paused: false }));
     expect(core.available).toBe(2);
   });

@@ -28,14 +28,14 @@ describe('changeSettings', () => {
   });
 
   it('the segment layout changes only while the queue holds nothing and no lock lives; the same values are no change', () => {
-    expect(changeSettings(CURRENT, { segmentSize: 10 }, { holdsAnything: true, lockLives: false })).toBe('QUEUE_NOT_EMPTY');
-    expect(changeSettings(CURRENT, { bufferSegments: 1 }, { holdsAnything: false, lockLives: true })).toBe('QUEUE_NOT_EMPTY');
+    expect(changeSettings(CURRENT, { segmentSize: 10 }, { holdsAnything: true, lockLives: false })).toEqual({ refused: 'QUEUE_NOT_EMPTY' });
+    expect(changeSettings(CURRENT, { bufferSegments: 1 }, { holdsAnything: false, lockLives: true })).toEqual({ refused: 'QUEUE_NOT_EMPTY' });
     expect(changeSettings(CURRENT, { segmentSize: 100, bufferSegments: 2 }, { holdsAnything: true, lockLives: true })).toMatchObject(CURRENT);
     expect(changeSettings(CURRENT, { segmentSize: 10 }, idle)).toMatchObject({ segmentSize: 10 });
   });
 
   it('the lock mode changes only while no lock lives', () => {
-    expect(changeSettings(CURRENT, { lockMode: 'shared' }, { holdsAnything: true, lockLives: true })).toBe('QUEUE_LOCKED');
+    expect(changeSettings(CURRENT, { lockMode: 'shared' }, { holdsAnything: true, lockLives: true })).toMatchObject({ refused: 'QUEUE_LOCKED' });
     expect(changeSettings(CURRENT, { lockMode: 'exclusive' }, { holdsAnything: true, lockLives: true })).toMatchObject({ lockMode: 'exclusive' });
     expect(changeSettings(CURRENT, { lockMode: 'shared' }, { holdsAnything: true, lockLives: false })).toMatchObject({ lockMode: 'shared' });
     expect(lockModeOf(CURRENT)).toBe('exclusive');
@@ -67,12 +67,33 @@ describe('changeSettings', () => {
 
   it('a change is judged by the settings it leaves: a retry delay above the stored maximum is refused, even when only one is named', () => {
     const stored = { ...CURRENT, retryDelaySeconds: 10, retryDelayMaxSeconds: 20 };
-    expect(changeSettings(stored, { retryDelaySeconds: 21 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
-    expect(changeSettings(stored, { retryDelayMaxSeconds: 9 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
+    expect(changeSettings(stored, { retryDelaySeconds: 21 }, idle)).toEqual({ refused: 'RETRY_DELAY_ABOVE_MAX', delay: 21, max: 20 });
+    expect(changeSettings(stored, { retryDelayMaxSeconds: 9 }, idle)).toEqual({ refused: 'RETRY_DELAY_ABOVE_MAX', delay: 10, max: 9 });
     expect(changeSettings(stored, { retryDelaySeconds: 20 }, idle)).toMatchObject({ retryDelaySeconds: 20, retryDelayMaxSeconds: 20 });
     expect(changeSettings(stored, { retryDelaySeconds: 30, retryDelayMaxSeconds: 30 }, idle)).toMatchObject({ retryDelaySeconds: 30 });
     expect(changeSettings(CURRENT, { retryDelaySeconds: 900 }, idle), 'the default maximum is 900').toMatchObject({ retryDelaySeconds: 900 });
-    expect(changeSettings({ ...CURRENT, retryDelaySeconds: 10 }, { retryDelayMaxSeconds: 5 }, idle)).toBe('RETRY_DELAY_ABOVE_MAX');
+    expect(changeSettings({ ...CURRENT, retryDelaySeconds: 10 }, { retryDelayMaxSeconds: 5 }, idle)).toMatchObject({ refused: 'RETRY_DELAY_ABOVE_MAX' });
+  });
+
+  it('max_deliveries needs a dead-letter queue in the settings the change leaves, checked before anything else', () => {
+    expect(changeSettings(CURRENT, { maxDeliveries: 3 }, idle)).toEqual({ refused: 'NEEDS_DEAD_LETTER_QUEUE' });
+    expect(changeSettings({ ...CURRENT, deadLetterQueue: 'dead' }, { maxDeliveries: 3 }, idle), 'the stored one counts').toMatchObject({ maxDeliveries: 3 });
+    expect(changeSettings({ ...CURRENT, maxDeliveries: 3, deadLetterQueue: 'dead' }, { deadLetterQueue: null }, idle)).toEqual({
+      refused: 'NEEDS_DEAD_LETTER_QUEUE',
+    });
+    expect(changeSettings({ ...CURRENT, maxDeliveries: 3, deadLetterQueue: 'dead' }, { maxDeliveries: null, deadLetterQueue: null }, idle)).toMatchObject({
+      maxDeliveries: null,
+    });
+    expect(changeSettings(CURRENT, { maxDeliveries: 3, segmentSize: 5, lockMode: 'shared' }, busy), 'first in order').toEqual({
+      refused: 'NEEDS_DEAD_LETTER_QUEUE',
+    });
+    expect(changeSettings(CURRENT, { segmentSize: 5, lockMode: 'shared', retryDelaySeconds: 901 }, busy), 'then the layout').toEqual({
+      refused: 'QUEUE_NOT_EMPTY',
+    });
+    expect(changeSettings(CURRENT, { lockMode: 'shared', retryDelaySeconds: 901 }, { ...busy, lockExpiresAt: 7000 }), 'then the lock mode').toEqual({
+      refused: 'QUEUE_LOCKED',
+      lockExpiresAt: 7000,
+    });
   });
 
   it('withControlDefaults names every control, at its default when absent', () => {

@@ -6,23 +6,26 @@ export interface SettingsState {
   readonly holdsAnything: boolean;
   /** An exclusive lock is active, or a shared lock lives. */
   readonly lockLives: boolean;
+  /** When the lock that lives expires (the active exclusive one, or the earliest shared one). Absent: unknown (null). */
+  readonly lockExpiresAt?: number | null;
 }
 
 /** A queue's lock mode (absent: exclusive, as the seeds). */
 export const lockModeOf = (settings: QueueSettings): LockMode => settings.lockMode ?? 'exclusive';
 
 /**
- * The settings after a change, or why it is refused: the segment layout changes only while the
- * queue holds nothing, the lock mode only while no lock lives. Absent fields stay as they are;
- * the result names every field (null: no delivery limit, no dead-letter queue).
+ * The settings after a change, or why it is refused (see {@link SettingsProblem}, in its order):
+ * `maxDeliveries` needs a dead-letter queue, the segment layout changes only while the queue
+ * holds nothing, the lock mode only while no lock lives, and the retry delay stays within its
+ * maximum. Absent fields stay as they are; the result names every field (null: no delivery
+ * limit, no dead-letter queue).
  */
-export function changeSettings(current: QueueSettings, patch: SettingsPatch, { holdsAnything, lockLives }: SettingsState): QueueSettings | SettingsProblem {
-  const layout =
-    (patch.segmentSize !== undefined && patch.segmentSize !== current.segmentSize) ||
-    (patch.bufferSegments !== undefined && patch.bufferSegments !== current.bufferSegments);
-  if (layout && (holdsAnything || lockLives)) return 'QUEUE_NOT_EMPTY';
+export function changeSettings(
+  current: QueueSettings,
+  patch: SettingsPatch,
+  { holdsAnything, lockLives, lockExpiresAt = null }: SettingsState,
+): QueueSettings | SettingsProblem {
   const mode = lockModeOf(current);
-  if (patch.lockMode !== undefined && patch.lockMode !== mode && lockLives) return 'QUEUE_LOCKED';
   const now = withControlDefaults(current);
   const next: QueueSettings = {
     segmentSize: patch.segmentSize ?? current.segmentSize,
@@ -38,7 +41,12 @@ export function changeSettings(current: QueueSettings, patch: SettingsPatch, { h
     maxPopsPerSecond: patch.maxPopsPerSecond !== undefined ? patch.maxPopsPerSecond : now.maxPopsPerSecond,
   };
   // Judged by the settings the change leaves, not by the fields it names.
-  if (next.retryDelaySeconds! > next.retryDelayMaxSeconds!) return 'RETRY_DELAY_ABOVE_MAX';
+  if (next.maxDeliveries != null && !next.deadLetterQueue) return { refused: 'NEEDS_DEAD_LETTER_QUEUE' };
+  const layout = next.segmentSize !== current.segmentSize || next.bufferSegments !== current.bufferSegments;
+  if (layout && (holdsAnything || lockLives)) return { refused: 'QUEUE_NOT_EMPTY' };
+  if (next.lockMode !== mode && lockLives) return { refused: 'QUEUE_LOCKED', lockExpiresAt };
+  if (next.retryDelaySeconds! > next.retryDelayMaxSeconds!)
+    return { refused: 'RETRY_DELAY_ABOVE_MAX', delay: next.retryDelaySeconds!, max: next.retryDelayMaxSeconds! };
   return next;
 }
 

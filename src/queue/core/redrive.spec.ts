@@ -33,7 +33,7 @@ function batch(core: QueueCore, request: { limit: number; skip?: number; destina
 }
 
 const popAll = (core: QueueCore): string[] => {
-  const outcome = drive(core, () => core.pop(1000), NOTHING_STORED);
+  const outcome = drive(core, () => core.pop(1000, 0), NOTHING_STORED);
   return 'items' in outcome ? outcome.items.map((i) => i.json) : [];
 };
 
@@ -103,7 +103,7 @@ describe('redrive', () => {
       { n: 2, from: 'dlq' },
       { n: 3, from: 'a' },
     ]);
-    const popped = drive(core, () => core.pop(1, { lockId: 'L', now: NOW, ttlMs: 30_000 }), NOTHING_STORED);
+    const popped = drive(core, () => core.pop(1, NOW, { lockId: 'L', ttlMs: 30_000 }), NOTHING_STORED);
     expect('lock' in popped && popped.lock?.items.map((i) => [i.json, i.from])).toEqual([[json(1), 'a']]);
     expect(batch(core, { limit: 10 })).toEqual({ moved: 1, left: 1, done: true, count: 1 });
     expect(redrivenOf(core)?.map((r) => r[2])).toEqual([json(3)]);
@@ -115,12 +115,12 @@ describe('redrive', () => {
       { n: 1, from: 'a' },
       { n: 2, from: null },
     ]);
-    const popped = drive(core, () => core.pop(2, { lockId: 'L', now: NOW, ttlMs: 1 }), NOTHING_STORED);
+    const popped = drive(core, () => core.pop(2, NOW, { lockId: 'L', ttlMs: 1 }), NOTHING_STORED);
     expect('lock' in popped).toBe(true);
     expect(drive(core, () => core.expireLock(NOW + 1), NOTHING_STORED)).toBe(2);
     expect(batch(core, { limit: 1, destination: 'x' })).toEqual({ moved: 1, left: 0, done: false, count: 1 });
     expect(core.pendingWrite(() => 1)?.redriven).toEqual([{ queueId: 'x', priority: 0, json: json(1) }]);
-    const again = drive(core, () => core.pop(1, { lockId: 'M', now: NOW + 2, ttlMs: 1 }), NOTHING_STORED);
+    const again = drive(core, () => core.pop(1, NOW + 2, { lockId: 'M', ttlMs: 1 }), NOTHING_STORED);
     expect('items' in again && again.items.map((i) => [i.json, i.deliveries, i.from])).toEqual([[json(2), 2, undefined]]);
   });
 

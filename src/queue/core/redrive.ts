@@ -1,12 +1,12 @@
 import type { GivenBackItems } from './given-back-items.js';
 import type { QueueFront } from './queue-front.js';
 import type { CoreContext } from './turn-state.js';
-import type { HeldItem } from './types.js';
+import { Needed, type HeldItem } from './types.js';
 
 /**
- * Segments' worth of items one batch takes from the front at most. Offloaded segments come back
- * one per round of reads (the core driver allows `MAX_READ_ROUNDS`, 50): a queue with small
- * segments gets smaller batches rather than a turn that cannot finish.
+ * Segments' worth of items one batch takes from the front at most (all of them read in one round,
+ * offloaded ones included): a queue with small segments gets smaller batches rather than a turn
+ * that reads without end.
  */
 export const REDRIVE_SEGMENTS_PER_BATCH = 32;
 
@@ -55,13 +55,14 @@ export class Redrive {
     private readonly givenBack: GivenBackItems,
   ) {}
 
-  /** Runs one batch; throws the core's `Missing*` errors before changing anything. */
-  batch(request: RedriveRequest): RedriveBatch {
+  /** Runs one batch, or returns {@link Needed} (before changing anything) for the rows it must read first. */
+  batch(request: RedriveRequest): RedriveBatch | Needed {
     const turn = this.ctx.turn;
     const wanted = Math.min(request.skip + request.limit, REDRIVE_SEGMENTS_PER_BATCH * this.ctx.settings.segmentSize);
     if (wanted <= request.skip) return { moved: 0, left: 0, done: true };
     const items: HeldItem[] = [];
     const blocked = this.front.take(wanted, items, undefined);
+    if (blocked instanceof Needed) return blocked;
     const kept = new Map<number, HeldItem[]>();
     let moved = 0;
     let left = 0;

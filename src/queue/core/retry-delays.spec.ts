@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QueueCore } from './queue-core.js';
-import type { DelayedItem, TurnWrite } from './types.js';
+import type { DelayedItem, OrNeed, TurnWrite } from './types.js';
 import { drive, type SyncRowReader } from './core-driver.js';
 import { FakeDb, item, names, SETTINGS } from '../../../test/support/shared-locks-fake-db.js';
 
@@ -32,10 +32,10 @@ class DelayedDb extends FakeDb {
   }
 }
 
-const run = <T>(db: DelayedDb, core: QueueCore, fn: () => T): T => drive(core, fn, db.reader);
+const run = <T>(db: DelayedDb, core: QueueCore, fn: () => OrNeed<T>): T => drive(core, fn, db.reader, 1);
 
 /** One turn as the runner runs it: due delayed items, expiries, the operation, then the write. */
-function turn<T>(db: DelayedDb, core: QueueCore, now: number, fn: () => T = () => undefined as T): T {
+function turn<T>(db: DelayedDb, core: QueueCore, now: number, fn: () => OrNeed<T> = () => undefined as T): T {
   run(db, core, () => core.moveDueItems(now));
   run(db, core, () => core.expireLock(now));
   run(db, core, () => core.expireSharedLocks(now));
@@ -60,11 +60,11 @@ function queue(mode: 'exclusive' | 'shared', settings: Parameters<QueueCore['upd
 }
 
 const popAll = (db: DelayedDb, core: QueueCore, now: number): string[] => {
-  const out = turn(db, core, now, () => core.pop(100));
+  const out = turn(db, core, now, () => core.pop(100, 0));
   return 'items' in out ? names(out.items) : [];
 };
 const popAck = (db: DelayedDb, core: QueueCore, now: number, depth: number, lockId: string, ttlMs = 60_000): string[] => {
-  const out = turn(db, core, now, () => core.pop(depth, { lockId, now, ttlMs }));
+  const out = turn(db, core, now, () => core.pop(depth, now, { lockId, ttlMs }));
   return 'items' in out ? names(out.items) : [];
 };
 
@@ -89,7 +89,7 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     expect(core.count).toBe(2);
     expect(core.nextDueAt).toBe(6000);
     // Before it is due: the undelivered items only.
-    expect(names((turn(db, core, 5999, () => core.pop(1)) as { items: [] }).items)).toEqual(['0.2']);
+    expect(names((turn(db, core, 5999, () => core.pop(1, 0)) as { items: [] }).items)).toEqual(['0.2']);
     turn(db, core, 6000);
     expect(core.delayedCount).toBe(0);
     expect(core.count).toBe(2);
@@ -173,7 +173,7 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));
     popAck(db, core, 0, 1, 'A');
     turn(db, core, 0, () => core.releaseLock('A', 0));
-    const again = turn(db, core, 1000, () => core.pop(1, { lockId: 'B', now: 1000, ttlMs: 1000 }));
+    const again = turn(db, core, 1000, () => core.pop(1, 1000, { lockId: 'B', ttlMs: 1000 }));
     expect('items' in again && again.items.map((i) => i.deliveries)).toEqual([2]);
   });
 

@@ -84,7 +84,7 @@ describe('QueueCore in shared lock mode', () => {
             pushed.forEach((i) => model.push(i.priority, seqOf(i)));
           } else if (o.kind === 'pop') {
             const lockId = `L${lockNo++}`;
-            const outcome = withFetch(db, core, () => core.pop(o.depth, o.ack ? { lockId, now, ttlMs: o.ttl } : undefined));
+            const outcome = withFetch(db, core, () => core.pop(o.depth, now, o.ack ? { lockId, ttlMs: o.ttl } : undefined));
             const got = heldOf(outcome);
             const want = model.pop(o.depth);
             expect(got.map(seqOf), label).toEqual(want.map((i) => i.seq));
@@ -130,7 +130,7 @@ describe('QueueCore in shared lock mode', () => {
         now += 1000;
         model.expire(now);
         startTurn(db, core, now);
-        const rest = heldOf(withFetch(db, core, () => core.pop(1000)));
+        const rest = heldOf(withFetch(db, core, () => core.pop(1000, 0)));
         endTurn(db, core);
         expect(rest.map(seqOf)).toEqual(model.pop(1000).map((i) => i.seq));
         expect(db.record!.priorities).toEqual({});

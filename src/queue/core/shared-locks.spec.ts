@@ -19,12 +19,12 @@ describe('QueueCore in shared lock mode', () => {
     expect(core.isPresent, 'settings create the queue').toBe(true);
     expect(endTurn(db, core)).toMatchObject({ expectedVersion: null, settings: { segmentSize: 5, maxDeliveries: 2 } });
     turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));
-    expect(core.updateSettings({ segmentSize: 6 })).toBe('QUEUE_NOT_EMPTY');
+    expect(core.updateSettings({ segmentSize: 6 })).toEqual({ refused: 'QUEUE_NOT_EMPTY' });
     expect(core.updateSettings({ segmentSize: 5 }), 'the same value is no change').toMatchObject({ segmentSize: 5 });
-    turn(db, core, 0, () => core.pop(1, { lockId: 'L', now: 0, ttlMs: 100 }));
+    turn(db, core, 0, () => core.pop(1, 0, { lockId: 'L', ttlMs: 100 }));
     expect(core.count).toBe(0);
-    expect(core.updateSettings({ bufferSegments: 2 }), 'a lock holds an item').toBe('QUEUE_NOT_EMPTY');
-    expect(core.updateSettings({ lockMode: 'shared' })).toBe('QUEUE_LOCKED');
+    expect(core.updateSettings({ bufferSegments: 2 }), 'a lock holds an item').toEqual({ refused: 'QUEUE_NOT_EMPTY' });
+    expect(core.updateSettings({ lockMode: 'shared' }), 'with when the lock expires').toEqual({ refused: 'QUEUE_LOCKED', lockExpiresAt: 100 });
     expect(core.updateSettings({ maxDeliveries: null, deadLetterQueue: null }), 'the rest may change while locked').toMatchObject({
       maxDeliveries: null,
       deadLetterQueue: null,
@@ -49,7 +49,7 @@ describe('QueueCore in shared lock mode', () => {
     expect(names(a)).toEqual(['0.0', '0.1']);
     expect(names(b)).toEqual(['0.2', '0.3']);
     expect(a.map((i) => i.deliveries)).toEqual([1, 1]);
-    expect(names(heldOf(turn(db, core, 0, () => core.pop(1))))).toEqual(['0.4']);
+    expect(names(heldOf(turn(db, core, 0, () => core.pop(1, 0))))).toEqual(['0.4']);
     expect(core.sharedLocks).toEqual({ live: 2, items: 4, nextExpiry: 1000 });
     expect(core.count).toBe(2);
     expect(db.locks.size).toBe(2);
@@ -79,7 +79,7 @@ describe('QueueCore in shared lock mode', () => {
     turn(db, core, 1002, () => undefined);
     expect(core.sharedLocks).toEqual({ live: 0, items: 0, nextExpiry: null });
     const fresh = db.load();
-    const all = heldOf(turn(db, fresh, 1002, () => fresh.pop(20)));
+    const all = heldOf(turn(db, fresh, 1002, () => fresh.pop(20, 0)));
     expect(names(all)).toEqual(['0.0', '0.2', '0.4', '0.6', '0.8', '1.1', '1.3', '1.5', '1.7', '1.9']);
     expect(all.map((i) => i.deliveries)).toEqual([1, 1, 1, 1, 0, 1, 1, 1, 1, 0]);
     expect(db.returned.get(0) ?? []).toEqual([]);
@@ -94,7 +94,7 @@ describe('QueueCore in shared lock mode', () => {
     expect(db.record!.priorities['0']).toMatchObject({ count: 0, held: 2 });
     turn(db, core, 0, () => core.push([item(0, 2)], 0, 0));
     expect(turn(db, core, 0, () => core.release('A', 0))).toBe(2);
-    expect(names(heldOf(turn(db, core, 0, () => core.pop(3))))).toEqual(['0.0', '0.1', '0.2']);
+    expect(names(heldOf(turn(db, core, 0, () => core.pop(3, 0))))).toEqual(['0.0', '0.1', '0.2']);
     expect(db.record!.priorities).toEqual({});
   });
 
@@ -121,14 +121,14 @@ describe('QueueCore in shared lock mode', () => {
       turn(db, fresh, 100, () => fresh.acknowledge('A', 100)),
       'acknowledged: gone',
     ).toBe('LOCK_NOT_FOUND');
-    expect(names(heldOf(turn(db, fresh, 100, () => fresh.pop(5))))).toEqual(['0.1', '0.2']);
+    expect(names(heldOf(turn(db, fresh, 100, () => fresh.pop(5, 0))))).toEqual(['0.1', '0.2']);
   });
 
   it('the last exclusive lock, expired before the switch to shared mode, answers 410 by its id; other unknown ids 404', () => {
     const db = new FakeDb();
     const core = QueueCore.absent(SETTINGS);
     turn(db, core, 0, () => core.push([item(0, 0), item(0, 1)], 0, 0));
-    turn(db, core, 0, () => core.pop(1, { lockId: 'X', now: 0, ttlMs: 100 }));
+    turn(db, core, 0, () => core.pop(1, 0, { lockId: 'X', ttlMs: 100 }));
     expect(turn(db, core, 100, () => core.updateSettings({ lockMode: 'shared' }))).toMatchObject({ lockMode: 'shared' });
     const fresh = db.load();
     expect(turn(db, fresh, 100, () => fresh.acknowledge('X', 100))).toBe('LOCK_EXPIRED');
@@ -194,7 +194,7 @@ describe('QueueCore in shared lock mode', () => {
     expect(core.sharedLocks.live).toBe(19);
     turn(db, core, 5000, () => undefined);
     expect(core.sharedLocks).toEqual({ live: 0, items: 0, nextExpiry: null });
-    expect(names(heldOf(turn(db, core, 5000, () => core.pop(100)))).slice(0, 3)).toEqual(['0.0', '0.1', '0.2']);
+    expect(names(heldOf(turn(db, core, 5000, () => core.pop(100, 0)))).slice(0, 3)).toEqual(['0.0', '0.1', '0.2']);
   });
 
   it('MAX_LOCKS_PER_QUEUE: a pop with ack past it is refused; a plain pop is not', () => {
@@ -203,7 +203,7 @@ describe('QueueCore in shared lock mode', () => {
     popAck(db, core, 0, 1, 'A', 100, 2);
     popAck(db, core, 0, 1, 'B', 100, 2);
     expect(popAck(db, core, 0, 1, 'C', 100, 2)).toEqual({ busy: true });
-    expect(names(heldOf(turn(db, core, 0, () => core.pop(1))))).toEqual(['0.2']);
+    expect(names(heldOf(turn(db, core, 0, () => core.pop(1, 0))))).toEqual(['0.2']);
   });
 
   it('dead letters: an item given back at max_deliveries goes to the dead-letter queue, the rest back; in both modes', () => {
@@ -227,7 +227,7 @@ describe('QueueCore in shared lock mode', () => {
         db.deadLetters.map((d) => [d.queueId, names([d.item])[0]]),
         lockMode,
       ).toEqual([['dead', '4.0']]);
-      const rest = heldOf(turn(db, core, 100, () => core.pop(5, { lockId: 'C', now: 100, ttlMs: 100 })));
+      const rest = heldOf(turn(db, core, 100, () => core.pop(5, 100, { lockId: 'C', ttlMs: 100 })));
       expect([names(rest), rest.map((i) => i.deliveries)], lockMode).toEqual([['4.1'], [2]]);
       expect(withFetch(db, core, () => core.releaseLock('C', 100))).toMatchObject({ returned: 1, outcome: { returned: 0, deadLettered: 1 } });
       endTurn(db, core);

@@ -1,7 +1,7 @@
 import type { GiveBackOutcome, GiveBackTime, GivenBackItems } from './given-back-items.js';
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
-import { MissingLockRows, NO_SHARED_LOCKS, type LockProblem, type LockRowsFetch, type LockState, type SharedLockSummary } from './types.js';
+import { NO_SHARED_LOCKS, Needed, type LockProblem, type LockRowsFetch, type LockState, type SharedLockSummary } from './types.js';
 
 /** Expired shared locks one turn gives back at most; the rest are given back by the next turns (or when their id is used). */
 export const MAX_EXPIRED_LOCKS_PER_TURN = 100;
@@ -51,10 +51,12 @@ export class SharedLocks {
   /**
    * The contract's checks for a lock id in shared mode: no INVALID_LOCK_ID, a lock is found by
    * its id. A lock found expired by time but not yet given back (more were due than a turn
-   * takes) is given back now, and answers 410.
+   * takes) is given back now, and answers 410. {@link Needed} (before any change): the lock's row
+   * must be read first.
    */
-  check(lockId: string, now: number): LockState | LockProblem {
+  check(lockId: string, now: number): LockState | LockProblem | Needed {
     const lock = this.find(lockId);
+    if (lock instanceof Needed) return lock;
     if (!lock) return 'LOCK_NOT_FOUND';
     if (lock.state === 'expired') return 'LOCK_EXPIRED';
     if (lock.expiresAt <= now) {
@@ -98,13 +100,13 @@ export class SharedLocks {
   /**
    * Gives back the items of locks expired at `now`, at most {@link MAX_EXPIRED_LOCKS_PER_TURN};
    * undefined when none is due (no read: the summary carries a lower bound of the earliest
-   * expiry). Throws {@link MissingLockRows} (before changing anything) to have the due locks read.
+   * expiry). Returns {@link Needed} (before changing anything) to have the due locks read.
    */
-  expireDue(now: number): SharedExpiryOutcome | undefined {
+  expireDue(now: number): SharedExpiryOutcome | undefined | Needed {
     const turn = this.ctx.turn;
     if (turn.expiredDue || this.summary.live === 0 || this.summary.nextExpiry === null || this.summary.nextExpiry > now) return undefined;
     const due = turn.dueLocks;
-    if (!due) throw new MissingLockRows({ kind: 'due', now, limit: MAX_EXPIRED_LOCKS_PER_TURN });
+    if (!due) return new Needed({ lockRows: [{ kind: 'due', now, limit: MAX_EXPIRED_LOCKS_PER_TURN }] });
     turn.dueLocks = undefined;
     turn.expiredDue = true;
     let returned = 0;
@@ -148,13 +150,14 @@ export class SharedLocks {
     return outcome;
   }
 
-  /** Inspection needs the exact earliest expiry: throws {@link MissingLockRows} to have it read, unless read already. */
-  needExactNextExpiry(): void {
+  /** Inspection needs the exact earliest expiry: what must be read for it, or undefined when it was read already. */
+  needExactNextExpiry(): Needed | undefined {
     const turn = this.ctx.turn;
-    if (this.summary.live > 0 && !turn.nextExpiryExact) throw new MissingLockRows({ kind: 'next', exclude: [...turn.writes.sharedLocks.keys()] });
+    if (this.summary.live > 0 && !turn.nextExpiryExact) return new Needed({ lockRows: [{ kind: 'next', exclude: [...turn.writes.sharedLocks.keys()] }] });
+    return undefined;
   }
 
-  /** Hands over the locks {@link MissingLockRows} asked for (given-back items go to {@link GivenBackItems.provide}). */
+  /** Hands over the lock rows a {@link Needed} asked for (given-back items go to {@link GivenBackItems.provide}). */
   provide(fetch: Exclude<LockRowsFetch, { kind: 'returned' }>): void {
     const turn = this.ctx.turn;
     switch (fetch.kind) {
@@ -185,11 +188,11 @@ export class SharedLocks {
     this.summary = { ...NO_SHARED_LOCKS };
   }
 
-  /** A lock as known this turn; throws {@link MissingLockRows} to have it read. */
-  private find(lockId: string): LockState | null {
+  /** A lock as known this turn, or {@link Needed} to have it read. */
+  private find(lockId: string): LockState | null | Needed {
     const turn = this.ctx.turn;
     if (turn.writes.sharedLocks.has(lockId)) return turn.writes.sharedLocks.get(lockId) ?? null;
     if (turn.lockRows.has(lockId)) return turn.lockRows.get(lockId) ?? null;
-    throw new MissingLockRows({ kind: 'locks', ids: [lockId] });
+    return new Needed({ lockRows: [{ kind: 'locks', ids: [lockId] }] });
   }
 }

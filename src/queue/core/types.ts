@@ -51,11 +51,21 @@ export interface SettingsPatch {
 }
 
 /**
- * Why a change of settings was refused. `RETRY_DELAY_ABOVE_MAX`: the settings it would leave
- * have `retryDelaySeconds` above `retryDelayMaxSeconds` (judged on the result, so a change naming
- * only one of them is refused too).
+ * Why a change of settings was refused, with what the answer shows (checked in this order):
+ * - `NEEDS_DEAD_LETTER_QUEUE`: the settings it would leave have `maxDeliveries` and no
+ *   dead-letter queue;
+ * - `QUEUE_NOT_EMPTY`: the segment layout changes while the queue holds something;
+ * - `QUEUE_LOCKED`: the lock mode changes while a lock lives (`lockExpiresAt`: when the active
+ *   exclusive lock, or the earliest shared one, expires);
+ * - `RETRY_DELAY_ABOVE_MAX`: the settings it would leave have `retryDelaySeconds` (`delay`)
+ *   above `retryDelayMaxSeconds` (`max`), judged on the result, so a change naming only one of
+ *   them is refused too.
  */
-export type SettingsProblem = 'QUEUE_NOT_EMPTY' | 'QUEUE_LOCKED' | 'RETRY_DELAY_ABOVE_MAX';
+export type SettingsProblem =
+  | { readonly refused: 'NEEDS_DEAD_LETTER_QUEUE' }
+  | { readonly refused: 'QUEUE_NOT_EMPTY' }
+  | { readonly refused: 'QUEUE_LOCKED'; readonly lockExpiresAt: number | null }
+  | { readonly refused: 'RETRY_DELAY_ABOVE_MAX'; readonly delay: number; readonly max: number };
 
 /**
  * Metadata of one priority of one queue (seed 003's metadata document, one entry per priority).
@@ -201,7 +211,7 @@ export interface PopBudget {
   readonly at: number;
 }
 
-/** What the runner found for {@link MissingDueItems}: the due items, in `(dueAt, seq)` order. */
+/** What the runner found for a need of due items (`RowNeed.due`): the due items, in `(dueAt, seq)` order. */
 export interface DueFetch {
   /** At most the limit asked for; all due at the `now` asked for. */
   readonly items: readonly DelayedItem[];
@@ -258,9 +268,7 @@ export interface QueueSnapshot {
 }
 
 /**
- * Thrown when the core needs rows of shared locks or given-back items it does not hold. Thrown
- * before anything changed: the runner reads what `need` says and hands it over with
- * {@link QueueCore.provideLockRows}, then runs the same call again.
+ * Rows of shared locks or given-back items a core call needs (see {@link RowNeed}):
  * - `locks`: the named locks (null for those that do not exist);
  * - `due`: live locks expired at `now`, earliest first, at most `limit`, and the expiry of the
  *   first live lock after them;
@@ -279,13 +287,6 @@ export type LockRowsFetch =
   | { readonly kind: 'due'; readonly locks: readonly LockState[]; readonly nextExpiry: number | null }
   | { readonly kind: 'next'; readonly nextExpiry: number | null }
   | { readonly kind: 'returned'; readonly priority: number; readonly entries: readonly ReturnedEntry[] };
-
-export class MissingLockRows extends Error {
-  constructor(readonly need: LockRowsNeed) {
-    super(`lock rows needed: ${need.kind}`);
-    this.name = 'MissingLockRows';
-  }
-}
 
 /**
  * A segment the core needs in memory before it can go on: from the queue's own rows (`state`)
@@ -306,43 +307,48 @@ export type SegmentFetch =
   | { readonly failed: true };
 
 /**
- * Thrown by a core operation that needs segments it does not hold. Always thrown before the
- * operation changed anything, so the runner fetches the segments, hands them over with
- * `provide` and runs the same operation again.
+ * What a core call must have read before it can answer, all of it at once:
+ * - `segments`: segments to hand over with `provide`, in the order given (offloaded ones of a
+ *   priority bottom up: each comes back only after the one below it did);
+ * - `due`: up to `limit` delayed items due at `now`, in `(dueAt, seq)` order, and the due time
+ *   of the one after them (`provideDueItems`);
+ * - `dedupIds`: which of these ids are live, accepted within the window (`provideDedupIds`);
+ * - `lockRows`: rows of shared locks or given-back items (`provideLockRows`).
  */
-export class MissingSegments extends Error {
-  constructor(readonly refs: readonly SegmentRef[]) {
-    super(`segments needed: ${refs.map((r) => `${r.priority}:${r.segment} (${r.from})`).join(', ')}`);
-    this.name = 'MissingSegments';
-  }
+export interface RowNeed {
+  readonly segments?: readonly SegmentRef[];
+  readonly due?: { readonly now: number; readonly limit: number };
+  readonly dedupIds?: readonly string[];
+  readonly lockRows?: readonly LockRowsNeed[];
 }
 
 /**
- * Thrown at the start of a turn when the queue's earliest delayed item is due and the core does
- * not hold the due items. Thrown before anything changed: the runner reads up to `limit` items
- * due at `now` (and the due time of the one after them), hands them over with
- * `provideDueItems`, and runs the same call again.
+ * The answer of a core call that needs rows it does not hold: returned (never thrown) before
+ * the call changed anything, so that the caller reads what `need` names, hands it over, and
+ * makes the same call again (see `drive`). A class, so that no outcome of a call is mistaken
+ * for it.
  */
-export class MissingDueItems extends Error {
-  constructor(
-    readonly now: number,
-    readonly limit: number,
-  ) {
-    super(`delayed items due at ${now} needed`);
-    this.name = 'MissingDueItems';
-  }
+export class Needed {
+  constructor(readonly need: RowNeed) {}
 }
 
-/**
- * Thrown by a push carrying deduplication ids the core has not checked this turn. Thrown before
- * anything changed: the runner reads which of `ids` are live (accepted within the window),
- * hands them over with `provideDedupIds`, and runs the same call again.
- */
-export class MissingDedupIds extends Error {
-  constructor(readonly ids: readonly string[]) {
-    super(`deduplication ids needed: ${ids.length}`);
-    this.name = 'MissingDedupIds';
-  }
+/** A core call's answer: its outcome, or the rows it needs first. */
+export type OrNeed<T> = T | Needed;
+
+/** Two needs as one (what either asks for). */
+export function bothNeeds(a: RowNeed | undefined, b: RowNeed | undefined): RowNeed | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  const segments = [...(a.segments ?? []), ...(b.segments ?? [])];
+  const dedupIds = [...(a.dedupIds ?? []), ...(b.dedupIds ?? [])];
+  const lockRows = [...(a.lockRows ?? []), ...(b.lockRows ?? [])];
+  const due = a.due ?? b.due;
+  return {
+    ...(segments.length > 0 ? { segments } : {}),
+    ...(due ? { due } : {}),
+    ...(dedupIds.length > 0 ? { dedupIds } : {}),
+    ...(lockRows.length > 0 ? { lockRows } : {}),
+  };
 }
 
 /** Why a lock operation (acknowledge, extend, release) was refused, in the contract's order. */

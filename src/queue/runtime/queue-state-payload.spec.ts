@@ -27,7 +27,7 @@ describe('queue state payloads', () => {
     expect(decoded.state.front).toEqual({ priority: 0, segment: 0, entries: [{ position: 0, json: '{"n":1}' }] });
     const again = QueueCore.fromRecord(decoded.state.queue);
     again.provide({ priority: 0, segment: 0, from: 'state', purpose: 'use' }, { entries: decoded.state.front!.entries });
-    expect(again.pop(1)).toMatchObject({ items: [{ priority: 0, json: '{"n":1}' }] });
+    expect(again.pop(1, 0)).toMatchObject({ items: [{ priority: 0, json: '{"n":1}' }] });
   });
 
   it('anything else decodes to nothing: another form, a bad queue id, a lock, broken rows, not JSON', () => {

@@ -28,7 +28,7 @@ export class QueueStats {
   /** Pops answered `paused`. */
   pausedPops = 0;
 
-  /** Counts a committed push (see `pushOperation`). */
+  /** Counts a committed push (see `pushOp`). */
   pushed(outcome: PushOutcome): void {
     this.itemsPushed += outcome.enqueued;
     this.duplicatesSkipped += outcome.duplicates;

@@ -8,13 +8,14 @@ import { offloadedSegmentKey } from '../../offload/offload-store.js';
 import type { LoadedQueue, StoredTurnWrite } from '../../database/stored-queue.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import { QueueCore, type SharedExpiryOutcome } from '../core/queue-core.js';
-import { drive } from '../core/core-driver.js';
-import type { OffloadMove, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
+import { drive, ReadsOutOfStep } from '../core/core-driver.js';
+import { applyOp } from '../core/queue-ops.js';
+import type { OffloadMove, OrNeed, SegmentFetch, SegmentRef, TurnWrite } from '../core/types.js';
 import { ActorRegistry } from './actor-registry.js';
 import { OffloadCarriage, type SegmentId } from './offload-carriage.js';
 import { QueueLoads } from './queue-loads.js';
 import type { Pending } from './turn-lines.js';
-import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
+import { StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 /** A turn's attempt that reached its write (or found nothing to write), for what happens after the commit. */
 export interface Prepared {
@@ -121,12 +122,14 @@ export class TurnAttempt {
           current = error.current;
           continue;
         }
+        // The rows read disagreed with the row (another process changed the queue meanwhile): start again from a fresh row.
+        if (attempt + 1 < MAX_ATTEMPTS && error instanceof ReadsOutOfStep) continue;
         if (attempt + 1 < MAX_ATTEMPTS && isTransientConflict(error)) {
           this.logger.warn(`Turn of queue ${queueId} lost a race in the database (${message(error)}); running it again`);
           continue;
         }
         if (attempt + 1 < MAX_ATTEMPTS && error instanceof StoreReadNeeded) {
-          for (const ref of error.refs) prefetched.set(refKey(ref), await this.reads.readStore(queueId, ref));
+          await this.reads.readStoreInOrder(queueId, error.refs, prefetched);
           continue;
         }
         return { ok: false, error, attempts: attempt + 1 };
@@ -182,7 +185,7 @@ export class TurnAttempt {
     // A core call that needs no rows answers at once: awaited only when the driver had to read
     // (an await of a plain value still costs a promise and a trip through the microtask queue,
     // half a dozen times per turn).
-    const run = <T>(call: () => T): T | Promise<T> => drive(actor, call, reader);
+    const run = <T>(call: () => OrNeed<T>): T | Promise<T> => drive(actor, call, reader);
 
     // Delayed items that came due join the tails of their priorities before anything else looks at the queue.
     let dueMoved = run(() => actor.moveDueItems(now));
@@ -199,7 +202,7 @@ export class TurnAttempt {
         await run(() => actor.checkDedupIds(dedupIds));
       }
       for (const pending of batch) {
-        const outcome = run(() => pending.op.apply(actor, now));
+        const outcome = run(() => applyOp(actor, pending.op, now));
         results.push(outcome instanceof Promise ? await outcome : outcome);
       }
     }

@@ -3,7 +3,7 @@ import type { TurnOp } from './turn-op.js';
 
 /** An operation waiting in its queue's line, and how to answer its caller. */
 export interface Pending {
-  readonly op: TurnOp<unknown>;
+  readonly op: TurnOp;
   /** With tracing on: the trace context the operation was asked for in. */
   readonly trace?: unknown;
   resolve(value: unknown): void;

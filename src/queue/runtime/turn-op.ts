@@ -1,26 +1,9 @@
-import type { QueueCore } from '../core/queue-core.js';
-
 /**
- * One operation on a queue, run inside the queue's turn against its core. `apply` returns the
- * operation's outcome, a refusal included (a refused operation changes nothing; the service
- * turns refusals into answers). It may throw the core's `Missing*` errors (before changing
- * anything: the runner reads what they ask for and calls it again, see {@link drive}); anything
- * else it throws fails the whole turn.
+ * One operation on a queue, run inside the queue's turn against its core: plain data (a kind,
+ * its arguments and the reads it declares, see `QueueOp` in the core), applied by the core's one
+ * dispatcher (`applyOp`). Its outcome, a refusal included, is the answer (a refused operation
+ * changes nothing; the service turns refusals into answers). The reads it declares are made
+ * for the whole turn before its first operation runs; anything else an operation needs it
+ * names by returning `Needed`, and the runner reads that and applies it again (see `drive`).
  */
-export interface TurnOp<T> {
-  apply(core: QueueCore, now: number): T;
-  /** Items the operation carries; bounds how much one turn writes. Default 1. */
-  readonly weight?: number;
-  /** Nothing after this operation runs in the same turn (deleting the queue). */
-  readonly endsTurn?: boolean;
-  /**
-   * Deduplication ids the operation will ask the core about: the runner has them checked for
-   * all the operations of a turn with one read, before the first of them runs.
-   */
-  readonly dedupIds?: readonly string[];
-  /**
-   * The operation takes items from the front of the queue (a pop): a turn that activates the
-   * queue loads its front segment with its row, so that the pop needs no read of its own.
-   */
-  readonly readsFront?: boolean;
-}
+export type { QueueOp as TurnOp, OutcomeOf } from '../core/queue-ops.js';

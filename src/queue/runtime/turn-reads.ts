@@ -10,7 +10,13 @@ import type { RowReader } from '../core/core-driver.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentFetch, SegmentRef } from '../core/types.js';
 
-/** A turn under the row lock needs segments from the offload store, which is never read inside a transaction. */
+/**
+ * A turn under the row lock needs segments from the offload store, which is never read inside a
+ * transaction (it would hold the row lock for a store's latency): the runner rolls the attempt
+ * back, reads them, and makes the attempt again with them at hand. The one re-run left outside
+ * the core's driver, and a rare one: only a turn that lost the version check twice takes the
+ * row lock, and only one that reaches an offloaded segment needs the store.
+ */
 export class StoreReadNeeded extends Error {
   constructor(readonly refs: SegmentRef[]) {
     super('offload store read needed');
@@ -100,13 +106,37 @@ export class TurnReads {
     const fromStore = new Map<string, SegmentFetch>();
     const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
     if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
+    await this.readStoreInOrder(queueId, refs, fromStore, prefetched);
     for (const ref of refs) {
-      if (ref.from !== 'offload') continue;
-      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
-      fromStore.set(refKey(ref), fetch);
-      if (ref.purpose === 'use' && !('failed' in fetch) && fetch.entries) loaded.push(ref);
+      const fetch = fromStore.get(refKey(ref));
+      if (ref.from === 'offload' && ref.purpose === 'use' && fetch && !('failed' in fetch) && fetch.entries) loaded.push(ref);
     }
     return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
+  }
+
+  /**
+   * Reads the offloaded segments among `refs` into `into`, in the order asked (those in
+   * `prefetched` from there). The segments of a priority come back bottom up, each only after
+   * the one below it: past one that could not be read, nothing more of its priority is read
+   * (the core would not take it), and those refs are answered as not read.
+   */
+  async readStoreInOrder(
+    queueId: string,
+    refs: readonly SegmentRef[],
+    into: Map<string, SegmentFetch>,
+    prefetched: ReadonlyMap<string, SegmentFetch> = new Map(),
+  ): Promise<void> {
+    const stopped = new Set<number>();
+    for (const ref of refs) {
+      if (ref.from !== 'offload') continue;
+      if (ref.purpose === 'use' && stopped.has(ref.priority)) {
+        into.set(refKey(ref), { failed: true });
+        continue;
+      }
+      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
+      into.set(refKey(ref), fetch);
+      if (ref.purpose === 'use' && ('failed' in fetch || !fetch.entries)) stopped.add(ref.priority);
+    }
   }
 
   /** Reads the shared-lock rows or given-back items a core call asked for. */

@@ -6,7 +6,7 @@ import { AfterCommit } from './after-commit.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import { TurnAttempt } from './turn-attempt.js';
 import { TurnLines, type Pending } from './turn-lines.js';
-import type { TurnOp } from './turn-op.js';
+import type { OutcomeOf, TurnOp } from './turn-op.js';
 import { TRACING, turnTrace, type Tracing } from '../../telemetry/tracing.js';
 
 export type { TurnOp } from './turn-op.js';
@@ -65,8 +65,8 @@ export class TurnRunner {
    * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
    * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
-  run<T>(queueId: string, op: TurnOp<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+  run<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
+    return new Promise<OutcomeOf<O>>((resolve, reject) => {
       const pending: Pending = this.tracing ? { op, resolve, reject, trace: this.tracing.currentContext() } : { op, resolve, reject };
       this.lines.add(queueId, pending);
     });

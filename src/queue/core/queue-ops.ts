@@ -1,0 +1,139 @@
+import type { GiveBackOutcome } from './given-back-items.js';
+import type { PopOutcome, PushOutcome } from './outcomes.js';
+import type { QueueCore } from './queue-core.js';
+import type { QueueView, StateLookup } from './queue-inspection.js';
+import type { RedriveBatch, RedriveRequest } from './redrive.js';
+import type { LockProblem, LockState, NewItem, OrNeed, QueueSettings, SettingsPatch, SettingsProblem } from './types.js';
+
+/**
+ * What an operation tells the turn it runs in before it runs: the reads it will need (made for
+ * all the operations of a turn at once, before the first of them runs, so that none of them has
+ * to ask), and how it bounds the turn.
+ */
+export interface DeclaredReads {
+  /** Deduplication ids the operation will ask the core about: checked for the whole turn with one read. */
+  readonly dedupIds?: readonly string[];
+  /**
+   * The operation takes items from the front of the queue (a pop): a turn that activates the
+   * queue loads its front segment with its row, so that the pop needs no read of its own.
+   */
+  readonly readsFront?: boolean;
+  /** Items the operation carries; bounds how much one turn writes. Default 1. */
+  readonly weight?: number;
+  /** Nothing after this operation runs in the same turn (deleting the queue). */
+  readonly endsTurn?: boolean;
+}
+
+/** Whether a long poll's client has gone (an `AbortSignal` is one): looked at when the pop runs. */
+export interface ClientGone {
+  readonly aborted: boolean;
+}
+
+/**
+ * One operation on a queue, as data: its kind, its arguments and its declared reads. Anyone may
+ * build one (the HTTP service, the schedules, the sweeps); {@link applyOp} is the one place that
+ * applies an operation to a core. The time is not part of it: the turn it runs in gives it.
+ */
+export type QueueOp = (
+  | { readonly kind: 'none' }
+  | { readonly kind: 'push'; readonly items: readonly NewItem[]; readonly dedupWindowMs: number }
+  | {
+      readonly kind: 'pop';
+      readonly depth: number;
+      /** Take the items under a new lock with this id, for `ttlMs`; a shared-mode queue holds at most `maxLocks`. */
+      readonly ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number };
+      /** A long poll's client: once it has gone, the pop takes nothing. */
+      readonly clientGone?: ClientGone;
+    }
+  | { readonly kind: 'acknowledge'; readonly lockId: string }
+  | { readonly kind: 'extendLock'; readonly lockId: string; readonly ttlMs: number }
+  /** `delayMs` replaces the queue's retry delay (0: the items are back at once). */
+  | { readonly kind: 'release'; readonly lockId: string; readonly delayMs?: number }
+  | { readonly kind: 'getSettings' }
+  | { readonly kind: 'putSettings'; readonly patch: SettingsPatch }
+  | { readonly kind: 'view' }
+  | { readonly kind: 'lookupState'; readonly queueId: string; readonly key: string }
+  | { readonly kind: 'redrive'; readonly request: RedriveRequest }
+  | { readonly kind: 'deleteQueue' }
+) &
+  DeclaredReads;
+
+/** What each kind of operation answers. */
+export interface OpOutcomes {
+  none: undefined;
+  push: PushOutcome;
+  pop: PopOutcome;
+  acknowledge: number | LockProblem;
+  extendLock: LockState | LockProblem;
+  release: { returned: number | LockProblem; outcome?: GiveBackOutcome };
+  /** Undefined: the queue does not exist. */
+  getSettings: QueueSettings | undefined;
+  putSettings: QueueSettings | SettingsProblem;
+  view: QueueView | undefined;
+  lookupState: StateLookup;
+  redrive: (RedriveBatch & { readonly count: number }) | undefined;
+  deleteQueue: number | undefined;
+}
+
+/** What an operation answers. */
+export type OutcomeOf<O extends QueueOp> = OpOutcomes[O['kind']];
+
+/** A push of `items` in order, declaring their dedup ids and weight. */
+export function pushOp(items: readonly NewItem[], dedupWindowMs: number): QueueOp & { readonly kind: 'push' } {
+  const dedupIds = items.flatMap((i) => (i.dedupId !== undefined ? [i.dedupId] : []));
+  return { kind: 'push', items, dedupWindowMs, ...(items.length !== 1 ? { weight: items.length } : {}), ...(dedupIds.length > 0 ? { dedupIds } : {}) };
+}
+
+/** A pop of up to `depth` items (under a new lock with `ack`), declaring that it reads the front. */
+export function popOp(
+  depth: number,
+  ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number },
+  clientGone?: ClientGone,
+): QueueOp & { readonly kind: 'pop' } {
+  return { kind: 'pop', depth, readsFront: true, ...(ack ? { ack } : {}), ...(clientGone ? { clientGone } : {}) };
+}
+
+/** One batch of a redrive, weighing what it may move. */
+export function redriveOp(request: RedriveRequest): QueueOp & { readonly kind: 'redrive' } {
+  return { kind: 'redrive', request, weight: request.limit };
+}
+
+/** Deleting the queue: the last operation of its turn. */
+export function deleteQueueOp(): QueueOp & { readonly kind: 'deleteQueue' } {
+  return { kind: 'deleteQueue', endsTurn: true };
+}
+
+/**
+ * Applies an operation to a core at `now`: its outcome (a refusal included), or the rows it
+ * needs first (see `drive`).
+ */
+export function applyOp<O extends QueueOp>(core: QueueCore, op: O, now: number): OrNeed<OutcomeOf<O>>;
+export function applyOp(core: QueueCore, op: QueueOp, now: number): OrNeed<OpOutcomes[keyof OpOutcomes]> {
+  switch (op.kind) {
+    case 'none':
+      return undefined;
+    case 'push':
+      return core.push(op.items, now, op.dedupWindowMs);
+    case 'pop':
+      // A long poll whose client has gone takes nothing (nobody would receive the items).
+      return op.clientGone?.aborted ? { items: [] } : core.pop(op.depth, now, op.ack);
+    case 'acknowledge':
+      return core.acknowledge(op.lockId, now);
+    case 'extendLock':
+      return core.extendLock(op.lockId, now, op.ttlMs);
+    case 'release':
+      return core.releaseLock(op.lockId, now, op.delayMs);
+    case 'getSettings':
+      return core.isPresent ? core.settings : undefined;
+    case 'putSettings':
+      return core.updateSettings(op.patch);
+    case 'view':
+      return core.view();
+    case 'lookupState':
+      return core.lookupState(op.queueId, op.key);
+    case 'redrive':
+      return core.redrive(op.request);
+    case 'deleteQueue':
+      return core.deleteQueue();
+  }
+}
