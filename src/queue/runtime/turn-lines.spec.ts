@@ -18,7 +18,7 @@ function harness(maxPending = 100) {
     async (queueId, batch) => {
       running.set(queueId, (running.get(queueId) ?? 0) + 1);
       mostAtOnce = Math.max(mostAtOnce, running.get(queueId)!);
-      batches.push({ queueId, ops: batch.map((p) => (p.op as TurnOp<unknown> & { name: string }).name) });
+      batches.push({ queueId, ops: batch.map((p) => (p.op as unknown as { name: string }).name) });
       await new Promise<void>((resolve) => gates.push(resolve));
       running.set(queueId, running.get(queueId)! - 1);
       if (fail !== undefined) {
@@ -26,14 +26,14 @@ function harness(maxPending = 100) {
         fail = undefined;
         throw error;
       }
-      batch.forEach((p) => p.resolve((p.op as TurnOp<unknown> & { name: string }).name));
+      batch.forEach((p) => p.resolve((p.op as unknown as { name: string }).name));
     },
     (_queueId, error) => failures.push(error),
   );
   const outcomes = new Map<string, unknown>();
-  const add = (queueId: string, name: string, op: Partial<TurnOp<unknown>> = {}): Promise<unknown> =>
+  const add = (queueId: string, name: string, op: Partial<TurnOp> = {}): Promise<unknown> =>
     new Promise((resolve, reject) => {
-      const pending: Pending = { op: { apply: () => name, ...op, name } as TurnOp<unknown>, resolve, reject };
+      const pending: Pending = { op: { kind: 'none', ...op, name } as unknown as TurnOp, resolve, reject };
       lines.add(queueId, pending);
     }).then(
       (v) => outcomes.set(name, v),
