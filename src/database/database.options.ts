@@ -16,6 +16,7 @@ import { DeadLetterOrigins1764100000009 } from './migrations/1764100000009-dead-
 import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-segment-range-deletes.js';
 import { ItemHeaders1764100000011 } from './migrations/1764100000011-item-headers.js';
 import { Schedules1764100000012 } from './migrations/1764100000012-schedules.js';
+import { SqlEnqueue1764100000016 } from './migrations/1764100000016-sql-enqueue.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -50,6 +51,7 @@ export const MIGRATIONS = [
   SegmentRangeDeletes1764100000010,
   ItemHeaders1764100000011,
   Schedules1764100000012,
+  SqlEnqueue1764100000016,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { QueryRunner } from 'typeorm';
-import { createFunctionStatement } from '../../src/database/functions/database-function.js';
+import { syncDatabaseFunctions } from '../../src/database/functions/database-function.js';
 import { DATABASE_FUNCTIONS } from '../../src/database/functions/database-functions.js';
 
 /** `pg_get_functiondef` of every overload of `names` in `schema`, by signature, the schema's name left out. */
@@ -10,7 +10,10 @@ async function definitions(runner: QueryRunner, schema: string, names: string[])
        FROM pg_proc p WHERE p.pronamespace = to_regnamespace($1) AND p.proname = ANY($2::text[])`,
     [schema, names],
   );
-  return new Map(rows.map((r) => [r.signature, r.definition.replace(`FUNCTION ${schema}.`, 'FUNCTION ')]));
+  // The schema's name is left out of a pinned search_path too (`SET search_path TO '<schema>', 'pg_temp'`).
+  const named = (definition: string): string =>
+    definition.replace(`FUNCTION ${schema}.`, 'FUNCTION ').replace(/^ SET search_path TO .*$/m, (line) => line.replaceAll(schema, '<schema>'));
+  return new Map(rows.map((r) => [r.signature, named(r.definition)]));
 }
 
 /** The first line where two texts differ, for a readable failure. */
@@ -39,7 +42,7 @@ export async function functionDrift(runner: QueryRunner): Promise<string[]> {
   try {
     await runner.query(`CREATE SCHEMA ${scratch}`);
     await runner.query(`SET LOCAL search_path = ${scratch}`);
-    for (const fn of DATABASE_FUNCTIONS) await runner.query(createFunctionStatement(fn));
+    await syncDatabaseFunctions(runner, DATABASE_FUNCTIONS);
     expected = await definitions(runner, scratch, names);
   } finally {
     await (nested ? runner.query('ROLLBACK TO SAVEPOINT declared') : runner.rollbackTransaction());

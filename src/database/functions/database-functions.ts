@@ -1,4 +1,5 @@
 import type { DatabaseFunction } from './database-function.js';
+import { ENQUEUE_COMMITTED, PUSHPOP_ENQUEUE } from './enqueue.function.js';
 import { WRITE_TURN_FULL, WRITE_TURN_OLDEST, WRITE_TURN_PREVIOUS_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
 
 /**
@@ -12,4 +13,6 @@ export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [
   WRITE_TURN_PREVIOUS_FULL,
   WRITE_TURN_SHORT,
   WRITE_TURN_OLDEST,
+  PUSHPOP_ENQUEUE,
+  ENQUEUE_COMMITTED,
 ];
