@@ -2,6 +2,8 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import { AppConfig } from '../config/app-config.js';
 import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
+import { ENQUEUE_WAKE } from '../database/functions/enqueue.function.js';
+import { ItemNotifications } from '../database/item-notifications.js';
 import type { NewItem } from '../queue/core/types.js';
 import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
 import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
@@ -11,11 +13,19 @@ import { QueueAppend } from './queue-append.js';
 /** Rows one carriage takes at most (a queue's share of them is one turn: at most a turn's weight of 1,000). */
 export const CARRY_BATCH = 1000;
 /**
- * How often each process looks for committed rows. The function sends no `NOTIFY` (see
- * enqueue.function.ts), so this probe is how a commit is noticed: an item is poppable about
- * this long after its commit at worst, plus one carriage.
+ * How often a process looks for committed rows after a wake-up, while it found some within {@link ACTIVE_MS}:
+ * a commit that finds others waiting sends no wake-up (see `ENQUEUE_COMMITTED`), so this probe
+ * is how it is noticed then: its items are poppable this long after the commit at worst, plus
+ * one carriage.
  */
 export const CARRY_INTERVAL_MS = 100;
+/** How long after it last found rows a process goes on probing every {@link CARRY_INTERVAL_MS}. */
+export const ACTIVE_MS = 5_000;
+/**
+ * How often an idle process probes (for a wake-up lost with the notification connection, or a
+ * commit whose visibility lagged its trigger by more than {@link ACTIVE_MS}): nearly nothing.
+ */
+export const IDLE_INTERVAL_MS = 5_000;
 
 /** The dedup id of a row enqueued without one: its sequence number, unique in the schema. */
 export const carriedDedupId = (seq: string): string => `pushpop-enqueue:${seq}`;
@@ -24,9 +34,11 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 
 /**
  * Carries the rows `pushpop_enqueue` added, once their transactions committed, into their
- * queues: every process probes for them every {@link CARRY_INTERVAL_MS}, and one at a time
- * carries up to {@link CARRY_BATCH} of them, in commit order, each queue's share as one push
- * through the queue runtime ({@link QueueAppend}), and deletes them.
+ * queues: a process carries when woken (a commit that found none waiting notifies the schema's
+ * items channel), then probes every {@link CARRY_INTERVAL_MS} while it keeps finding rows, and
+ * every {@link IDLE_INTERVAL_MS} when idle. One process at a time carries up to
+ * {@link CARRY_BATCH} rows, in commit order, each queue's share as one push through the queue
+ * runtime ({@link QueueAppend}), and deletes them.
  *
  * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
  * (a transaction-scoped advisory lock; another process finding it taken skips its turn). The
@@ -59,6 +71,10 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('EnqueueCarrier');
   private readonly loop: SweepLoop;
+  /** When a carriage last found rows, or a wake-up came (`Date.now()`). */
+  private lastFound = 0;
+  /** The probing every {@link CARRY_INTERVAL_MS} after a wake-up, while it runs. */
+  private active?: Promise<void>;
 
   constructor(
     private readonly config: AppConfig,
@@ -66,13 +82,48 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly inbox: EnqueueInboxRepository,
     private readonly queues: QueueAppend,
     private readonly stats: EnqueueStats,
+    notifications: ItemNotifications,
   ) {
+    // The idle probe: finding rows (a wake-up was lost) starts the frequent probing.
     this.loop = new SweepLoop(
       this.logger,
       'Carrying SQL-enqueued items',
-      () => this.carry(),
-      () => CARRY_INTERVAL_MS,
+      async () => {
+        if (await this.inbox.anyCommitted()) this.wake();
+        return false;
+      },
+      () => IDLE_INTERVAL_MS,
     );
+    notifications.onItems((payload) => {
+      if (payload === ENQUEUE_WAKE) this.wake();
+    });
+    // Wake-ups sent while the connection was away are lost: look once it is back.
+    notifications.onListening(() => this.wake());
+  }
+
+  /**
+   * Carries now (a commit found nobody waiting), then probes every {@link CARRY_INTERVAL_MS}
+   * until nothing was found for {@link ACTIVE_MS}.
+   */
+  wake(): void {
+    this.lastFound = Date.now();
+    if (this.active || this.loop.stopped) return;
+    this.active = (async () => {
+      await this.db.ready;
+      while (!this.loop.stopped) {
+        let more = false;
+        try {
+          more = await this.carry();
+        } catch (error) {
+          this.logger.warn(`Carrying SQL-enqueued items failed: ${message(error)}`);
+        }
+        if (more) continue;
+        if (Date.now() - this.lastFound >= ACTIVE_MS || this.loop.stopped) break;
+        await new Promise<void>((resolve) => setTimeout(resolve, CARRY_INTERVAL_MS).unref());
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => (this.active = undefined));
   }
 
   onApplicationBootstrap(): void {
@@ -89,15 +140,21 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     await this.loop.stop();
+    await this.active;
   }
 
   /** One carriage; true when it took a full batch (carry again at once). */
   async carry(): Promise<boolean> {
     if (!(await this.inbox.anyCommitted())) return false;
+    this.lastFound = Date.now();
     const taken = await this.inbox.underCarrierLock(async (session) => {
       const rows = await this.inbox.next(session, CARRY_BATCH);
       const byQueue = new Map<string, EnqueuedRow[]>();
-      for (const row of rows) byQueue.set(row.queueId, [...(byQueue.get(row.queueId) ?? []), row]);
+      for (const row of rows) {
+        const queueRows = byQueue.get(row.queueId);
+        if (queueRows) queueRows.push(row);
+        else byQueue.set(row.queueId, [row]);
+      }
       const carried: EnqueuedRow[] = [];
       await Promise.all(
         [...byQueue].map(async ([queueId, queueRows]) => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
-import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
+import { ACTIVE_MS, EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { answer, drain, sleep } from '../support/queue-helpers.js';
 import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -122,9 +122,11 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     ]);
   });
 
-  it('a long poll waiting on the queue answers within 500 ms of the commit', async () => {
+  it('a long poll waiting on the queue answers within 500 ms of the commit, the carriers idle before it (woken by the commit)', async () => {
     const db = await connect();
     const q = uniqueQueueId('sql-poll');
+    // Past the time carriers keep probing often after they last found rows: only the commit's wake-up is quick now.
+    await sleep(ACTIVE_MS + 500);
     const poll = answer(svc.http.post(`/queue/${q}/pop?wait_seconds=10`), 15_000);
     await pollsWaitingOn(svc, q);
     await db.query('BEGIN');

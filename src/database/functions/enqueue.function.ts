@@ -8,8 +8,9 @@ import type { DatabaseFunction } from './database-function.js';
  *
  * What the caller's transaction pays: one read of the one-row `enqueue_limits`, one insert (one
  * index), and on its first call one more insert at commit (below). It takes no lock shared by
- * all queues and sends no `NOTIFY` (a `NOTIFY` holds a lock of the whole server until its commit
- * is flushed: every notifying commit would wait for every other one).
+ * all queues and sends no `NOTIFY` per call (a `NOTIFY` holds a lock of the whole server until
+ * its commit is flushed: every notifying commit would wait for every other one; the trigger
+ * below sends one only to wake idle carriers).
  *
  * **Commit order.** The first row a transaction adds has `opens`: the deferred constraint
  * trigger on it ({@link ENQUEUE_COMMITTED}) runs at the transaction's `COMMIT` and records the
@@ -121,6 +122,12 @@ END;
  * The deferred constraint trigger on the row that opens a transaction's rows: it runs as the
  * transaction commits and gives it its `commit_seq` (see {@link PUSHPOP_ENQUEUE}). It runs in
  * the caller's session after `pushpop_enqueue` returned, hence `SECURITY DEFINER` as well.
+ *
+ * It wakes the carriers only when no other committed transaction waits to be carried: a `NOTIFY`
+ * on the schema's items channel (the one `ItemNotifications` listens on, its name computed as
+ * `itemsChannel` does) with the payload {@link ENQUEUE_WAKE}. While transactions wait, the
+ * carriers are at work and probe again within 100 ms (see `EnqueueCarrier`), so the lock a
+ * `NOTIFY` holds until its commit is flushed is taken about once per carriage, never per call.
  */
 export const ENQUEUE_COMMITTED: DatabaseFunction = {
   name: 'pushpop_enqueue_committed',
@@ -130,8 +137,19 @@ export const ENQUEUE_COMMITTED: DatabaseFunction = {
   securityDefiner: true,
   body: `
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM enqueue_commits) THEN
+    PERFORM pg_notify(CASE WHEN current_schema() = 'public' THEN 'pushpop_items'
+                           WHEN octet_length('pushpop_items.' || current_schema()) <= 63 THEN 'pushpop_items.' || current_schema()
+                           ELSE 'pushpop_items.' || md5(current_schema()) END, ' enqueue');
+  END IF;
   INSERT INTO enqueue_commits (xid) VALUES (NEW.xid) ON CONFLICT (xid) DO NOTHING;
   RETURN NULL;
 END;
 `,
 };
+
+/**
+ * The payload of the carriers' wake-up on the items channel: never a queue id (it starts with a
+ * space), nor a queue's state (those start with `{`).
+ */
+export const ENQUEUE_WAKE = ' enqueue';
