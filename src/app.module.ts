@@ -7,6 +7,7 @@ import type { Environment } from './config/environment.js';
 import { DatabaseModule } from './database/database.module.js';
 import { DedupModule } from './dedup/dedup.module.js';
 import { DelayModule } from './delay/delay.module.js';
+import { EnqueueModule } from './enqueue/enqueue.module.js';
 import { HealthModule } from './health/health.module.js';
 import { LockModule } from './lock/lock.module.js';
 import { MetricsModule } from './metrics/metrics.module.js';
@@ -34,6 +35,7 @@ export class AppModule {
         DelayModule,
         DedupModule,
         SchedulesModule,
+        EnqueueModule,
         HealthModule,
         MetricsModule,
         AdminModule.forRoot(),

@@ -42,6 +42,10 @@ const PLACES: Record<string, { role: string; may: readonly string[] }> = {
     role: 'cron schedules: their HTTP face and service, and the sweep that fires them through the runtime',
     may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'database', 'metrics port', 'auth', 'common', 'config'],
   },
+  enqueue: {
+    role: 'the carrier of rows pushpop_enqueue added: committed rows pushed into their queues through the runtime, in commit order',
+    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'database', 'metrics port', 'common', 'config'],
+  },
   metrics: {
     role: '/metrics: the registry, the HTTP operation metrics, the collectors port’s adapter',
     may: ['metrics port', 'database', 'cluster', 'auth', 'common', 'config'],

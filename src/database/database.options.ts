@@ -17,6 +17,7 @@ import { SegmentRangeDeletes1764100000010 } from './migrations/1764100000010-seg
 import { ItemHeaders1764100000011 } from './migrations/1764100000011-item-headers.js';
 import { Schedules1764100000012 } from './migrations/1764100000012-schedules.js';
 import { DropOldWriteTurnForms1764100000013 } from './migrations/1764100000013-drop-old-write-turn-forms.js';
+import { SqlEnqueue1764100000016 } from './migrations/1764100000016-sql-enqueue.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -52,6 +53,7 @@ export const MIGRATIONS = [
   ItemHeaders1764100000011,
   Schedules1764100000012,
   DropOldWriteTurnForms1764100000013,
+  SqlEnqueue1764100000016,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

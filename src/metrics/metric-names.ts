@@ -54,6 +54,14 @@ export const METRICS = {
     name: 'pushpop_schedule_firings_made_up_total',
     help: 'Schedule firings pushed late, each one push standing for every firing missed while no process ran',
   },
+  enqueueWaiting: {
+    name: 'pushpop_enqueue_waiting_items',
+    help: 'Items enqueued from SQL (pushpop_enqueue) and committed, not yet carried into their queues (all processes; refreshed at most every 10 s)',
+  },
+  enqueueOldestAge: {
+    name: 'pushpop_enqueue_oldest_age_seconds',
+    help: 'Seconds since the oldest transaction whose SQL-enqueued items wait to be carried committed; 0 when none waits (refreshed at most every 10 s)',
+  },
   pausedQueues: { name: 'pushpop_paused_queues', help: 'Queues paused: pops hand out nothing (all processes; refreshed at most every 10 s)' },
   liveLocks: {
     name: 'pushpop_live_locks',

@@ -1,13 +1,22 @@
 import { Module } from '@nestjs/common';
 import { DedupIdRepository } from './dedup-id.repository.js';
 import { DelayedItemRepository } from './delayed-item.repository.js';
+import { EnqueueInboxRepository } from './enqueue-inbox.repository.js';
 import { LockRepository } from './lock.repository.js';
 import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
 import { ScheduleRepository } from './schedule.repository.js';
 import { StorageMetrics } from './storage-metrics.js';
 
-const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository, ScheduleRepository];
+const REPOSITORIES = [
+  QueueStateRepository,
+  LockRepository,
+  DelayedItemRepository,
+  DedupIdRepository,
+  QueueListingRepository,
+  ScheduleRepository,
+  EnqueueInboxRepository,
+];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */
 @Module({ providers: [...REPOSITORIES, StorageMetrics], exports: REPOSITORIES })

@@ -11,6 +11,7 @@ import { QueueWakeUps } from '../../src/queue/runtime/queue-wake-ups.js';
 import { timeTravel } from '../support/lock-helpers.js';
 import { range, sleep, until } from '../support/queue-helpers.js';
 import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
+import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -32,7 +33,7 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
   beforeAll(async () => {
     svc = await startService({ env: { MAX_WAITING_POLLS: String(POLLS) } });
     // Their statements would be counted below; nothing here needs lock expiry, delayed items, dedup ids or schedules.
-    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper])
+    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper, EnqueueCarrier])
       await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
     events = svc.app.get(QueueEvents);

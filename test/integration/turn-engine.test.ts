@@ -6,6 +6,7 @@ import { UnitOfWork, type DbSession } from '../../src/database/unit-of-work.js';
 import { DedupSweeper } from '../../src/dedup/dedup-sweeper.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
 import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
+import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
@@ -29,7 +30,7 @@ describe(`turn engine (${databaseKind})`, () => {
     // The background sweeps' statements are not a request's: stopped, they cannot be counted
     // whatever context their timers run in (nothing here needs them; locks and delayed items
     // that come due are handled by the queues' own turns).
-    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper])
+    for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper, EnqueueCarrier])
       await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
     segments = svc.app.get(QueueStateRepository);

@@ -14,7 +14,10 @@ async function definitions(runner: QueryRunner, schema: string, names: string[])
        FROM pg_proc p WHERE p.pronamespace = to_regnamespace($1) AND p.proname = ANY($2::text[])`,
     [schema, names],
   );
-  return new Map(rows.map((r) => [r.signature, r.definition.replace(`FUNCTION ${schema}.`, 'FUNCTION ')]));
+  // The schema's name is left out of a pinned search_path too (`SET search_path TO '<schema>', 'pg_temp'`).
+  const named = (definition: string): string =>
+    definition.replace(`FUNCTION ${schema}.`, 'FUNCTION ').replace(/^ SET search_path TO .*$/m, (line) => line.replaceAll(schema, '<schema>'));
+  return new Map(rows.map((r) => [r.signature, named(r.definition)]));
 }
 
 /** The first line where two texts differ, for a readable failure. */
@@ -52,7 +55,7 @@ export async function functionDrift(runner: QueryRunner): Promise<string[]> {
   let expected: Map<string, string>;
   try {
     await runner.query(`CREATE SCHEMA ${scratch}`);
-    await runner.query(`SET LOCAL search_path = ${scratch}`);
+    await runner.query(`SET LOCAL search_path = ${scratch}, pg_temp`);
     for (const text of checkedIn) if (text) await runner.query(text);
     expected = await definitions(runner, scratch, names);
   } finally {

@@ -10,17 +10,24 @@ export interface DatabaseFunction {
   /** What this function (or overload) is for, in a sentence: written above it in its `.sql` file. */
   readonly summary: string;
   /** In order; `type` as written in `CREATE FUNCTION`. */
-  readonly parameters: readonly { readonly name: string; readonly type: string }[];
+  readonly parameters: readonly { readonly name: string; readonly type: string; readonly default?: string }[];
   readonly returns: string;
   readonly language: 'plpgsql' | 'sql';
   /** The text between the dollar quotes, exactly as PostgreSQL keeps it (`prosrc`). */
   readonly body: string;
+  /**
+   * Runs with its owner's rights (`SECURITY DEFINER`), its `search_path` pinned to the schema it
+   * is created in and then `pg_temp` (see {@link syncDatabaseFunctions}), so that a caller's
+   * objects of the same names are never found instead of pushpop's.
+   */
+  readonly securityDefiner?: true;
 }
 
 /** `CREATE OR REPLACE FUNCTION …` of a declaration, one parameter a line (PostgreSQL keeps only the body's text as written). */
 export function createFunctionStatement(fn: DatabaseFunction): string {
-  const parameters = fn.parameters.map((p) => `  ${p.name} ${p.type}`).join(',\n');
-  return `CREATE OR REPLACE FUNCTION ${fn.name}(\n${parameters}\n) RETURNS ${fn.returns} LANGUAGE ${fn.language} AS $fn$${fn.body}$fn$`;
+  const parameters = fn.parameters.map((p) => `  ${p.name} ${p.type}${p.default === undefined ? '' : ` DEFAULT ${p.default}`}`).join(',\n');
+  const definer = fn.securityDefiner ? ' SECURITY DEFINER SET search_path FROM CURRENT' : '';
+  return `CREATE OR REPLACE FUNCTION ${fn.name}(\n${parameters}\n) RETURNS ${fn.returns} LANGUAGE ${fn.language}${definer} AS $fn$${fn.body}$fn$`;
 }
 
 /** `name(type, …)`: the signature PostgreSQL tells overloads apart by. */
@@ -38,7 +45,14 @@ export function functionSignature(fn: DatabaseFunction): string {
  * signature that stays: a migration that does so drops the old one first.
  */
 export async function syncDatabaseFunctions(runner: QueryRunner, functions: readonly DatabaseFunction[]): Promise<void> {
-  for (const fn of functions) await runner.query(createFunctionStatement(fn));
+  // What `SET search_path FROM CURRENT` keeps: the current schema, then pg_temp (searched last).
+  const [{ path }]: { path: string }[] = await runner.query(`SELECT current_setting('search_path') AS path`);
+  await runner.query(`SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', false)`);
+  try {
+    for (const fn of functions) await runner.query(createFunctionStatement(fn));
+  } finally {
+    await runner.query(`SELECT set_config('search_path', $1, false)`, [path]);
+  }
   const names = [...new Set(functions.map((fn) => fn.name))];
   const declared: { oid: number }[] = await runner.query(`SELECT to_regprocedure(s)::oid AS oid FROM unnest($1::text[]) AS s`, [
     functions.map(functionSignature),

@@ -1,4 +1,5 @@
 import type { DatabaseFunction } from './database-function.js';
+import { ENQUEUE_COMMITTED, PUSHPOP_ENQUEUE } from './enqueue.function.js';
 import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
 
 /**
@@ -6,4 +7,4 @@ import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-tur
  * those it calls). The one place a function is defined: migrations take their text from here,
  * and a test checks the migrated schema against it.
  */
-export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [WRITE_TURN_FULL, WRITE_TURN_THIRD, WRITE_TURN_SHORT];
+export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [WRITE_TURN_FULL, WRITE_TURN_THIRD, WRITE_TURN_SHORT, PUSHPOP_ENQUEUE, ENQUEUE_COMMITTED];

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import type { AppConfig } from '../config/app-config.js';
+import type { DatabaseProvider } from '../database/database.provider.js';
+import type { ItemNotifications } from '../database/item-notifications.js';
+import type { NewItem } from '../queue/core/types.js';
+import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inbox.repository.js';
+import { CARRY_BATCH, carriedDedupId, EnqueueCarrier } from './enqueue-carrier.js';
+import { EnqueueStats } from './enqueue-stats.js';
+import type { QueueAppend } from './queue-append.js';
+
+/** A row as the inbox hands it over, in commit order by `seq` here. */
+const row = (seq: number, queueId: string, extra: Partial<EnqueuedRow> = {}): EnqueuedRow => ({
+  xid: String(1000 + Math.floor(seq / 10)),
+  seq: String(seq),
+  queueId,
+  item: JSON.stringify({ seq }),
+  priority: 0,
+  delayMs: 0,
+  dedupId: null,
+  headers: null,
+  ...extra,
+});
+
+/** The carrier over an inbox holding `rows` (the lock taken unless `locked`), pushing through `append`. */
+function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: readonly NewItem[]) => Promise<unknown>, locked = false) {
+  const inbox = {
+    rows: [...rows],
+    removed: [] as string[],
+    anyCommitted: async () => inbox.rows.length > 0,
+    underCarrierLock: async <T>(fn: (session: unknown) => Promise<T>) => (locked ? undefined : fn({})),
+    next: async (_session: unknown, limit: number) => inbox.rows.slice(0, limit),
+    remove: async (_session: unknown, done: readonly Pick<EnqueuedRow, 'seq'>[]) => {
+      const seqs = new Set(done.map((d) => d.seq));
+      inbox.removed.push(...seqs);
+      inbox.rows = inbox.rows.filter((r) => !seqs.has(r.seq));
+    },
+  };
+  const stats = new EnqueueStats();
+  const carrier = new EnqueueCarrier(
+    { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9 } } as AppConfig,
+    { ready: Promise.resolve() } as DatabaseProvider,
+    inbox as unknown as EnqueueInboxRepository,
+    { append } as unknown as QueueAppend,
+    stats,
+    { onItems: () => undefined, onListening: () => undefined } as unknown as ItemNotifications,
+  );
+  return { carrier, inbox, stats };
+}
+
+describe('EnqueueCarrier', () => {
+  it('pushes each queue’s rows as one push in commit order, each with its own dedup id or one of its row, then deletes them', async () => {
+    const pushes: [string, NewItem[]][] = [];
+    const { carrier, inbox, stats } = carrierOver(
+      [row(1, 'a'), row(2, 'b', { dedupId: 'order-2', priority: 3, delayMs: 1500, headers: '{"tenant": "acme"}' }), row(3, 'a')],
+      async (queueId, items) => void pushes.push([queueId, [...items]]),
+    );
+    expect(await carrier.carry()).toBe(false);
+    expect(pushes).toEqual([
+      [
+        'a',
+        [
+          { priority: 0, json: '{"seq":1}', delayMs: 0, dedupId: carriedDedupId('1') },
+          { priority: 0, json: '{"seq":3}', delayMs: 0, dedupId: carriedDedupId('3') },
+        ],
+      ],
+      ['b', [{ priority: 3, json: '{"seq":2}', headers: '{"tenant":"acme"}', delayMs: 1500, dedupId: 'order-2' }]],
+    ]);
+    expect(inbox.rows).toEqual([]);
+    expect(stats.rowsCarried).toBe(3);
+  });
+
+  it('a queue whose push fails keeps all its rows for the next carriage; the other queues’ rows go', async () => {
+    const { carrier, inbox } = carrierOver([row(1, 'a'), row(2, 'b'), row(3, 'a'), row(4, 'b')], async (queueId) => {
+      if (queueId === 'a') throw new Error('too many operations are waiting on queue a');
+    });
+    await carrier.carry();
+    expect(inbox.removed.sort()).toEqual(['2', '4']);
+    expect(inbox.rows.map((r) => r.seq)).toEqual(['1', '3']);
+  });
+
+  it('a row this process cannot push (past its limits) is dropped with the carriage, not left to hold up its queue', async () => {
+    const pushes: NewItem[][] = [];
+    const { carrier, inbox, stats } = carrierOver(
+      [row(1, 'a', { priority: 10 }), row(2, 'a', { item: JSON.stringify({ s: 'x'.repeat(1000) }) }), row(3, 'a')],
+      async (_q, items) => void pushes.push([...items]),
+    );
+    await carrier.carry();
+    expect(pushes.map((items) => items.map((i) => i.json))).toEqual([['{"seq":3}']]);
+    expect(inbox.rows).toEqual([]);
+    expect(stats.rowsDropped).toBe(2);
+  });
+
+  it('nothing is pushed while another carriage holds the carrier lock, and a full batch asks to carry again at once', async () => {
+    let pushed = 0;
+    const rows = Array.from({ length: CARRY_BATCH + 5 }, (_, i) => row(i, `q${i % 7}`));
+    const locked = carrierOver(rows, async (_q, items) => void (pushed += items.length), true);
+    expect(await locked.carrier.carry()).toBe(false);
+    expect(pushed).toBe(0);
+
+    const free = carrierOver(rows, async (_q, items) => void (pushed += items.length));
+    expect(await free.carrier.carry()).toBe(true);
+    expect(await free.carrier.carry()).toBe(false);
+    expect(pushed).toBe(CARRY_BATCH + 5);
+    expect(free.inbox.rows).toEqual([]);
+  });
+});

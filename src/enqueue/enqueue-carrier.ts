@@ -1,0 +1,200 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { SweepLoop } from '../common/sweep-loop.js';
+import { DatabaseProvider } from '../database/database.provider.js';
+import { ENQUEUE_WAKE } from '../database/functions/enqueue.function.js';
+import { ItemNotifications } from '../database/item-notifications.js';
+import type { NewItem } from '../queue/core/types.js';
+import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
+import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
+import { EnqueueStats } from './enqueue-stats.js';
+import { QueueAppend } from './queue-append.js';
+
+/** Rows one carriage takes at most (a queue's share of them is one turn: at most a turn's weight of 1,000). */
+export const CARRY_BATCH = 1000;
+/**
+ * How often a process looks for committed rows after a wake-up, while it found some within {@link ACTIVE_MS}:
+ * a commit that finds others waiting sends no wake-up (see `ENQUEUE_COMMITTED`), so this probe
+ * is how it is noticed then: its items are poppable this long after the commit at worst, plus
+ * one carriage.
+ */
+export const CARRY_INTERVAL_MS = 100;
+/** How long after it last found rows a process goes on probing every {@link CARRY_INTERVAL_MS}. */
+export const ACTIVE_MS = 5_000;
+/**
+ * How often an idle process probes (for a wake-up lost with the notification connection, or a
+ * commit whose visibility lagged its trigger by more than {@link ACTIVE_MS}): nearly nothing.
+ */
+export const IDLE_INTERVAL_MS = 5_000;
+
+/** The dedup id of a row enqueued without one: its sequence number, unique in the schema. */
+export const carriedDedupId = (seq: string): string => `pushpop-enqueue:${seq}`;
+
+const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Carries the rows `pushpop_enqueue` added, once their transactions committed, into their
+ * queues: a process carries when woken (a commit that found none waiting notifies the schema's
+ * items channel), then probes every {@link CARRY_INTERVAL_MS} while it keeps finding rows, and
+ * every {@link IDLE_INTERVAL_MS} when idle. One process at a time carries up to
+ * {@link CARRY_BATCH} rows, in commit order, each queue's share as one push through the queue
+ * runtime ({@link QueueAppend}), and deletes them.
+ *
+ * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
+ * (a transaction-scoped advisory lock; another process finding it taken skips its turn). The
+ * lock ends with that transaction: at its commit, its rollback, or when the process dies and
+ * PostgreSQL ends its connection (SIGKILL included). While it is held nobody else pushes rows:
+ * no row is carried twice at the same time, and no queue's later rows overtake earlier ones.
+ *
+ * **Commit order.** Rows are taken by `commit_seq`, the number a transaction gets as it commits,
+ * then by call order. A transaction still committing when a carriage reads is simply not seen
+ * yet and comes in a later carriage, after what was carried: per queue, items become poppable
+ * in the order their transactions became visible, even when they called the function in the
+ * other order.
+ *
+ * **Exactly once.** The push (its own transaction: a turn commits under the queue's version
+ * check and group commit, and cannot share the carriage's) commits before the rows are deleted
+ * in the carriage's transaction. Every push carries a dedup id: the row's own, else
+ * `pushpop-enqueue:<seq>`, unique to the row. A carriage that dies between the push's commit and
+ * its own (a crash, SIGKILL, a lost connection) leaves its rows and releases the lock; the next
+ * carriage pushes them again, the queue answers `duplicate` for every one that made it, and the
+ * rows are deleted then. A failed push (a queue whose line is full, an unreachable database)
+ * leaves that queue's rows, and nothing later of that queue is pushed before them. The limit of
+ * this: a carriage that dies after its push, with no process running again before the dedup
+ * window (`DEDUP_WINDOW_SECONDS`, 300 s by default) has passed, enqueues those items a second
+ * time, as the schedules' firings would.
+ *
+ * A row this process cannot push (its limits are lower than those of the process whose limits
+ * the function checked) is dropped with a warning rather than holding up its queue forever.
+ */
+@Injectable()
+export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('EnqueueCarrier');
+  private readonly loop: SweepLoop;
+  /** When a carriage last found rows, or a wake-up came (`Date.now()`). */
+  private lastFound = 0;
+  /** The probing every {@link CARRY_INTERVAL_MS} after a wake-up, while it runs. */
+  private active?: Promise<void>;
+
+  constructor(
+    private readonly config: AppConfig,
+    private readonly db: DatabaseProvider,
+    private readonly inbox: EnqueueInboxRepository,
+    private readonly queues: QueueAppend,
+    private readonly stats: EnqueueStats,
+    notifications: ItemNotifications,
+  ) {
+    // The idle probe: finding rows (a wake-up was lost) starts the frequent probing.
+    this.loop = new SweepLoop(
+      this.logger,
+      'Carrying SQL-enqueued items',
+      async () => {
+        if (await this.inbox.anyCommitted()) this.wake();
+        return false;
+      },
+      () => IDLE_INTERVAL_MS,
+    );
+    notifications.onItems((payload) => {
+      if (payload === ENQUEUE_WAKE) this.wake();
+    });
+    // Wake-ups sent while the connection was away are lost: look once it is back.
+    notifications.onListening(() => this.wake());
+  }
+
+  /**
+   * Carries now (a commit found nobody waiting), then probes every {@link CARRY_INTERVAL_MS}
+   * until nothing was found for {@link ACTIVE_MS}.
+   */
+  wake(): void {
+    this.lastFound = Date.now();
+    if (this.active || this.loop.stopped) return;
+    this.active = (async () => {
+      await this.db.ready;
+      while (!this.loop.stopped) {
+        let more = false;
+        try {
+          more = await this.carry();
+        } catch (error) {
+          this.logger.warn(`Carrying SQL-enqueued items failed: ${message(error)}`);
+        }
+        if (more) continue;
+        if (Date.now() - this.lastFound >= ACTIVE_MS || this.loop.stopped) break;
+        await new Promise<void>((resolve) => setTimeout(resolve, CARRY_INTERVAL_MS).unref());
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => (this.active = undefined));
+  }
+
+  onApplicationBootstrap(): void {
+    const { MAX_ITEM_BYTES, MAX_PRIORITY } = this.config.env;
+    this.db.ready.then(
+      () =>
+        this.inbox
+          .setLimits(MAX_ITEM_BYTES, MAX_PRIORITY)
+          .catch((error: unknown) => this.logger.warn(`Could not set the limits of pushpop_enqueue: ${message(error)}`)),
+      () => undefined,
+    );
+    this.loop.start(this.db.ready);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.loop.stop();
+    await this.active;
+  }
+
+  /** One carriage; true when it took a full batch (carry again at once). */
+  async carry(): Promise<boolean> {
+    if (!(await this.inbox.anyCommitted())) return false;
+    this.lastFound = Date.now();
+    const taken = await this.inbox.underCarrierLock(async (session) => {
+      const rows = await this.inbox.next(session, CARRY_BATCH);
+      const byQueue = new Map<string, EnqueuedRow[]>();
+      for (const row of rows) {
+        const queueRows = byQueue.get(row.queueId);
+        if (queueRows) queueRows.push(row);
+        else byQueue.set(row.queueId, [row]);
+      }
+      const carried: EnqueuedRow[] = [];
+      await Promise.all(
+        [...byQueue].map(async ([queueId, queueRows]) => {
+          const items: NewItem[] = [];
+          for (const row of queueRows) {
+            const item = this.itemOf(row);
+            if (item) items.push(item);
+          }
+          try {
+            if (items.length > 0) await this.queues.append(queueId, items);
+            carried.push(...queueRows);
+            this.stats.rowsCarried += items.length;
+            this.stats.rowsDropped += queueRows.length - items.length;
+          } catch (error) {
+            this.logger.warn(`Could not carry ${queueRows.length} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
+          }
+        }),
+      );
+      await this.inbox.remove(session, carried);
+      return rows.length;
+    });
+    return taken === CARRY_BATCH;
+  }
+
+  /** The item a row stands for, checked as an HTTP push checks it; undefined (and logged) when this process cannot push it. */
+  private itemOf(row: EnqueuedRow): NewItem | undefined {
+    const { MAX_ITEM_BYTES, MAX_PRIORITY } = this.config.env;
+    try {
+      if (row.priority > MAX_PRIORITY) throw new Error(`priority ${row.priority} is above MAX_PRIORITY ${MAX_PRIORITY}`);
+      const headers = row.headers === null ? undefined : encodeHeaders(JSON.parse(row.headers) as Record<string, string>, undefined);
+      return {
+        priority: row.priority,
+        json: encodeItem(JSON.parse(row.item), MAX_ITEM_BYTES),
+        ...(headers === undefined ? {} : { headers }),
+        delayMs: row.delayMs,
+        dedupId: row.dedupId ?? carriedDedupId(row.seq),
+      };
+    } catch (error) {
+      this.logger.warn(`Dropped SQL-enqueued item ${row.seq} of queue ${row.queueId}: ${message(error)}`);
+      return undefined;
+    }
+  }
+}
