@@ -6,8 +6,17 @@ import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
 import { ScheduleRepository } from './schedule.repository.js';
 import { StorageMetrics } from './storage-metrics.js';
+import { SweepProbeRepository } from './sweep-probe.repository.js';
 
-const REPOSITORIES = [QueueStateRepository, LockRepository, DelayedItemRepository, DedupIdRepository, QueueListingRepository, ScheduleRepository];
+const REPOSITORIES = [
+  QueueStateRepository,
+  LockRepository,
+  DelayedItemRepository,
+  DedupIdRepository,
+  QueueListingRepository,
+  ScheduleRepository,
+  SweepProbeRepository,
+];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */
 @Module({ providers: [...REPOSITORIES, StorageMetrics], exports: REPOSITORIES })
