@@ -35,16 +35,20 @@ const PLACES: Record<string, { role: string; may: readonly string[] }> = {
     role: 'TypeORM options, the embedded PostgreSQL, the unit of work, notifications, entities, functions, migrations',
     may: ['queue/core:types', 'common', 'config'],
   },
-  lock: { role: 'sweep: expired locks, given back through turns of the runtime', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
-  delay: { role: 'sweep: delayed items come due through turns of the runtime', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
-  dedup: { role: 'sweep: expired dedup ids deleted', may: ['queue/runtime', 'storage', 'database', 'common', 'config'] },
+  lock: { role: 'sweep: expired locks, given back through turns of the runtime', may: ['queue/runtime', 'storage', 'sweeps', 'database', 'common', 'config'] },
+  delay: { role: 'sweep: delayed items come due through turns of the runtime', may: ['queue/runtime', 'storage', 'sweeps', 'database', 'common', 'config'] },
+  dedup: { role: 'sweep: expired dedup ids deleted', may: ['queue/runtime', 'storage', 'sweeps', 'database', 'common', 'config'] },
+  sweeps: {
+    role: 'the sweeps’ one timer and probe: one statement asks whether any sweep has work; the sweeps register with it',
+    may: ['storage', 'database', 'common', 'config'],
+  },
   schedules: {
     role: 'cron schedules: their HTTP face and service, and the sweep that fires them through the runtime',
-    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'database', 'metrics port', 'auth', 'common', 'config'],
+    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'sweeps', 'database', 'metrics port', 'auth', 'common', 'config'],
   },
   enqueue: {
     role: 'the carrier of rows pushpop_enqueue added: committed rows pushed into their queues through the runtime, in commit order',
-    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'database', 'metrics port', 'common', 'config'],
+    may: ['queue/runtime', 'queue/core', 'queue/item-codec.ts', 'storage', 'sweeps', 'database', 'metrics port', 'common', 'config'],
   },
   metrics: {
     role: '/metrics: the registry, the HTTP operation metrics, the collectors port’s adapter',
@@ -56,7 +60,7 @@ const PLACES: Record<string, { role: string; may: readonly string[] }> = {
   auth: { role: 'the request gate: API keys, scopes, rate limits', may: ['common', 'config'] },
   telemetry: { role: 'tracing: the port the service and the runtime call, the SDK adapter loaded only when tracing is on', may: ['common', 'config'] },
   cluster: { role: 'several worker processes: the primary, and what a worker shares with it', may: ['common', 'config'] },
-  common: { role: 'shared helpers: domain errors and their filter, validation, request hooks, clock, batching, the sweep loop', may: ['config'] },
+  common: { role: 'shared helpers: domain errors and their filter, validation, request hooks, clock, batching', may: ['config'] },
   config: { role: 'the validated environment', may: [] },
 };
 
@@ -217,7 +221,7 @@ describe('architecture', () => {
 
   it('HTTP errors only in the HTTP layer: the engine, the sweeps and the infrastructure import none (ours or NestJS’s); the database layer only the one for an unreachable database', () => {
     const errors = join(SRC, 'common', 'errors.ts');
-    const engine = ['queue/core', 'queue/runtime', 'offload', ...SWEEPS, 'telemetry', 'cluster', 'config', 'metrics port'];
+    const engine = ['queue/core', 'queue/runtime', 'offload', ...SWEEPS, 'sweeps', 'telemetry', 'cluster', 'config', 'metrics port'];
     const nestException = (f: string, i: Import): boolean => i.specifier.startsWith('@nestjs/') && /\b\w*Exception\b/.test(i.names);
     const offending = files.flatMap((f) => {
       const place = placeOf(f);
@@ -231,7 +235,7 @@ describe('architecture', () => {
   });
 
   it('HTTP packages (Fastify, its Nest adapter, Swagger, class-validator) only in the HTTP layer, never in the engine, the storage or the sweeps', () => {
-    const below = ['queue/core', 'queue/runtime', 'storage', 'offload', 'database', ...SWEEPS, 'cluster', 'metrics port'];
+    const below = ['queue/core', 'queue/runtime', 'storage', 'offload', 'database', ...SWEEPS, 'sweeps', 'cluster', 'metrics port'];
     const offending = files
       .filter((f) => below.includes(placeOf(f)) || rel(f) === SCHEDULE_SWEEPER)
       .flatMap((f) => importing(f, /^(fastify|@fastify\/|@nestjs\/platform-fastify$|@nestjs\/swagger$|class-validator$)/).map((i) => line({ file: f, ...i })));

@@ -20,7 +20,7 @@ export function footnotes(meta, targets, summary) {
   }
   if (summary.some((s) => s.scenario.startsWith('depth-'))) {
     lines.push(
-      `Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured.`,
+      `Depth rows: medians over ${CONFIG.rounds} round(s) of ${CONFIG.depthOps} requests on one connection alternating push and pop (priority 0), after 200 unmeasured; odd rounds measure the shallow queue first, even rounds the deep one. The means are over every measured request of every round (goal: deep at most 1.1x shallow); rows written per request are the database's tuples inserted, updated and deleted (pg_stat_database), which a busy machine does not change.`,
     );
   }
   if (summary.some((s) => s.scenario.startsWith('ackpop-'))) {
@@ -62,12 +62,22 @@ function depthCells(targets) {
     const dp = runRows.filter((r) => r.target === t.name && r.scenario === 'depth-deep' && !r.failed);
     if (sh.length === 0 && dp.length === 0 && !t.depthFill) continue;
     const m = (list, key) => median(list.map((r) => r.latency_ms[key]));
+    // The mean over every measured request of every round (the rounds have as many requests each).
+    const mean = (list) => (list.length === 0 ? null : list.reduce((sum, r) => sum + r.latency_ms.mean, 0) / list.length);
+    const rows = (list) => {
+      const known = list.map((r) => r.rows_written_per_req).filter((x) => typeof x === 'number');
+      return known.length === 0 ? '-' : median(known).toFixed(2);
+    };
     const f = t.depthFill;
     out.push([
       t.name,
       `${fmtMs(m(sh, 'p50'))} / ${fmtMs(m(sh, 'p99'))}`,
       `${fmtMs(m(dp, 'p50'))} / ${fmtMs(m(dp, 'p99'))}`,
       `${fmtRatio(m(dp, 'p50'), m(sh, 'p50'))} / ${fmtRatio(m(dp, 'p99'), m(sh, 'p99'))}`,
+      `${fmtMs(mean(sh))} / ${fmtMs(mean(dp))}`,
+      // The goal: at most 1.1x.
+      fmtRatio(mean(dp), mean(sh)),
+      `${rows(sh)} / ${rows(dp)}`,
       f ? `${fmtMb(f.rss_before_kb)} → ${fmtMb(f.rss_peak_kb)} peak → ${fmtMb(f.rss_after_kb)}` : '-',
     ]);
   }
@@ -119,6 +129,9 @@ const DEPTH_HEADERS = () => [
   `p50 / p99 ms @${fmtCount(CONFIG.shallowItems)}`,
   `p50 / p99 ms @${fmtCount(CONFIG.deepItems)}`,
   'deep / shallow',
+  `mean ms @${fmtCount(CONFIG.shallowItems)} / @${fmtCount(CONFIG.deepItems)}`,
+  'deep / shallow (mean)',
+  'rows written per request',
   'RSS while filling the deep queue',
 ];
 
@@ -166,7 +179,7 @@ export function sideTables(targets) {
       mdTitle: `Queue depth: push+pop latency on one connection, ${CONFIG.depthOps} requests, on a queue of ${fmtNum(CONFIG.shallowItems)} and of ${fmtNum(CONFIG.deepItems)} items.`,
       headers: DEPTH_HEADERS(),
       rows: depthCells(targets),
-      right: [false, true, true, true, false],
+      right: [false, true, true, true, true, true, true, false],
     },
     { title: longPollTitle(), mdTitle: `${longPollTitle()}.`, headers: LONGPOLL_HEADERS, rows: longPollCells(targets), right: LONGPOLL_RIGHT },
     { title: idleTitle(), mdTitle: `${idleTitle()}.`, headers: IDLE_HEADERS, rows: idleCells(targets), right: IDLE_HEADERS.map((_, i) => i > 0) },

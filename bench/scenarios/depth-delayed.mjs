@@ -3,6 +3,7 @@
 // (`delayed`). Both fill their queues once per target, not measured.
 
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 import { clearInterval, setInterval } from 'node:timers';
 import { CONFIG } from '../common/config.mjs';
 import { fmtMb, fmtNum } from '../common/format.mjs';
@@ -11,8 +12,33 @@ import { BENCH_DELAY_SECONDS, DEEP_QUEUE, DELAYED_QUEUE, itemJson, PLAIN_QUEUE, 
 import { forEachLimit, progress, round } from '../common/util.mjs';
 import { cannon, newCounters, popRequest, pushRequest } from '../load/cannon.mjs';
 import { addItems, queueCounts } from '../targets/counts.mjs';
+import { pushpopDatabaseUrl } from '../targets/postgres.mjs';
 import { rssKb } from '../targets/proc.mjs';
+import { closeIdleServiceConnections } from './long-polls.mjs';
 import { failed, measured, record, scenarioTitle } from './record.mjs';
+
+/**
+ * The database's row changes so far (tuples inserted, updated and deleted in pg_stat_database), or
+ * null for a target whose database the benchmark cannot read. Work that does not depend on how
+ * busy the machine is: a deep queue should write no more rows per request than a shallow one.
+ * PostgreSQL reports a busy backend's counts up to 10 s late, so the service's idle connections
+ * are closed first (a backend reports everything when it ends; the pool opens new ones).
+ */
+async function rowsWritten(target) {
+  const client = new pg.Client({ connectionString: pushpopDatabaseUrl(target), application_name: 'pushpop-bench-monitor' });
+  try {
+    await client.connect();
+    await closeIdleServiceConnections(client, [target.proc]);
+    const { rows } = await client.query(
+      'SELECT pg_stat_clear_snapshot(), tup_inserted + tup_updated + tup_deleted AS n FROM pg_stat_database WHERE datname = current_database()',
+    );
+    return Number(rows[0].n);
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
 
 /**
  * One connection alternating push and pop (priority 0) on `queue`, BENCH_DEPTH_OPS requests after
@@ -24,6 +50,8 @@ async function alternate(target, roundNo, queue, name, depth) {
     progress(
       `  ${target.name} · ${scenarioTitle(name)}: ${ops.toLocaleString('en-US')} requests alternating push and pop (priority 0) after 200 unmeasured ...`,
     );
+    // Rows are counted over the warm-up and the measured requests together (the same requests).
+    const rows0 = await rowsWritten(target);
     const warm = newCounters();
     await cannon({ url: target.url, connections: 1, amount: 200, requests: [pushRequest(() => queue, warm, 0), popRequest(() => queue, warm)] });
     const counters = newCounters();
@@ -33,6 +61,7 @@ async function alternate(target, roundNo, queue, name, depth) {
       requests: [pushRequest(() => queue, counters, 0), popRequest(() => queue, counters)],
       sequence: ['push', 'pop'],
     });
+    const rows1 = await rowsWritten(target);
     const left = (await queueCounts(target, [queue])).get(queue);
     const ok = counters.emptyPops === 0 && warm.emptyPops === 0 && counters.unparsable === 0 && left === depth && counters.popped === ops / 2;
     record(target, name, roundNo, r, cpu, {
@@ -40,6 +69,7 @@ async function alternate(target, roundNo, queue, name, depth) {
       queue_depth: depth,
       popped_items: counters.popped,
       empty_pops: counters.emptyPops,
+      rows_written_per_req: rows0 === null || rows1 === null ? null : round((rows1 - rows0) / (r.responses + 200), 2),
       check: { ok, detail: `${counters.popped} popped of ${ops / 2} pops, ${left} items left (expected ${depth})` },
     });
   } catch (error) {
@@ -79,8 +109,14 @@ export async function scenarioDepth(target, roundNo) {
     target.depthFilled = true;
     progress(`    filled in ${fill.seconds} s; RSS ${fmtMb(rssBefore)} before, ${fmtMb(target.depthFill.rss_peak_kb)} peak, ${fmtMb(rssAfter)} after`);
   }
-  await alternate(target, roundNo, SHALLOW_QUEUE, 'depth-shallow', CONFIG.shallowItems);
-  await alternate(target, roundNo, DEEP_QUEUE, 'depth-deep', CONFIG.deepItems);
+  // Side by side, in turns: odd rounds measure the shallow queue first, even rounds the deep one, so
+  // that what follows the fill (autovacuum of its dead rows) or a busy moment of the machine does
+  // not always fall on the same queue.
+  const both = [
+    () => alternate(target, roundNo, SHALLOW_QUEUE, 'depth-shallow', CONFIG.shallowItems),
+    () => alternate(target, roundNo, DEEP_QUEUE, 'depth-deep', CONFIG.deepItems),
+  ];
+  for (const measure of roundNo % 2 === 1 ? both : both.reverse()) await measure();
 }
 
 /**

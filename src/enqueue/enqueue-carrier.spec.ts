@@ -4,6 +4,7 @@ import type { DatabaseProvider } from '../database/database.provider.js';
 import type { ItemNotifications } from '../database/item-notifications.js';
 import type { NewItem } from '../queue/core/types.js';
 import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inbox.repository.js';
+import type { SweepClock } from '../sweeps/sweep-clock.js';
 import { CARRY_BATCH, carriedDedupId, EnqueueCarrier } from './enqueue-carrier.js';
 import { EnqueueStats } from './enqueue-stats.js';
 import type { QueueAppend } from './queue-append.js';
@@ -43,6 +44,7 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     { append } as unknown as QueueAppend,
     stats,
     { onItems: () => undefined, onListening: () => undefined } as unknown as ItemNotifications,
+    { register: () => ({ stopped: false, stop: async () => undefined }) } as unknown as SweepClock,
   );
   return { carrier, inbox, stats };
 }

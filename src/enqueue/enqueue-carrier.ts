@@ -1,9 +1,9 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { SweepLoop } from '../common/sweep-loop.js';
 import { DatabaseProvider } from '../database/database.provider.js';
 import { ENQUEUE_WAKE } from '../database/functions/enqueue.function.js';
 import { ItemNotifications } from '../database/item-notifications.js';
+import { SweepClock, type SweepHandle } from '../sweeps/sweep-clock.js';
 import type { NewItem } from '../queue/core/types.js';
 import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
 import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
@@ -70,7 +70,9 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 @Injectable()
 export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('EnqueueCarrier');
-  private readonly loop: SweepLoop;
+  /** The idle probe, asked with the other sweeps' questions; undefined until the service starts. */
+  private probe?: SweepHandle;
+  private closed = false;
   /** When a carriage last found rows, or a wake-up came (`Date.now()`). */
   private lastFound = 0;
   /** The probing every {@link CARRY_INTERVAL_MS} after a wake-up, while it runs. */
@@ -83,22 +85,13 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly queues: QueueAppend,
     private readonly stats: EnqueueStats,
     notifications: ItemNotifications,
+    private readonly sweeps: SweepClock,
   ) {
-    // The idle probe: finding rows (a wake-up was lost) starts the frequent probing.
-    this.loop = new SweepLoop(
-      this.logger,
-      'Carrying SQL-enqueued items',
-      async () => {
-        if (await this.inbox.anyCommitted()) this.wake();
-        return false;
-      },
-      () => IDLE_INTERVAL_MS,
-    );
     notifications.onItems((payload) => {
       if (payload === ENQUEUE_WAKE) this.wake();
     });
-    // Wake-ups sent while the connection was away are lost: look once it is back.
-    notifications.onListening(() => this.wake());
+    // Wake-ups sent while the connection was away are lost: look once it is back (probing goes on only if rows are found).
+    notifications.onListening(() => this.carryWhileFound());
   }
 
   /**
@@ -107,10 +100,15 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
    */
   wake(): void {
     this.lastFound = Date.now();
-    if (this.active || this.loop.stopped) return;
+    this.carryWhileFound();
+  }
+
+  /** Carries, and probes again every {@link CARRY_INTERVAL_MS} until nothing was found (or woke it) for {@link ACTIVE_MS}. */
+  private carryWhileFound(): void {
+    if (this.active || this.closed) return;
     this.active = (async () => {
       await this.db.ready;
-      while (!this.loop.stopped) {
+      while (!this.closed) {
         let more = false;
         try {
           more = await this.carry();
@@ -118,7 +116,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
           this.logger.warn(`Carrying SQL-enqueued items failed: ${message(error)}`);
         }
         if (more) continue;
-        if (Date.now() - this.lastFound >= ACTIVE_MS || this.loop.stopped) break;
+        if (Date.now() - this.lastFound >= ACTIVE_MS || this.closed) break;
         await new Promise<void>((resolve) => setTimeout(resolve, CARRY_INTERVAL_MS).unref());
       }
     })()
@@ -135,11 +133,21 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
           .catch((error: unknown) => this.logger.warn(`Could not set the limits of pushpop_enqueue: ${message(error)}`)),
       () => undefined,
     );
-    this.loop.start(this.db.ready);
+    // The idle probe, one question of the sweeps' statement: finding rows (a wake-up was lost) starts the frequent probing.
+    this.probe = this.sweeps.register({
+      what: 'Carrying SQL-enqueued items',
+      question: (now) => ({ work: 'enqueuedCommitted', at: now }),
+      intervalMs: () => IDLE_INTERVAL_MS,
+      sweep: async () => {
+        this.wake();
+        return false;
+      },
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.loop.stop();
+    this.closed = true;
+    await this.probe?.stop();
     await this.active;
   }
 

@@ -1,3 +1,4 @@
+import { SweepsModule } from '../sweeps/sweeps.module.js';
 import { Module } from '@nestjs/common';
 import { RuntimeModule } from '../queue/runtime/runtime.module.js';
 import { StorageModule } from '../storage/storage.module.js';
@@ -8,7 +9,7 @@ import { QueueAppend } from './queue-append.js';
 
 /** Enqueue from SQL: the carrier of the rows `pushpop_enqueue` adds, into their queues through the runtime. */
 @Module({
-  imports: [RuntimeModule, StorageModule],
+  imports: [RuntimeModule, StorageModule, SweepsModule],
   providers: [QueueAppend, EnqueueCarrier, EnqueueStats, EnqueueMetrics],
   exports: [EnqueueCarrier],
 })

@@ -231,6 +231,9 @@ export class QueueService {
         const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
         const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
         if (end === 'woken' || (end === 'timeout' && retryInMs !== undefined && deadline - this.clock.now() > 0)) continue;
+        // Nothing came for the whole wait: the next poll on the queue may skip its first look.
+        if (end === 'timeout' && outcome.items.length === 0 && !('paused' in outcome && outcome.paused) && !('limited' in outcome && outcome.limited))
+          poll.waitedInVain();
         // A wait on a paused queue that ran out looks once more: the queue may have been resumed
         // meanwhile with nothing to hand out (no wake-up then), and the answer must not say paused.
         if (end === 'timeout' && 'paused' in outcome && outcome.paused) {

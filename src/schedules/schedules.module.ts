@@ -6,10 +6,11 @@ import { ScheduleMetrics } from './schedule-metrics.js';
 import { ScheduleStats } from './schedule-stats.js';
 import { ScheduleSweeper } from './schedule-sweeper.js';
 import { ScheduleService } from './schedule.service.js';
+import { SweepsModule } from '../sweeps/sweeps.module.js';
 
 /** Schedules: the HTTP face, the service, and the sweep that fires them through the runtime (turns of the queues' actors). */
 @Module({
-  imports: [RuntimeModule, StorageModule],
+  imports: [RuntimeModule, StorageModule, SweepsModule],
   controllers: [ScheduleController],
   providers: [ScheduleService, ScheduleSweeper, ScheduleStats, ScheduleMetrics],
   exports: [ScheduleStats, ScheduleSweeper],

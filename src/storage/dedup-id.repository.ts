@@ -1,6 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 
+/** Dedup ids expired by `t` (an SQL timestamp): the index on `dedup_ids.expires_at`. */
+const EXPIRED_DEDUP_IDS = (t: string): string => `FROM dedup_ids WHERE expires_at <= ${t}`;
+
+/** The sweep probe's question about dedup ids (see SweepProbeRepository): one probe of the index on `expires_at` when the answer is no. */
+export const DEDUP_QUESTIONS = {
+  /** Whether any dedup id has expired by `t` (an SQL timestamp): what {@link DedupIdRepository.deleteExpired} deletes. */
+  dedupIdsExpired: (t: string): string => `EXISTS (SELECT 1 ${EXPIRED_DEDUP_IDS(t)})`,
+};
+
 /**
  * The SQL of dedup ids: the live ones among a push's ids, read in its turn, and the dedup
  * sweep's deletion of expired ones. (Ids are written by the turn statement.)
@@ -27,7 +36,7 @@ export class DedupIdRepository {
   async deleteExpired(now: number, limit: number): Promise<number> {
     const rows = await this.uow.autocommit.query<{ n: string }>(
       `WITH expired AS (
-         SELECT queue_id, dedup_id FROM dedup_ids WHERE expires_at <= to_timestamp($1 / 1000.0) ORDER BY expires_at LIMIT $2
+         SELECT queue_id, dedup_id ${EXPIRED_DEDUP_IDS('to_timestamp($1 / 1000.0)')} ORDER BY expires_at LIMIT $2
        ), deleted AS (
          DELETE FROM dedup_ids d USING expired e
           WHERE d.queue_id = e.queue_id AND d.dedup_id = e.dedup_id AND d.expires_at <= to_timestamp($1 / 1000.0)

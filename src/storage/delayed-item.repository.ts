@@ -14,6 +14,15 @@ const LOAD_DUE = `
   (SELECT due_at, seq, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM delayed_items
     WHERE queue_id = $1 AND due_at > to_timestamp($2 / 1000.0) ORDER BY due_at, seq LIMIT 1)`;
 
+/** Queues whose earliest delayed item is due by `t` (an SQL timestamp): the partial index on `queues.next_due_at`. */
+const QUEUES_WITH_DUE_ITEMS = (t: string): string => `FROM queues WHERE next_due_at <= ${t}`;
+
+/** The sweep probe's question about delayed items (see SweepProbeRepository): one index probe when the answer is no. */
+export const DELAY_QUESTIONS = {
+  /** Whether any queue has a delayed item due at `t`: the queues {@link DelayedItemRepository.findDue} finds. */
+  delaysDue: (t: string): string => `EXISTS (SELECT 1 ${QUEUES_WITH_DUE_ITEMS(t)})`,
+};
+
 /**
  * The SQL of delayed items: a queue's due items, read in its turn, and the delay sweep's and the
  * metric's statements over all queues. (Delayed items are written by the turn statement.)
@@ -82,7 +91,7 @@ export class DelayedItemRepository {
    */
   async findDue(now: number, limit: number): Promise<string[]> {
     const rows = await this.uow.autocommit.query<{ queue_id: string }>(
-      `SELECT queue_id FROM queues WHERE next_due_at <= to_timestamp($1 / 1000.0) ORDER BY next_due_at LIMIT $2`,
+      `SELECT queue_id ${QUEUES_WITH_DUE_ITEMS('to_timestamp($1 / 1000.0)')} ORDER BY next_due_at LIMIT $2`,
       [now, limit],
       'pushpop_find_due_queues',
     );

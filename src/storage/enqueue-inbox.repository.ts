@@ -17,6 +17,11 @@ export interface EnqueuedRow {
   readonly headers: string | null;
 }
 
+/** The question the carrier's idle probe puts with the sweeps' (see `SweepProbeRepository`): committed rows wait to be carried. */
+export const ENQUEUE_QUESTIONS = {
+  enqueuedCommitted: (): string => `EXISTS (SELECT 1 FROM enqueue_commits)`,
+};
+
 interface Row {
   xid: string;
   seq: string;
@@ -39,7 +44,7 @@ export class EnqueueInboxRepository {
 
   /** Whether any committed transaction has rows to carry (one probe of a small index). */
   async anyCommitted(): Promise<boolean> {
-    const rows = await this.uow.autocommit.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM enqueue_commits) AS any`, [], 'enqueue_probe');
+    const rows = await this.uow.autocommit.query<{ any: boolean }>(`SELECT ${ENQUEUE_QUESTIONS.enqueuedCommitted()} AS any`, [], 'enqueue_probe');
     return rows[0].any;
   }
 

@@ -5,6 +5,21 @@ import { toLockState, type RawLockRow } from './stored-rows.js';
 
 const SHARED_LOCK_COLUMNS = 'lock_id, state, priorities, items, segments, positions, deliveries, dead_lettered_from, headers, created_at, expires_at';
 
+/** Active exclusive locks expired by `t` (an SQL timestamp): the partial index on `queue_locks.expires_at`. */
+const EXCLUSIVE_LOCKS_DUE = (t: string): string => `FROM queue_locks WHERE state = 'active' AND expires_at <= ${t}`;
+/** Queues with shared locks whose earliest expiry (a lower bound) has passed by `t`: the partial index on `queues.next_lock_expiry`. */
+const SHARED_LOCKS_DUE = (t: string): string => `FROM queues WHERE next_lock_expiry <= ${t}`;
+/** Expired shared locks whose expiry is older than `t`: the partial index on expired locks' `expires_at`. */
+const EXPIRED_SHARED_LOCKS = (t: string): string => `FROM shared_locks WHERE state = 'expired' AND expires_at < ${t}`;
+
+/** The sweep probe's questions about locks (see SweepProbeRepository): one index probe each when the answer is no. */
+export const LOCK_QUESTIONS = {
+  /** Whether any lock is due at `t`: the rows {@link LockRepository.findDue} finds. */
+  locksDue: (t: string): string => `EXISTS (SELECT 1 ${EXCLUSIVE_LOCKS_DUE(t)}) OR EXISTS (SELECT 1 ${SHARED_LOCKS_DUE(t)})`,
+  /** Whether any expired shared lock expired before `t`: what {@link LockRepository.forgetExpired} deletes. */
+  locksToForget: (t: string): string => `EXISTS (SELECT 1 ${EXPIRED_SHARED_LOCKS(t)})`,
+};
+
 /**
  * The SQL of locks: shared locks and the items they gave back, read in a queue's turn, and the
  * lock sweep's statements over all queues. (A queue's exclusive lock is read with its row, by
@@ -102,9 +117,9 @@ export class LockRepository {
   async findDue(now: number, limit: number): Promise<string[]> {
     // Exclusive locks by their own index; queues with shared locks by the lower bound of their earliest expiry.
     const rows = await this.uow.autocommit.query<{ queue_id: string }>(
-      `(SELECT queue_id FROM queue_locks WHERE state = 'active' AND expires_at <= to_timestamp($1 / 1000.0) ORDER BY expires_at LIMIT $2)
+      `(SELECT queue_id ${EXCLUSIVE_LOCKS_DUE('to_timestamp($1 / 1000.0)')} ORDER BY expires_at LIMIT $2)
        UNION
-       (SELECT queue_id FROM queues WHERE next_lock_expiry <= to_timestamp($1 / 1000.0) ORDER BY next_lock_expiry LIMIT $2)`,
+       (SELECT queue_id ${SHARED_LOCKS_DUE('to_timestamp($1 / 1000.0)')} ORDER BY next_lock_expiry LIMIT $2)`,
       [now, limit],
     );
     return rows.map((r) => r.queue_id);
@@ -119,7 +134,7 @@ export class LockRepository {
     const rows = await this.uow.autocommit.query<{ n: string }>(
       `WITH gone AS (
          DELETE FROM shared_locks WHERE (queue_id, lock_id) IN (
-           SELECT queue_id, lock_id FROM shared_locks WHERE state = 'expired' AND expires_at < to_timestamp($1 / 1000.0) LIMIT $2)
+           SELECT queue_id, lock_id ${EXPIRED_SHARED_LOCKS('to_timestamp($1 / 1000.0)')} LIMIT $2)
          RETURNING 1)
        SELECT count(*) AS n FROM gone`,
       [before, limit],

@@ -46,6 +46,15 @@ function fromRow(row: ScheduleRow): StoredSchedule {
   };
 }
 
+/** Schedules due by `t` (an SQL timestamp), not paused: the partial index on `next_run_at`. */
+const DUE_SCHEDULES = (t: string): string => `FROM schedules WHERE NOT paused AND next_run_at <= ${t}`;
+
+/** The sweep probe's question about schedules (see SweepProbeRepository): one index probe when the answer is no. */
+export const SCHEDULE_QUESTIONS = {
+  /** Whether any schedule is due at `t`: what {@link ScheduleRepository.findDue} finds. */
+  schedulesDue: (t: string): string => `EXISTS (SELECT 1 ${DUE_SCHEDULES(t)})`,
+};
+
 /**
  * The SQL of schedules: one row each, written by `PUT`/`DELETE /schedules/{id}` and by the
  * firing claims, read by id, by page, and by the sweep's probe for due ones.
@@ -94,7 +103,7 @@ export class ScheduleRepository {
    */
   async findDue(now: number, limit: number): Promise<StoredSchedule[]> {
     const rows = await this.uow.autocommit.query<ScheduleRow>(
-      `SELECT ${COLUMNS} FROM schedules WHERE NOT paused AND next_run_at <= to_timestamp($1 / 1000.0) ORDER BY next_run_at LIMIT $2`,
+      `SELECT ${COLUMNS} ${DUE_SCHEDULES('to_timestamp($1 / 1000.0)')} ORDER BY next_run_at LIMIT $2`,
       [now, limit],
       'pushpop_due_schedules',
     );

@@ -7,6 +7,7 @@ import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
 import { ScheduleRepository } from './schedule.repository.js';
 import { StorageMetrics } from './storage-metrics.js';
+import { SweepProbeRepository } from './sweep-probe.repository.js';
 
 const REPOSITORIES = [
   QueueStateRepository,
@@ -16,6 +17,7 @@ const REPOSITORIES = [
   QueueListingRepository,
   ScheduleRepository,
   EnqueueInboxRepository,
+  SweepProbeRepository,
 ];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */

@@ -3,9 +3,9 @@ import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Clock } from '../../src/common/clock.js';
 import { AppConfig } from '../../src/config/app-config.js';
-import { DatabaseProvider } from '../../src/database/database.provider.js';
 import { LockRepository } from '../../src/storage/lock.repository.js';
 import { LockSweeper } from '../../src/lock/lock-sweeper.js';
+import { SweepClock } from '../../src/sweeps/sweep-clock.js';
 import { TurnRunner } from '../../src/queue/runtime/turn-runner.js';
 import {
   acknowledge,
@@ -93,7 +93,7 @@ function frozenClock(app: { get(token: typeof Clock): Clock }): { advance(ms: nu
  */
 async function sweepOnce(svc: TestService): Promise<number> {
   const get = <T>(token: abstract new (...args: never[]) => T): T => svc.app.get(token as never);
-  return new LockSweeper(get(AppConfig), get(DatabaseProvider), get(LockRepository), get(TurnRunner), get(Clock)).sweep();
+  return new LockSweeper(get(AppConfig), get(SweepClock), get(LockRepository), get(TurnRunner), get(Clock)).sweep();
 }
 
 /** The value of one sample of the Prometheus exposition; 0 when absent. */

@@ -104,6 +104,24 @@ describe(`long polls that wait without polling the database (${databaseKind})`, 
     expect((await Promise.all(answers)).every((a) => a.items.length === 0)).toBe(true);
   });
 
+  it(`${POLLS} consumers polling again after waiting in vain: no first look, no statement; a queue pushed to meanwhile is looked at and answers at once`, async () => {
+    const ids = range(POLLS).map(() => uniqueQueueId('again'));
+    expect((await Promise.all(ids.map((id) => queues.pop(id, waitFor(1))))).every((a) => a.items.length === 0)).toBe(true);
+    countStatements();
+    const again = ids.map((id) => queues.pop(id, waitFor(1)));
+    expect(await until(() => events.waiting === POLLS, 5_000), 'all waiting again').toBe(true);
+    expect(
+      statements.mock.calls.filter(([, , name]) => name !== 'pushpop_queues_with_items'),
+      'no first look: nothing woke these queues since their polls waited in vain',
+    ).toEqual([]);
+    expect((await Promise.all(again)).every((a) => a.items.length === 0)).toBe(true);
+    // A push (here, through this process; from another, its notification) wakes the queue: the next poll looks and takes it.
+    await queues.push(ids[3], { n: 3 }, 0);
+    const started = Date.now();
+    expect(await queues.pop(ids[3], waitFor(5))).toEqual({ items: [{ n: 3 }], count: 1 });
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
   it('a long poll takes at once what its queue holds, also with no actor in memory: items, due delayed items', async () => {
     const registry = svc.app.get(ActorRegistry);
     const held = uniqueQueueId('held');

@@ -142,4 +142,28 @@ describe('QueueEvents', () => {
     expect(e.register('d')).toBeUndefined();
     expect(e.refused).toBe(0);
   });
+
+  it('a queue waited on in vain stays quiet until any wake-up of it (with no poll waiting too), and marks are forgotten by age or all at once', () => {
+    const e = events();
+    const t0 = Date.now();
+    const poll = e.register('q')!;
+    expect(e.isQuiet('q', t0)).toBe(false);
+    poll.waitedInVain();
+    poll.close();
+    expect(e.isQuiet('q', t0)).toBe(true);
+    expect(e.isQuiet('q', Date.now() + 1), 'a mark older than asked for is not trusted').toBe(false);
+    expect(e.isQuiet('other', t0)).toBe(false);
+    // A turn of this process left items, or another process's push was heard: no poll waits, the mark goes.
+    expect(e.wake('q', 1, 'notification')).toBe(0);
+    expect(e.isQuiet('q', t0)).toBe(false);
+
+    for (const id of ['a', 'b']) e.register(id)!.waitedInVain();
+    e.forgetQuiet(t0 - 1);
+    expect(e.isQuiet('a', t0) && e.isQuiet('b', t0), 'newer than the cut: kept').toBe(true);
+    e.forgetQuiet(Date.now() + 1);
+    expect(e.isQuiet('a', t0) || e.isQuiet('b', t0)).toBe(false);
+    e.register('c')!.waitedInVain();
+    e.forgetQuiet();
+    expect(e.isQuiet('c', t0)).toBe(false);
+  });
 });

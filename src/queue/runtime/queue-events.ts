@@ -15,6 +15,11 @@ export type WaitEnd = 'woken' | 'timeout' | 'closed';
 export interface LongPoll {
   /** Resolves when woken, after `ms`, or on shutdown (at once if a wake-up came during the turn). */
   wait(ms: number): Promise<WaitEnd>;
+  /**
+   * The poll answers empty after waiting its whole time, nothing having woken it: its queue is
+   * known to be empty (see {@link QueueEvents.isQuiet}) until something wakes it.
+   */
+  waitedInVain(): void;
   /** Unregisters the poll (it answered). */
   close(): void;
 }
@@ -63,6 +68,10 @@ class Poll implements LongPoll {
     resolve(how);
   }
 
+  waitedInVain(): void {
+    this.events.markQuiet(this.queueId);
+  }
+
   close(): void {
     if (this.state === 'closed') return;
     this.signal?.removeEventListener('abort', this.onAbort);
@@ -101,6 +110,11 @@ export class QueueEvents implements OnModuleDestroy {
   readonly wakeUps: Record<WakeCause, number> = { local: 0, notification: 0, recheck: 0 };
   /** Pops with `wait_seconds` answered at once because `MAX_WAITING_POLLS` polls were waiting. */
   refused = 0;
+  /**
+   * Queues a long poll waited on in vain, with when: nothing has woken them since (no turn of
+   * this process left items, no notification, no re-check found any). Forgotten on any wake-up.
+   */
+  private readonly quiet = new Map<string, number>();
 
   constructor(private readonly config: AppConfig) {}
 
@@ -129,6 +143,7 @@ export class QueueEvents implements OnModuleDestroy {
    * again. Returns the number of waiting polls woken.
    */
   wake(queueId: string, available: number, cause: WakeCause): number {
+    this.quiet.delete(queueId);
     const set = this.polls.get(queueId);
     if (!set) return 0;
     let woken = 0;
@@ -142,6 +157,30 @@ export class QueueEvents implements OnModuleDestroy {
       }
     }
     return woken;
+  }
+
+  /** @internal */
+  markQuiet(queueId: string): void {
+    this.quiet.delete(queueId);
+    this.quiet.set(queueId, Date.now());
+  }
+
+  /**
+   * Whether a long poll waited on the queue in vain since `since` (epoch ms) and nothing woke the
+   * queue after: as far as this process can know, the queue is still empty.
+   */
+  isQuiet(queueId: string, since: number): boolean {
+    return (this.quiet.get(queueId) ?? -Infinity) >= since;
+  }
+
+  /** Forgets the queues marked quiet before `before` (all of them when undefined: what they say can no longer be trusted). */
+  forgetQuiet(before?: number): void {
+    if (before === undefined) return this.quiet.clear();
+    // Oldest first (a mark is deleted and set again when renewed): stop at the first kept one.
+    for (const [queueId, at] of this.quiet) {
+      if (at >= before) break;
+      this.quiet.delete(queueId);
+    }
   }
 
   /** Whether a long poll of this process is registered on the queue (waiting, or in a turn). */

@@ -17,6 +17,11 @@ export const RECHECK_LISTENING_MS = 5_000;
 const TICK_MS = 250;
 /** Queue ids one first-look statement asks about at most. */
 const MAX_LOOK_BATCH = 1_000;
+/**
+ * How long a queue a long poll waited on in vain is taken for empty by the next poll's first
+ * look (a consumer polling again at once); older marks are forgotten.
+ */
+export const QUIET_TRUSTED_MS = 60_000;
 
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -71,7 +76,11 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
       const decoded = decodeQueueState(payload);
       if (decoded && this.events.hasPolls(decoded.queueId)) this.loads.offer(decoded.queueId, decoded.state, this.clock.now());
     });
-    this.notifications.onListening(() => void this.recheck());
+    this.notifications.onListening(() => {
+      // Notifications may have been missed while not listening: no queue is known quiet any more.
+      this.events.forgetQuiet();
+      void this.recheck();
+    });
     this.timer = setInterval(() => {
       const interval = this.notifications.listening ? RECHECK_LISTENING_MS : RECHECK_UNLISTENED_MS;
       if (this.clock.now() - this.lastRecheck >= interval) void this.recheck();
@@ -96,9 +105,17 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
    * Sound only for a poll registered before the look (see {@link QueueEvents.register}): items
    * committed after the look's snapshot wake the poll (a turn of this process, a notification,
    * the re-check), and a wake-up during the look is kept for its wait.
+   *
+   * A queue on which a poll of this process just waited in vain needs no look at all while
+   * notifications were heard all along: nothing has woken it since, so no turn of this process
+   * left items on it and no other process made it non-empty (each would have woken it). A
+   * consumer that polls again at once, thousands of them every `wait_seconds`, so costs no
+   * statement. (A delayed item that comes due meanwhile reaches the poll by the delay sweep,
+   * as for a poll that was waiting then.)
    */
   needsTurn(queueId: string): Promise<boolean> {
     if ((this.registry.peek(queueId)?.count ?? 0) > 0 || !this.db.isReady) return Promise.resolve(true);
+    if (this.notifications.listening && this.events.isQuiet(queueId, Date.now() - QUIET_TRUSTED_MS)) return Promise.resolve(false);
     // A failed look answers true: the turn decides (and reports the error).
     return this.looks.request(queueId, undefined).catch(() => true);
   }
@@ -111,6 +128,7 @@ export class QueueWakeUps implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async run(): Promise<void> {
     this.lastRecheck = this.clock.now();
+    this.events.forgetQuiet(Date.now() - QUIET_TRUSTED_MS);
     const ids = this.events.waitingQueues();
     if (ids.length === 0 || !this.db.isReady) return;
     let found: { queueId: string; count: number }[];
