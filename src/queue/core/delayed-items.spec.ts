@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { DelayedItems } from './delayed-items.js';
+import { GivenBackItems } from './given-back-items.js';
+import { PrioritySegments } from './priority-segments.js';
 import { MAX_DUE_PER_TURN, QueueCore } from './queue-core.js';
+import { TurnState, type CoreContext } from './turn-state.js';
 import { Needed, type TurnWrite } from './types.js';
 import { endTurn, FakeDb, item, items, SETTINGS, withFetch } from '../../../test/support/core-fake-db.js';
 
@@ -153,5 +157,50 @@ describe('QueueCore', () => {
       turn(db, core, 5000, () => core.expireLock(5000));
       expect(db.stored(0)).toEqual([0, 1, 2].map((n) => item(0, n).json));
     });
+  });
+});
+
+describe('DelayedItems', () => {
+  /** The parts of one queue; `next()` starts a fresh turn. */
+  const parts = (): { ctx: CoreContext; next: () => void; segments: PrioritySegments; delayed: DelayedItems; givenBack: GivenBackItems } => {
+    let turn = new TurnState();
+    const ctx: CoreContext = {
+      settings: { ...SETTINGS, lockMode: 'shared', retryDelaySeconds: 5 },
+      get turn() {
+        return turn;
+      },
+      markPresent: () => undefined,
+    };
+    const segments = new PrioritySegments(ctx);
+    const delayed = new DelayedItems(ctx, segments);
+    // Made in order, nothing wired afterwards: the given-back items hold the delayed items, not the other way round.
+    return { ctx, next: () => (turn = new TurnState()), segments, delayed, givenBack: new GivenBackItems(ctx, segments, delayed) };
+  };
+
+  it('moveDue asks for the due items by returning a need, then hands items given back (with an origin) to its caller instead of placing them', () => {
+    const { ctx, next, segments, delayed } = parts();
+    delayed.add(1000, 0, '"plain"');
+    delayed.add(1000, 0, '"retried"', { origin: { segment: 0, position: 4 }, deliveries: 2 });
+    const [plain, retried] = ctx.turn.writes.delayedInserts;
+    next();
+    expect(delayed.moveDue(999, 10), 'nothing due: no read').toBeUndefined();
+    expect(delayed.moveDue(1000, 10)).toEqual(new Needed({ due: { now: 1000, limit: 10 } }));
+    expect(delayed.size, 'nothing changed by asking').toBe(2);
+    ctx.turn.dueFetch = { items: [plain, retried], nextDueAt: null };
+    expect(delayed.moveDue(1000, 10)).toEqual({
+      moved: 2,
+      retried: [{ priority: 0, json: '"retried"', origin: { segment: 0, position: 4 }, deliveries: 2 }],
+    });
+    expect(segments.get(0)?.count, 'only the plain item joined the tail').toBe(1);
+    expect(delayed.nextDueAt).toBeNull();
+  });
+
+  it('given-back items wait out their retry delay among the delayed items they were made with', () => {
+    const { ctx, segments, delayed, givenBack } = parts();
+    segments.append(0, '"x"');
+    const outcome = givenBack.giveBack([{ priority: 0, json: '"x"', origin: { segment: 0, position: 0 }, deliveries: 1 }], true, { now: 100 });
+    expect(outcome).toEqual({ returned: 1, deadLettered: 0, delayed: 1 });
+    expect(delayed.nextDueAt).toBe(5100);
+    expect(ctx.turn.writes.delayedInserts).toMatchObject([{ dueAt: 5100, json: '"x"', origin: { segment: 0, position: 0 } }]);
   });
 });

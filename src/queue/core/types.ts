@@ -335,22 +335,6 @@ export class Needed {
 /** A core call's answer: its outcome, or the rows it needs first. */
 export type OrNeed<T> = T | Needed;
 
-/** Two needs as one (what either asks for). */
-export function bothNeeds(a: RowNeed | undefined, b: RowNeed | undefined): RowNeed | undefined {
-  if (!a) return b;
-  if (!b) return a;
-  const segments = [...(a.segments ?? []), ...(b.segments ?? [])];
-  const dedupIds = [...(a.dedupIds ?? []), ...(b.dedupIds ?? [])];
-  const lockRows = [...(a.lockRows ?? []), ...(b.lockRows ?? [])];
-  const due = a.due ?? b.due;
-  return {
-    ...(segments.length > 0 ? { segments } : {}),
-    ...(due ? { due } : {}),
-    ...(dedupIds.length > 0 ? { dedupIds } : {}),
-    ...(lockRows.length > 0 ? { lockRows } : {}),
-  };
-}
-
 /** Why a lock operation (acknowledge, extend, release) was refused, in the contract's order. */
 export type LockProblem = 'LOCK_NOT_FOUND' | 'LOCK_EXPIRED' | 'INVALID_LOCK_ID';
 
