@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { KeyedMutex } from '@pushpop/keyed-mutex';
 import { describe, expect, it, vi } from 'vitest';
 import { QueueLineFull, TurnLines, type Pending } from './turn-lines.js';
@@ -151,5 +152,31 @@ describe('TurnLines: one line per queue, one drain at a time', () => {
     await h.release();
     await vi.waitFor(() => expect(h.outcomes.get('b')).toBe('b'));
     expect(h.lines.waiting).toBe(0);
+  });
+
+  it("a turn led by an operation that joined a drain under way runs in that operation's async context, as one it started would", async () => {
+    const caller = new AsyncLocalStorage<string>();
+    const seen: (string | undefined)[] = [];
+    const gates: (() => void)[] = [];
+    const lines = new TurnLines(
+      10,
+      new KeyedMutex({ reentrant: false }),
+      async (_queueId, batch) => {
+        seen.push(caller.getStore());
+        await new Promise<void>((resolve) => gates.push(resolve));
+        batch.forEach((p) => p.resolve(undefined));
+      },
+      () => undefined,
+    );
+    const add = (): Promise<unknown> => new Promise((resolve, reject) => lines.add('q', { op: { kind: 'none' }, resolve, reject }));
+    const first = caller.run('first', add);
+    await vi.waitFor(() => expect(gates).toHaveLength(1));
+    const second = caller.run('second', add);
+    gates.shift()!();
+    await first;
+    await vi.waitFor(() => expect(gates).toHaveLength(1));
+    gates.shift()!();
+    await second;
+    expect(seen).toEqual(['first', 'second']);
   });
 });

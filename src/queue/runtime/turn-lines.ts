@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KeyedMutex } from '@pushpop/keyed-mutex';
 import type { TurnOp } from './turn-op.js';
 
@@ -6,6 +7,12 @@ export interface Pending {
   readonly op: TurnOp;
   /** With tracing on: the trace context the operation was asked for in. */
   readonly trace?: unknown;
+  /**
+   * Set when the operation joined a drain under way (which runs in the context of whoever
+   * started it): runs a function in the operation's own async context, so that a turn led by
+   * this operation runs in its caller's context, as a turn it started would.
+   */
+  context?: <R>(fn: () => R) => R;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -64,6 +71,7 @@ export class TurnLines {
     const line = this.lines.get(queueId);
     if (line) {
       if (line.length >= this.maxPending) throw new QueueLineFull(queueId);
+      pending.context = AsyncLocalStorage.snapshot();
       line.push(pending);
       return;
     }
@@ -96,7 +104,8 @@ export class TurnLines {
         batch.push(line.shift()!);
       }
       try {
-        await this.runTurn(queueId, batch);
+        const context = batch[0].context;
+        await (context ? context(() => this.runTurn(queueId, batch)) : this.runTurn(queueId, batch));
       } catch (error) {
         // A turn answers its operations itself; one that threw instead must not leave them waiting for ever.
         for (const pending of batch) pending.reject(error);
