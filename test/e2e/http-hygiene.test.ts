@@ -24,8 +24,10 @@ const QUEUE_PATHS: [string, string, (q: string) => string][] = [
   ['pushBatch', 'POST', (q) => `/queue/${q}/push/batch`],
   ['pop', 'POST', (q) => `/queue/${q}/pop`],
   ['acknowledge', 'POST', (q) => `/queue/${q}/acknowledge`],
+  ['acknowledgeBatch', 'POST', (q) => `/queue/${q}/acknowledge/batch`],
   ['extendLock', 'POST', (q) => `/queue/${q}/extend-lock`],
   ['release', 'POST', (q) => `/queue/${q}/release`],
+  ['releaseBatch', 'POST', (q) => `/queue/${q}/release/batch`],
   ['getQueue and deleteQueue', 'DELETE, GET', (q) => `/queue/${q}`],
   ['getState', 'GET', (q) => `/queue/${q}/state/metadata`],
   ['listQueues', 'GET', () => '/queues'],
@@ -38,6 +40,8 @@ const BODY_ROUTES: [string, string, Record<string, unknown>][] = [
   ['acknowledge', 'acknowledge', { lock_id: 'abcdefghijk' }],
   ['extendLock', 'extend-lock', { lock_id: 'abcdefghijk', ttl_seconds: 30 }],
   ['release', 'release', { lock_id: 'abcdefghijk' }],
+  ['acknowledgeBatch', 'acknowledge/batch', { lock_ids: ['abcdefghijk'] }],
+  ['releaseBatch', 'release/batch', { lock_ids: ['abcdefghijk'] }],
 ];
 
 describe('request hygiene', () => {
@@ -156,8 +160,14 @@ describe('request hygiene', () => {
       ]) {
         const q = uniqueQueueId('hyg');
         const res = await svc.http.post(`/queue/${q}/${route}`).set('content-type', type).send(JSON.stringify(body));
-        // The body was read: push succeeds; the lock endpoints find no lock (404), which they can only know from lock_id.
+        // The body was read: push succeeds; the lock endpoints find no lock (404, in its result for
+        // a batch), which they can only know from lock_id.
         if (route.startsWith('push')) expect(res.status, type).toBe(200);
+        else if (route.endsWith('/batch'))
+          expect({ status: res.status, results: res.body.results }, type).toEqual({
+            status: 200,
+            results: [{ lock_id: 'abcdefghijk', status: 404, error_code: 'LOCK_NOT_FOUND' }],
+          });
         else expectError(res, 404, 'LOCK_NOT_FOUND', type);
       }
     });

@@ -12,17 +12,28 @@ export type PushItem = Schemas['PushItemDto'];
 export type PushBatch = Schemas['PushBatchDto'];
 export type PushResponse = Schemas['PushResponseDto'];
 export type PushBatchResponse = Schemas['PushBatchResponseDto'];
-/** Answer to a pop; `locked`, `lock_id` and `lock_expires_at` come with `require_ack`. */
+/** Answer to a pop; `locked`, `lock_id` (or, with `lock_per_item`, `lock_ids`) and `lock_expires_at` come with `require_ack`. */
 export type PopResponse = Schemas['PopResponseDto'];
 /** Query parameters of `POST /queue/{queue_id}/pop`. */
 export type PopQuery = NonNullable<operations['pop']['parameters']['query']>;
-export type LockRequest = Schemas['LockRequestDto'];
+/** The lock a lock operation names. */
+export type LockRequest = Pick<Schemas['AcknowledgeRequestDto'], 'lock_id'>;
+/** Body of acknowledge: the lock, and optionally `next`, a pop made after a successful acknowledgement. */
+export type AcknowledgeRequest = Schemas['AcknowledgeRequestDto'];
+/** `next` of an acknowledgement: the pop's parameters, each optional. */
+export type NextPop = Schemas['NextPopDto'];
 export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
-/** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay. */
+/** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay, or `dead_letter`. */
 export type ReleaseRequest = Schemas['ReleaseRequestDto'];
 export type AcknowledgeResponse = Schemas['AcknowledgeResponseDto'];
 export type ExtendLockResponse = Schemas['ExtendLockResponseDto'];
 export type ReleaseResponse = Schemas['ReleaseResponseDto'];
+/** Body of `POST /queue/{queue_id}/acknowledge/batch`: 1-1000 distinct lock ids, and optionally `next`. */
+export type AcknowledgeBatchRequest = Schemas['AcknowledgeBatchRequestDto'];
+export type AcknowledgeBatchResponse = Schemas['AcknowledgeBatchResponseDto'];
+/** Body of `POST /queue/{queue_id}/release/batch`: 1-1000 distinct lock ids, and `delay_seconds` or `dead_letter` for all of them. */
+export type ReleaseBatchRequest = Schemas['ReleaseBatchRequestDto'];
+export type ReleaseBatchResponse = Schemas['ReleaseBatchResponseDto'];
 export type QueueInfo = Schemas['QueueInfoDto'];
 /** A queue's settings: `GET`/`PUT /queue/{queue_id}/settings`, and `config` of `GET /queue/{queue_id}`. */
 export type QueueSettings = Schemas['QueueSettingsDto'];

@@ -3,9 +3,6 @@ import { Type } from 'class-transformer';
 import { Allow, ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsInt, IsObject, IsString, Max, Min, ValidateNested } from 'class-validator';
 import { IsOmittable } from '../../common/validation.js';
 
-/** Lock ids one batch acknowledge or release names at most. */
-export const MAX_BATCH_LOCK_IDS = 1000;
-
 export class LockRequestDto {
   /**
    * The `lock_id` returned by `pop?require_ack=true`. Missing, empty or not a string answers
@@ -117,7 +114,7 @@ export class LockIdsRequestDto {
    */
   @IsArray()
   @ArrayMinSize(1)
-  @ArrayMaxSize(MAX_BATCH_LOCK_IDS)
+  @ArrayMaxSize(1000)
   @ArrayUnique()
   @IsString({ each: true })
   lock_ids: string[];
