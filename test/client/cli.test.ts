@@ -42,6 +42,21 @@ describe(`pushpop command line (${databaseKind})`, () => {
     return JSON.parse(stdout) as Record<string, unknown>;
   }
 
+  it('pop --ack --per-item takes each item under a lock of its own and acknowledges them all in one request', async () => {
+    const q = uniqueQueueId('cli-per-item');
+    expect(await json(['settings', 'set', q, 'lock_mode=shared'])).toMatchObject({ lock_mode: 'shared' });
+    expect(await json(['push', q], '{"n":1}\n{"n":2}\n{"n":3}\n')).toMatchObject({ count: 3 });
+    const popped = await json(['pop', q, '--ack', '--per-item', '-n', '2']);
+    expect(popped).toMatchObject({ items: [{ n: 1 }, { n: 2 }], count: 2, locked: true });
+    expect(popped.lock_ids).toHaveLength(2);
+    const info = await client.queue(q).info();
+    expect(info).toMatchObject({ count: 1, locks: { count: 0, item_count: 0 } });
+    // Without --ack the server refuses lock_per_item.
+    const refused = await pushpop(['pop', q, '--per-item']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('VALIDATION_FAILED');
+  });
+
   it('push, pop, pop --ack --wait, stats, list, settings get|set', async () => {
     const q = uniqueQueueId('cli');
     expect(await json(['push', q, '{"n":1}', '--priority', '2'])).toMatchObject({ success: true });

@@ -149,17 +149,29 @@ export function program(json = false): Command {
     .argument('<queue>')
     .option('-n, --depth <n>', 'items at most (1-100)', integer, 1)
     .option('--ack', 'pop with require_ack and acknowledge after printing')
+    .option('--per-item', 'with --ack: each item under a lock of its own (lock_per_item; shared queues), all acknowledged in one request')
     .option('--wait <seconds>', 'long poll up to this long (0-20), also waiting out a lock another consumer holds (423)', integer, 0)
     .option('--ttl <seconds>', 'lock time to live with --ack', integer)
-    .action(async (queueId: string, o: { depth: number; ack?: boolean; wait: number; ttl?: number }) => {
+    .action(async (queueId: string, o: { depth: number; ack?: boolean; perItem?: boolean; wait: number; ttl?: number }) => {
       const { client, opts } = connect();
       const queue = client.queue(queueId);
       const deadline = Date.now() + o.wait * 1000;
-      let answer: PopResult<Item>;
+      let answer: PopResult<Item> & { lock_ids?: string[] };
       for (;;) {
         const waitSeconds = Math.max(0, Math.min(o.wait, Math.ceil((deadline - Date.now()) / 1000)));
         try {
-          answer = await queue.pop({ depth: o.depth, requireAck: o.ack === true, waitSeconds, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) });
+          answer = o.perItem
+            ? // lock_per_item: the route's own parameter, passed as it is (the server answers 400 without --ack).
+              await client.call({
+                method: 'POST',
+                path: '/queue/{queue_id}/pop',
+                params: {
+                  path: { queue_id: queueId },
+                  query: { depth: o.depth, require_ack: o.ack === true, lock_per_item: true, wait_seconds: waitSeconds, ttl_seconds: o.ttl },
+                },
+                extraTimeoutMs: waitSeconds * 1000,
+              })
+            : await queue.pop({ depth: o.depth, requireAck: o.ack === true, waitSeconds, ...(o.ttl ? { ttlSeconds: o.ttl } : {}) });
           break;
         } catch (error) {
           // An exclusive queue locked by a consumer: look again when the lock ends (its expiry, or sooner), within the wait.
@@ -171,6 +183,13 @@ export function program(json = false): Command {
       }
       print(opts.json, answer, () => answer.items.map((item) => JSON.stringify(item)).join('\n') || '(empty)');
       if (o.ack && answer.lock_id) await queue.acknowledge(answer.lock_id);
+      if (o.ack && answer.lock_ids?.length)
+        await client.call({
+          method: 'POST',
+          path: '/queue/{queue_id}/acknowledge/batch',
+          params: { path: { queue_id: queueId } },
+          body: { lock_ids: answer.lock_ids },
+        });
     });
 
   cli
