@@ -37,7 +37,11 @@ export class LockOperations {
     const lock = this.check(lockId, now);
     if (typeof lock === 'string' || lock instanceof Needed) return lock;
     if (this.sharedMode) this.shared.end(lock, 'acknowledge');
-    else this.exclusive.set(null);
+    else {
+      this.givenBack.unhold(lock.items);
+      this.givenBack.settle(lock.items);
+      this.exclusive.set(null);
+    }
     return lock.items.length;
   }
 

@@ -115,7 +115,7 @@ export class QueueCore {
     this.exclusive = new ExclusiveLock(ctx, record?.lock ?? null);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
     this.givenBack = new GivenBackItems(ctx, this.segments, this.delayed);
-    this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
+    this.shared = new SharedLocks(ctx, this.givenBack, record?.shared);
     this.limits = new DeliveryLimits(ctx, () => this.inFlight, record?.popBudget);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
@@ -315,7 +315,8 @@ export class QueueCore {
     depth = allowed;
     if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
     const items: HeldItem[] = [];
-    const heldAfter = shared && ack ? new Map<number, number>() : undefined;
+    // Items a lock takes keep their priorities alive until it ends (see `PriorityMetadata.held`).
+    const heldAfter = ack ? new Map<number, number>() : undefined;
     const blocked = this.front.take(depth, items, heldAfter);
     if (blocked instanceof Needed) return blocked;
     if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
@@ -326,8 +327,11 @@ export class QueueCore {
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
     const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: now, expiresAt: now + ack.ttlMs };
-    if (heldAfter) this.shared.add(lock, heldAfter);
-    else this.exclusive.set(lock);
+    if (shared) this.shared.add(lock, heldAfter!);
+    else {
+      this.givenBack.hold(heldAfter!);
+      this.exclusive.set(lock);
+    }
     return { items: delivered, lock };
   }
 
