@@ -32,6 +32,13 @@ export class LockOperations {
     return this.shared.check(lockId, now);
   }
 
+  /** A new lock holding items popped for it; `heldAfter`: items it holds per priority (they keep their priorities alive). */
+  add(lock: LockState, heldAfter: ReadonlyMap<number, number>): void {
+    if (this.sharedMode) return this.shared.add(lock, heldAfter);
+    this.givenBack.hold(heldAfter);
+    this.exclusive.set(lock);
+  }
+
   /** Removes the lock and its items for good; the number of items, or why not. */
   acknowledge(lockId: string, now: number): number | LockProblem | Needed {
     const lock = this.check(lockId, now);

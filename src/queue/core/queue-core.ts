@@ -327,11 +327,7 @@ export class QueueCore {
     if (!ack || items.length === 0) return { items };
     const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
     const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: now, expiresAt: now + ack.ttlMs };
-    if (shared) this.shared.add(lock, heldAfter!);
-    else {
-      this.givenBack.hold(heldAfter!);
-      this.exclusive.set(lock);
-    }
+    this.locks.add(lock, heldAfter!);
     return { items: delivered, lock };
   }
 
