@@ -2,11 +2,13 @@ import { Module } from '@nestjs/common';
 import { RuntimeModule } from './runtime/runtime.module.js';
 import { QueueController } from './queue.controller.js';
 import { QueueService } from './queue.service.js';
+import { FairPopController } from './fair-pop.controller.js';
+import { FairPopService } from './fair-pop.service.js';
 
 @Module({
   imports: [RuntimeModule],
-  controllers: [QueueController],
-  providers: [QueueService],
+  controllers: [QueueController, FairPopController],
+  providers: [QueueService, FairPopService],
   exports: [QueueService, RuntimeModule],
 })
 export class QueueModule {}

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { Clock } from '../common/clock.js';
+import { popOp } from './core/queue-ops.js';
+import type { PopResponseDto } from './dto/queue-responses.dto.js';
+import { withQueueId } from './pop-body.js';
+import { QueueMapper } from './queue.mapper.js';
+import type { PopOptions } from './queue.service.js';
+import { PrefixRotations } from './runtime/prefix-rotations.js';
+import { QueueEvents } from './runtime/queue-events.js';
+import { QueueStats } from './runtime/queue-stats.js';
+import { TurnRunner } from './runtime/turn-runner.js';
+import { TRACING, type Tracing } from '../telemetry/tracing.js';
+
+/**
+ * Candidates one fair pop tries at most before it answers empty (or, as a long poll, waits):
+ * each is a turn of a queue that was ready when read but is paused, limited or locked now.
+ */
+export const MAX_CANDIDATES_PER_POP = 256;
+/** A long poll of a fair pop looks again at least this often while it passed over queues that held items (a limit or a lock may lift with time). */
+export const BLOCKED_RECHECK_MS = 1_000;
+/** …and at least this often otherwise: the safety net for a notification lost while the listening connection was away. */
+export const IDLE_RECHECK_MS = 5_000;
+
+type SkipReason = keyof QueueStats['fairPopSkips'];
+
+/** What one pass over the candidates found: items from one queue, or what it passed over. */
+type Pass = { queueId: string; answer: PopResponseDto } | { blocked: boolean; retryInMs?: number };
+
+/**
+ * Fair pops over the queues under a prefix (`POST /queues/pop?prefix=`): each pop takes the next
+ * ready queue of the prefix's round ({@link PrefixRotations}) and pops it in an ordinary turn of
+ * that queue, so that its items, locks and limits are that queue's own. A candidate that turns
+ * out to hand out nothing (emptied meanwhile, paused, limited by `max_in_flight` or
+ * `max_pops_per_second`, or held by an exclusive lock) is passed over at once, never waited on
+ * and never answered 423; the next one is tried, until a queue hands out items, the round comes
+ * back to a queue already tried, or {@link MAX_CANDIDATES_PER_POP} were tried.
+ *
+ * A long poll registers on the prefix before its first look (see `QueueEvents.registerPrefix`),
+ * so a push to any queue under the prefix that commits after that look, in this process or
+ * another (its notification), or to a queue created meanwhile, wakes it.
+ */
+@Injectable()
+export class FairPopService {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly runner: TurnRunner,
+    private readonly rotations: PrefixRotations,
+    private readonly events: QueueEvents,
+    private readonly stats: QueueStats,
+    private readonly clock: Clock,
+    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
+  ) {}
+
+  /** Pops from the next ready queue under `prefix`: a queue pop's answer plus `queue_id`, or no items (and no `queue_id`). */
+  async pop(prefix: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
+    const poll = options.waitSeconds > 0 ? this.events.registerPrefix(prefix, clientGone) : undefined;
+    const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
+    try {
+      for (;;) {
+        const pass = await this.pass(prefix, options, clientGone);
+        if ('answer' in pass) {
+          this.stats.fairPops.served += 1;
+          return withQueueId(pass.answer, pass.queueId);
+        }
+        const remaining = deadline - this.clock.now();
+        if (!poll || remaining <= 0 || clientGone?.aborted) break;
+        const recheckMs = Math.min(pass.blocked ? BLOCKED_RECHECK_MS : IDLE_RECHECK_MS, pass.retryInMs ?? Infinity);
+        if ((await poll.wait(Math.min(remaining, recheckMs))) === 'closed') break;
+      }
+    } finally {
+      poll?.close();
+    }
+    this.stats.fairPops.empty += 1;
+    return QueueMapper.pop({ items: [] }, options.requireAck, options.includeHeaders === true);
+  }
+
+  /** One pass over the prefix's candidates, from where its round stands. */
+  private async pass(prefix: string, options: PopOptions, clientGone?: AbortSignal): Promise<Pass> {
+    const lockId = options.requireAck ? randomBytes(8).toString('base64url') : '';
+    const ack = options.requireAck ? { lockId, ttlMs: options.ttlSeconds * 1000, maxLocks: this.config.env.MAX_LOCKS_PER_QUEUE } : undefined;
+    const take = popOp(options.depth, ack, clientGone);
+    const tried = new Set<string>();
+    let blocked = false;
+    let retryInMs: number | undefined;
+    const skip = (reason: SkipReason): void => {
+      this.stats.fairPopSkips[reason] += 1;
+      if (reason !== 'empty') blocked = true;
+    };
+    while (tried.size < MAX_CANDIDATES_PER_POP && !clientGone?.aborted) {
+      const queueId = await this.rotations.next(prefix);
+      // No ready queue, or the round came back to one this pop tried.
+      if (queueId === undefined || tried.has(queueId)) break;
+      tried.add(queueId);
+      // Never waited on: a queue with a full line is as good as locked.
+      if (this.runner.isLineFull(queueId)) {
+        skip('busy');
+        continue;
+      }
+      const outcome = await this.runner.run(queueId, take);
+      if ('locked' in outcome) {
+        skip('locked');
+        continue;
+      }
+      if ('busy' in outcome || 'unavailable' in outcome) {
+        skip('busy');
+        continue;
+      }
+      if (outcome.items.length === 0) {
+        if ('retryInMs' in outcome && outcome.retryInMs !== undefined) retryInMs = Math.min(retryInMs ?? Infinity, outcome.retryInMs);
+        skip(outcome.paused ? 'paused' : outcome.limited ? 'limited' : 'empty');
+        continue;
+      }
+      if (clientGone?.aborted && options.requireAck) {
+        // Nobody will receive the lock id: the items go back at once.
+        await this.runner.run(queueId, { kind: 'release', lockId, delayMs: 0 });
+        break;
+      }
+      this.stats.itemsPopped += outcome.items.length;
+      if (this.tracing) this.tracing.linkItems(outcome.items.map((i) => i.headers));
+      return { queueId, answer: QueueMapper.pop(outcome, options.requireAck, options.includeHeaders === true) };
+    }
+    return { blocked, ...(retryInMs !== undefined ? { retryInMs } : {}) };
+  }
+}
