@@ -35,7 +35,8 @@ type Pass = { queueId: string; answer: PopResponseDto } | { blocked: boolean; re
  * out to hand out nothing (emptied meanwhile, paused, limited by `max_in_flight` or
  * `max_pops_per_second`, or held by an exclusive lock) is passed over at once, never waited on
  * and never answered 423; the next one is tried, until a queue hands out items, the round comes
- * back to a queue already tried, or {@link MAX_CANDIDATES_PER_POP} were tried.
+ * back to a queue read during this pop (every ready queue was tried), or
+ * {@link MAX_CANDIDATES_PER_POP} were tried.
  *
  * A long poll registers on the prefix before its first look (see `QueueEvents.registerPrefix`),
  * so a push to any queue under the prefix that commits after that look, in this process or
@@ -81,18 +82,26 @@ export class FairPopService {
     const lockId = options.requireAck ? randomBytes(8).toString('base64url') : '';
     const ack = options.requireAck ? { lockId, ttlMs: options.ttlSeconds * 1000, maxLocks: this.config.env.MAX_LOCKS_PER_QUEUE } : undefined;
     const take = popOp(options.depth, ack, clientGone);
-    const tried = new Set<string>();
+    // Candidates read before this pass may miss queues that became ready since: the pass ends
+    // when a candidate read during it comes round again (all the ring seen), or none is ready.
+    const since = this.rotations.reads;
+    const fresh = new Set<string>();
+    let tries = 0;
     let blocked = false;
     let retryInMs: number | undefined;
     const skip = (reason: SkipReason): void => {
       this.stats.fairPopSkips[reason] += 1;
       if (reason !== 'empty') blocked = true;
     };
-    while (tried.size < MAX_CANDIDATES_PER_POP && !clientGone?.aborted) {
-      const queueId = await this.rotations.next(prefix);
-      // No ready queue, or the round came back to one this pop tried.
-      if (queueId === undefined || tried.has(queueId)) break;
-      tried.add(queueId);
+    while (tries < MAX_CANDIDATES_PER_POP && !clientGone?.aborted) {
+      const candidate = await this.rotations.next(prefix);
+      if (candidate === undefined) break;
+      const { queueId } = candidate;
+      if (candidate.read > since) {
+        if (fresh.has(queueId)) break;
+        fresh.add(queueId);
+      }
+      tries += 1;
       // Never waited on: a queue with a full line is as good as locked.
       if (this.runner.isLineFull(queueId)) {
         skip('busy');

@@ -101,6 +101,20 @@ describe(`fair pops (${databaseKind})`, () => {
     expect((await popFair(svc.http, prefix)).queue_id).toBe(paused);
   });
 
+  it('a queue that becomes ready between candidates read before is still found by the same pop', async () => {
+    const prefix = `${uniqueQueueId('fair-late')}-`;
+    const [a, b, m, z] = ['a', 'b', 'm', 'z'].map((s) => prefix + s);
+    for (const q of [a, m]) for (let i = 0; i < 3; i++) await push(svc.http, q);
+    // The round reads [a, m] and serves both; then z appears, and the next read, after m, wraps: [z, a, m].
+    expect([(await popFair(svc.http, prefix)).queue_id, (await popFair(svc.http, prefix)).queue_id]).toEqual([a, m]);
+    await push(svc.http, z);
+    expect((await popFair(svc.http, prefix)).queue_id).toBe(z);
+    // a and m, next in the round as read, stop handing out (exclusive locks), and b appears between them.
+    for (const q of [a, m]) expect((await svc.http.post(`/queue/${q}/pop`).query({ require_ack: true })).body.count).toBe(1);
+    await push(svc.http, b);
+    expect((await popFair(svc.http, prefix)).queue_id).toBe(b);
+  });
+
   it('a long poll wakes within 200 ms of a push to a queue created meanwhile under the prefix, and not for one outside it', async () => {
     const prefix = `${uniqueQueueId('fair-wait')}-`;
     const events = svc.app.get(QueueEvents);

@@ -19,7 +19,7 @@ function readySet(ids: string[]): { listing: QueueListingRepository; ready: Set<
 
 const take = async (r: PrefixRotations, prefix: string, n: number): Promise<(string | undefined)[]> => {
   const out: (string | undefined)[] = [];
-  for (let i = 0; i < n; i++) out.push(await r.next(prefix));
+  for (let i = 0; i < n; i++) out.push((await r.next(prefix))?.queueId);
   return out;
 };
 
@@ -39,15 +39,17 @@ describe('PrefixRotations', () => {
     expect(served).toEqual(ids);
     expect(reads()).toBe(4);
     // The next round starts again at the first.
-    expect(await r.next('q-')).toBe(ids[0]);
+    expect((await r.next('q-'))?.queueId).toBe(ids[0]);
   });
 
   it('concurrent callers share one read and take different queues', async () => {
     const { listing, reads } = readySet(['p-1', 'p-2', 'p-3']);
     const r = new PrefixRotations(listing);
+    const before = r.reads;
     const got = await Promise.all([r.next('p-'), r.next('p-'), r.next('p-')]);
-    expect(got).toEqual(['p-1', 'p-2', 'p-3']);
+    expect(got).toEqual(['p-1', 'p-2', 'p-3'].map((queueId) => ({ queueId, read: before + 1 })));
     expect(reads()).toBe(1);
+    expect(r.reads).toBe(before + 1);
   });
 
   it('a queue that becomes ready joins the round after the batch read; one no longer ready leaves it at the next read', async () => {
@@ -64,17 +66,17 @@ describe('PrefixRotations', () => {
     const r = new PrefixRotations(listing);
     expect(await r.next('e-')).toBeUndefined();
     ready.add('e-1');
-    expect(await r.next('e-')).toBe('e-1');
+    expect((await r.next('e-'))?.queueId).toBe('e-1');
   });
 
   it(`remembers at most ${MAX_ROTATIONS} prefixes, forgetting the least recently used`, async () => {
     const { listing } = readySet(['a-1', 'a-2']);
     const r = new PrefixRotations(listing);
-    expect(await r.next('a-')).toBe('a-1');
+    expect((await take(r, 'a-', 1))[0]).toBe('a-1');
     for (let i = 0; i < MAX_ROTATIONS; i++) await r.next(`x${i}-`);
     expect(r.size).toBe(MAX_ROTATIONS);
     // Forgotten: the round starts again from the first queue.
-    expect(await r.next('a-')).toBe('a-1');
+    expect((await take(r, 'a-', 1))[0]).toBe('a-1');
   });
 });
 

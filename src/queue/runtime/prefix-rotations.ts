@@ -6,10 +6,16 @@ export const ROTATION_BATCH = 16;
 /** Prefixes whose place in the round this process remembers; past it the least recently used is forgotten (it starts again from the first queue). */
 export const MAX_ROTATIONS = 10_000;
 
+/** A candidate queue of a fair pop, with the number of the read that found it (reads are numbered in this process in the order they are made). */
+export interface Candidate {
+  readonly queueId: string;
+  readonly read: number;
+}
+
 /** Where a prefix's round stands in this process. */
 interface Rotation {
   /** Candidates read and not handed out yet, in round order. */
-  readonly pending: string[];
+  readonly pending: Candidate[];
   /** The last queue id read from the ready set: the next read starts after it. Null: from the first one. */
   after: string | null;
   /** The read under way, shared by the callers that found `pending` empty; resolves to the number of ids it found. */
@@ -33,16 +39,26 @@ interface Rotation {
 @Injectable()
 export class PrefixRotations {
   private readonly rotations = new Map<string, Rotation>();
+  private lastRead = 0;
 
   constructor(private readonly listing: QueueListingRepository) {}
 
+  /**
+   * The number of the last read made so far: a candidate whose `read` is greater was read after
+   * this call, so it reflects the ready set as it is since then. A fair pop has gone all the way
+   * round once such candidates repeat (older ones may miss queues that became ready since).
+   */
+  get reads(): number {
+    return this.lastRead;
+  }
+
   /** The next candidate queue for a fair pop on `prefix`; undefined when no queue under it is ready. */
-  async next(prefix: string): Promise<string | undefined> {
+  async next(prefix: string): Promise<Candidate | undefined> {
     const rotation = this.rotation(prefix);
     // A read that others emptied before this caller's turn came is followed by one more.
     for (let reads = 0; reads < 3; reads++) {
-      const id = rotation.pending.shift();
-      if (id !== undefined) return id;
+      const candidate = rotation.pending.shift();
+      if (candidate !== undefined) return candidate;
       rotation.reading ??= this.read(prefix, rotation).finally(() => (rotation.reading = undefined));
       if ((await rotation.reading) === 0) return undefined;
     }
@@ -68,9 +84,10 @@ export class PrefixRotations {
   }
 
   private async read(prefix: string, rotation: Rotation): Promise<number> {
+    const read = ++this.lastRead;
     const ids = await this.listing.readyQueues(prefix, rotation.after, ROTATION_BATCH);
     if (ids.length > 0) rotation.after = ids.at(-1)!;
-    rotation.pending.push(...ids);
+    for (const queueId of ids) rotation.pending.push({ queueId, read });
     return ids.length;
   }
 }
