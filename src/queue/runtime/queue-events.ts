@@ -97,6 +97,12 @@ class Poll implements LongPoll {
  * turn, and if that turn leaves items, it wakes the next ones in turn. So one push wakes one poll
  * however many wait, and polls woken together share turns (group commit): no thundering herd.
  *
+ * The long polls of fair pops wait on a prefix ({@link registerPrefix}): a wake-up of any queue
+ * whose id starts with it wakes them too (up to as many as items arrived, over all its
+ * prefixes), looked up once per length of the prefixes registered, so a wake-up costs nothing
+ * more while no fair pop waits. The periodic re-check does not look at them: they look again
+ * by themselves (see `FairPopService`).
+ *
  * At most `MAX_WAITING_POLLS` long polls are registered at once; past it {@link register}
  * refuses (the pop answers at once). At shutdown every waiting poll is answered at once.
  */
