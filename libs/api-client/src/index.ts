@@ -16,6 +16,10 @@ export type PushBatchResponse = Schemas['PushBatchResponseDto'];
 export type PopResponse = Schemas['PopResponseDto'];
 /** Query parameters of `POST /queue/{queue_id}/pop`. */
 export type PopQuery = NonNullable<operations['pop']['parameters']['query']>;
+/** Answer to a fair pop (`POST /queues/pop?prefix=`): a pop's answer and the queue its items come from. */
+export type FairPopResponse = Schemas['FairPopResponseDto'];
+/** Query parameters of `POST /queues/pop`. */
+export type FairPopQuery = operations['popFair']['parameters']['query'];
 export type LockRequest = Schemas['LockRequestDto'];
 export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
 /** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay. */
