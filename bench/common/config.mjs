@@ -58,9 +58,9 @@ export const PEER_SCRIPTS = {
 export const TABLE_PEERS = ['group-commit', 'floor'];
 /** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
 export const REDIS_TARGETS = ['bullmq-redis'];
-export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'clients'];
+export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair', 'clients'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
-export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle'];
+export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 export const CONFIG = {
@@ -87,6 +87,11 @@ export const CONFIG = {
   longPollProcesses: envList('BENCH_LONGPOLL_PROCESSES', ['1', '2'], ['1', '2']).map(Number),
   idlePolls: envInt('BENCH_IDLE_POLLS', 5000, 1, 50_000),
   idleSeconds: envInt('BENCH_IDLE_SECONDS', 8, 1, 60),
+  fairQueues: envInt('BENCH_FAIR_QUEUES', 100_000, 1, 10_000_000),
+  fairReady: envInt('BENCH_FAIR_READY', 1000, 1, 100_000),
+  fairEmpty: envInt('BENCH_FAIR_EMPTY', 1_000_000, 0, 10_000_000),
+  fairItems: envInt('BENCH_FAIR_ITEMS', 50, 1, 1000),
+  fairConnections: envInt('BENCH_FAIR_CONNECTIONS', 32, 1, 1024),
   clientItems: envInt('BENCH_CLIENT_ITEMS', 3000, 100, 100_000),
   clientMaxSeconds: envInt('BENCH_CLIENT_MAX_SECONDS', 30, 1, 600),
   clientLatencyPushes: envInt('BENCH_CLIENT_LATENCY_PUSHES', 500, 10, 10_000),

@@ -9,6 +9,7 @@ import { addItems, queueCounts } from '../targets/counts.mjs';
 import { scenarioAckPop } from './ackpop.mjs';
 import { CLIENT_TARGETS, scenarioClients } from './clients.mjs';
 import { scenarioDelayed, scenarioDepth } from './depth-delayed.mjs';
+import { scenarioFair } from './fair.mjs';
 import { scenarioIdle } from './idle.mjs';
 import { scenarioLongPoll } from './longpoll.mjs';
 import { scenarioHot, scenarioPop, scenarioPush } from './push-pop-hot.mjs';
@@ -22,6 +23,7 @@ export const SCENARIO_FNS = {
   longpoll: scenarioLongPoll,
   ackpop: scenarioAckPop,
   idle: scenarioIdle,
+  fair: scenarioFair,
   clients: scenarioClients,
 };
 
@@ -43,6 +45,7 @@ export const ROWS_OF = {
   delayed: ['delayed-none', 'delayed-many'],
   ackpop: ['ackpop-shared', 'ackpop-exclusive'],
   idle: [],
+  fair: [],
   clients: [],
 };
 

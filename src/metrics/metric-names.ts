@@ -45,6 +45,16 @@ export const METRICS = {
     help: 'Pops that handed out nothing because of a delivery limit, by reason: in_flight (max_in_flight) or rate (max_pops_per_second)',
     labels: ['reason'],
   },
+  fairPops: {
+    name: 'pushpop_fair_pops_total',
+    help: 'Fair pops over the queues under a prefix (POST /queues/pop?prefix=), by outcome: served (items handed out) or empty',
+    labels: ['outcome'],
+  },
+  fairPopSkips: {
+    name: 'pushpop_fair_pop_skips_total',
+    help: 'Ready queues fair pops passed over, by reason: empty (emptied since read), paused, limited, locked (exclusive lock), busy, or exclusive (lock mode exclusive, passed over by a pop with lock_per_item)',
+    labels: ['reason'],
+  },
   schedules: { name: 'pushpop_schedules', help: 'Schedules, paused or not (all processes; refreshed at most every 10 s)' },
   scheduleFirings: {
     name: 'pushpop_schedule_firings_total',

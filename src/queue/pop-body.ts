@@ -3,11 +3,14 @@ import type { PopResponseDto } from './dto/queue-responses.dto.js';
 /** Where a pop's answer keeps its items (and headers) as the JSON text they were stored as, and the rest of the answer. */
 const STORED = Symbol('pop answer: items as stored JSON');
 
+/** What a pop's answer holds besides its items and headers (a fair pop's: `queue_id` too). */
+type Rest = Omit<PopResponseDto, 'items' | 'headers'> & { queue_id?: string };
+
 interface Stored {
   readonly items: readonly string[];
   /** Parallel to `items` (`{}` for an item without headers); absent: the pop did not ask for them. */
   readonly headers?: readonly string[];
-  readonly rest: Omit<PopResponseDto, 'items' | 'headers'>;
+  readonly rest: Rest;
 }
 
 /** An item without headers, in a pop's `headers`. */
@@ -28,7 +31,7 @@ const parsedAll = (texts: readonly string[]): Record<string, unknown>[] => texts
  * The texts can be inserted as they are: every one was written by `JSON.stringify` (see
  * `encodeItem` and `encodeHeaders`), which always produces well-formed JSON.
  */
-export function popAnswer(items: readonly string[], rest: Omit<PopResponseDto, 'items' | 'headers'>, headers?: readonly string[]): PopResponseDto {
+export function popAnswer(items: readonly string[], rest: Rest, headers?: readonly string[]): PopResponseDto {
   let parsed: Record<string, unknown>[] | undefined;
   let answer: PopResponseDto;
   if (headers === undefined) {
@@ -66,4 +69,14 @@ export function serializePopAnswer(payload: unknown): string {
   const rest = JSON.stringify(stored.rest);
   const headers = stored.headers ? `,"headers":[${stored.headers.join(',')}]` : '';
   return `{"items":[${stored.items.join(',')}]${headers}${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
+}
+
+/**
+ * A pop's answer with `queue_id` after its other fields (a fair pop's): the items stay the JSON
+ * text they were stored as when `answer` was made by {@link popAnswer}.
+ */
+export function withQueueId(answer: PopResponseDto, queueId: string): PopResponseDto & { queue_id: string } {
+  const stored = (answer as unknown as Record<symbol, Stored | undefined>)[STORED];
+  if (!stored) return { ...answer, queue_id: queueId };
+  return popAnswer(stored.items, { ...stored.rest, queue_id: queueId }, stored.headers) as PopResponseDto & { queue_id: string };
 }

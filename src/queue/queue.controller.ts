@@ -36,7 +36,7 @@ import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
 import { QueueLocksService, type NextPopOptions } from './queue-locks.service.js';
-import { serializePopAnswer } from './pop-body.js';
+import { answerPop, popOptions } from './pop-request.js';
 import { requestTraceparent } from './item-codec.js';
 
 /** What push and batch push answer about their items. */
@@ -143,29 +143,8 @@ export class QueueController {
     @Query() query: PopQueryDto,
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<PopResponseDto> {
-    // Items leave as the JSON text they were stored as (see popAnswer). A reply with a serializer
-    // of its own gets no Content-Type from Fastify: it is set here.
-    reply.serializer(serializePopAnswer).type('application/json; charset=utf-8');
-    const options = {
-      depth: query.depth ?? 1,
-      requireAck: query.require_ack ?? false,
-      lockPerItem: query.lock_per_item ?? false,
-      includeHeaders: query.include_headers ?? false,
-      ttlSeconds: query.ttl_seconds ?? 30,
-      waitSeconds: query.wait_seconds ?? 0,
-    };
-    if (options.waitSeconds === 0) return this.queues.pop(queueId, options);
-    // A long poll whose client went away stops waiting (and takes no item nobody would receive).
-    const clientGone = new AbortController();
-    const onClose = (): void => {
-      if (!reply.raw.writableEnded) clientGone.abort();
-    };
-    reply.raw.once('close', onClose);
-    try {
-      return await this.queues.pop(queueId, options, clientGone.signal);
-    } finally {
-      reply.raw.off('close', onClose);
-    }
+    const options = popOptions(query);
+    return answerPop(reply, options, (clientGone) => this.queues.pop(queueId, options, clientGone));
   }
 
   /**

@@ -3,8 +3,16 @@ import type { QueueListRow } from '../database/stored-queue.js';
 import { UnitOfWork } from '../database/unit-of-work.js';
 
 /**
+ * The least string greater than every string that starts with `prefix`, in the byte order of the
+ * `C` collation of queue ids (the last character's code plus one; queue ids are ASCII).
+ */
+export function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+/**
  * Reads over many queues at once, outside their turns: the listing of `GET /queues`, and which
- * of a set of queues hold something to pop (for the long-poll wake-ups).
+ * of a set of queues hold something to pop (for the long-poll wake-ups), and the ready set of fair pops.
  */
 @Injectable()
 export class QueueListingRepository {
@@ -67,6 +75,27 @@ export class QueueListingRepository {
                OR EXISTS (SELECT 1 FROM queue_locks l WHERE l.queue_id = q.queue_id))`,
       [queueIds, now],
       'pushpop_queues_to_pop_from',
+    );
+    return rows.map((r) => r.queue_id);
+  }
+
+  /**
+   * Up to `limit` ids of ready queues (items to hand out, not paused: `queues.ready`) whose id
+   * starts with `prefix`, in id order after `after` and then, wrapping around, from the first
+   * one up to `after` included: the next candidates of a fair pop. Two range scans of the partial
+   * index `IDX_queues_ready`, the second read only when the first finds fewer than `limit`: the
+   * cost is that of the rows returned, whatever the number of queues under the prefix that
+   * hold nothing (they are not in the index).
+   */
+  async readyQueues(prefix: string, after: string | null, limit: number): Promise<string[]> {
+    const rows = await this.uow.autocommit.query<{ queue_id: string }>(
+      `SELECT queue_id FROM (
+         (SELECT queue_id, 0 AS part FROM queues WHERE ready AND queue_id >= $1 AND queue_id < $2 AND queue_id > $3 ORDER BY queue_id LIMIT $4)
+         UNION ALL
+         (SELECT queue_id, 1 AS part FROM queues WHERE ready AND queue_id >= $1 AND queue_id < $2 AND queue_id <= $3 ORDER BY queue_id LIMIT $4)
+       ) candidates ORDER BY part, queue_id LIMIT $4`,
+      [prefix, prefixEnd(prefix), after ?? '', limit],
+      'pushpop_ready_queues',
     );
     return rows.map((r) => r.queue_id);
   }

@@ -60,6 +60,25 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     await expect(orders.info()).rejects.toMatchObject({ status: 404, errorCode: 'QUEUE_NOT_FOUND' });
   });
 
+  it('popFair pops the queues under a prefix in turn and names the queue, whose lock it acknowledges', async () => {
+    const client = new PushpopClient({ baseUrl: svc.url });
+    const prefix = `${uniqueQueueId('tenants')}-`;
+    for (const [tenant, id] of [
+      ['b', 1],
+      ['a', 2],
+      ['b', 3],
+    ] as const)
+      await client.queue<Order>(prefix + tenant).push({ id, sku: tenant });
+    const first = await client.popFair<Order>(prefix, { requireAck: true });
+    expectTypeOf(first.items).toEqualTypeOf<Order[]>();
+    expect(first).toMatchObject({ items: [{ id: 2, sku: 'a' }], count: 1, locked: true, queue_id: `${prefix}a` });
+    expect(await client.queue(first.queue_id!).acknowledge(first.lock_id!)).toMatchObject({ items_acknowledged: 1 });
+    expect(await client.popFair<Order>(prefix)).toMatchObject({ items: [{ id: 1 }], queue_id: `${prefix}b` });
+    expect(await client.popFair<Order>(prefix)).toMatchObject({ items: [{ id: 3 }], queue_id: `${prefix}b` });
+    expect(await client.popFair<Order>(prefix, { waitSeconds: 1 })).toEqual({ items: [], count: 0 });
+    await expect(client.popFair('not a prefix')).rejects.toMatchObject({ status: 400, errorCode: 'VALIDATION_FAILED' });
+  });
+
   it('errors name the method and the path called; with no answer, the address and the reason', async () => {
     const client = new PushpopClient({ baseUrl: svc.url });
     const q = uniqueQueueId('missing');

@@ -56,6 +56,7 @@ const QUEUE_OPERATIONS = [
   'push',
   'pushBatch',
   'pop',
+  'popFair',
   'acknowledge',
   'acknowledgeBatch',
   'extendLock',

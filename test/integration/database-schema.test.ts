@@ -110,6 +110,7 @@ describe(`database schema (${databaseKind})`, () => {
       'IDX_queues_next_due',
       'IDX_queues_next_lock_expiry',
       'IDX_queues_paused',
+      'IDX_queues_ready',
       'IDX_schedules_next_run',
       'IDX_shared_locks_expired',
       'IDX_shared_locks_live',

@@ -22,6 +22,10 @@ export type LockRequest = Pick<Schemas['AcknowledgeRequestDto'], 'lock_id'>;
 export type AcknowledgeRequest = Schemas['AcknowledgeRequestDto'];
 /** `next` of an acknowledgement: the pop's parameters, each optional. */
 export type NextPop = Schemas['NextPopDto'];
+/** Answer to a fair pop (`POST /queues/pop?prefix=`): a pop's answer and the queue its items come from. */
+export type FairPopResponse = Schemas['FairPopResponseDto'];
+/** Query parameters of `POST /queues/pop`. */
+export type FairPopQuery = operations['popFair']['parameters']['query'];
 export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
 /** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay, or `dead_letter`. */
 export type ReleaseRequest = Schemas['ReleaseRequestDto'];

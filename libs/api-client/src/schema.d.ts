@@ -334,6 +334,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/queues/pop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pops up to `depth` items from one of the queues whose ids start with `prefix`, taking the
+         *     queues that have items to hand out in turn (round robin in queue id order), and answers
+         *     which one as `queue_id`; the items and their lock are that queue's, as for a queue pop.
+         *     Queues that are paused, limited (`max_in_flight`, `max_pops_per_second`), held by an
+         *     exclusive lock or hold only delayed items are passed over, never waited on, never 423.
+         *     Nothing found: no items and no `queue_id`. `wait_seconds` waits for a push to any queue
+         *     under the prefix, one created meanwhile included.
+         */
+        post: operations["popFair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/schedules": {
         parameters: {
             query?: never;
@@ -566,6 +591,63 @@ export interface components {
             lock_expires_at: number;
             lock_id: string;
             success: boolean;
+        };
+        FairPopResponseDto: {
+            /** @description Number of items returned. */
+            count: number;
+            /**
+             * @description With `require_ack` and items: how many times each item has been handed out under a lock,
+             *     this time included (1 for an item never delivered before), parallel to `items`.
+             */
+            delivery_counts?: number[];
+            /**
+             * @description With `include_headers`: each item's headers, parallel to `items` (`{}` for an item without).
+             * @example [
+             *       {
+             *         "tenant": "acme",
+             *         "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+             *       }
+             *     ]
+             */
+            headers?: {
+                [key: string]: string;
+            }[];
+            /** @description The popped items, in order. */
+            items: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * @description Present (true) when a delivery limit (`max_in_flight` for pops with `require_ack`, or
+             *     `max_pops_per_second`) left no room: nothing was handed out.
+             * @example true
+             */
+            limited?: boolean;
+            /** @description With `require_ack` and items: when the lock (or every lock of `lock_ids`) expires, unix seconds. */
+            lock_expires_at?: number;
+            /** @description With `require_ack` and items: the lock to acknowledge, extend or release (absent with `lock_per_item`). */
+            lock_id?: string;
+            /**
+             * @description With `require_ack`, `lock_per_item` and items: each item's own lock, parallel to `items`;
+             *     each is acknowledged, extended and released as a lock of one item.
+             * @example [
+             *       "Xb3kQ9_zA1c",
+             *       "pQ7_r2LmN0s"
+             *     ]
+             */
+            lock_ids?: string[];
+            /** @description With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
+            locked?: boolean;
+            /**
+             * @description Present (true) when the queue is paused: nothing was handed out.
+             * @example true
+             */
+            paused?: boolean;
+            /**
+             * @description The queue the items come from (absent when nothing was found): acknowledge, extend or
+             *     release the lock under `/queue/{queue_id}/…`.
+             * @example tenant-42
+             */
+            queue_id?: string;
         };
         LivenessDto: {
             /** @example healthy */
@@ -3534,6 +3616,130 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QueueListDto"];
+                };
+            };
+            /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "VALIDATION_FAILED";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
+                    };
+                };
+            };
+            /** @description - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After` */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    popFair: {
+        parameters: {
+            query: {
+                /** @description How many items at most, 1 to 100. Spills over into the next priority. */
+                depth?: number;
+                /** @description Hold the popped items under an acknowledgement lock (`true`/`false`/`1`/`0`). */
+                require_ack?: boolean;
+                /**
+                 * @description With `require_ack=true` on a queue in `lock_mode: "shared"`: each item under a lock of its
+                 *     own, answered as `lock_ids` parallel to `items` (`true`/`false`/`1`/`0`). Without
+                 *     `require_ack=true`, or on a queue in exclusive mode: 400 `VALIDATION_FAILED`.
+                 */
+                lock_per_item?: boolean;
+                /** @description Answer each item's headers too, as `headers`, parallel to `items` (`true`/`false`/`1`/`0`). */
+                include_headers?: boolean;
+                /** @description Lock time to live in seconds, 1 to 300 (with `require_ack`). */
+                ttl_seconds?: number;
+                /**
+                 * @description Long poll: on an empty queue wait up to this many seconds (0 to 20) for an item; the answer
+                 *     comes as soon as one arrives, also when another server process on the same database took
+                 *     the push. A server already holding its maximum of waiting polls (`MAX_WAITING_POLLS`)
+                 *     answers at once, as if this were 0.
+                 */
+                wait_seconds?: number;
+                /** @description Pop from the queues whose ids start with this: 1-200 characters of A-Z a-z 0-9 . _ : @ -. */
+                prefix: string;
+            };
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FairPopResponseDto"];
                 };
             };
             /** @description - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body */

@@ -8,6 +8,7 @@ import { activeTraceparent } from './tracing.js';
 import type {
   Item,
   PopOptions,
+  FairPopResult,
   PopResult,
   PushEntry,
   PushOptions,
@@ -222,6 +223,21 @@ export class PushpopClient {
   }
 
   /** `GET /health/ready`: resolves when the service and its database answer. */
+  /**
+   * `POST /queues/pop?prefix=`: pops from the next queue whose id starts with `prefix` and has
+   * items to hand out (round robin over them); `queue_id` names it, and its lock is that queue's
+   * (acknowledge through `queue(queue_id)`). Nothing found: no items and no `queue_id`.
+   */
+  popFair<T extends object = Item>(prefix: string, options: PopOptions & CallOptions = {}): Promise<FairPopResult<T>> {
+    return this.call({
+      method: 'POST',
+      path: '/queues/pop',
+      params: { query: { prefix, ...popQuery(options) } },
+      extraTimeoutMs: (options.waitSeconds ?? 0) * 1000,
+      signal: options.signal,
+    });
+  }
+
   ready(options: CallOptions = {}): Promise<Record<string, unknown>> {
     return this.call({ method: 'GET', path: '/health/ready', ...options });
   }
@@ -337,6 +353,17 @@ function networkCause(error: unknown): string {
   return unique.length > 0 ? unique.join('; ') : ((error as Error)?.message ?? String(error));
 }
 
+/** The query of a pop, a queue's or a fair one's. */
+function popQuery(options: PopOptions): Record<string, string | number | boolean | undefined> {
+  const query: Record<string, string | number | boolean | undefined> = {};
+  if (options.depth !== undefined) query.depth = options.depth;
+  if (options.requireAck) query.require_ack = true;
+  if (options.ttlSeconds !== undefined) query.ttl_seconds = options.ttlSeconds;
+  if (options.waitSeconds !== undefined) query.wait_seconds = options.waitSeconds;
+  if (options.includeHeaders) query.include_headers = true;
+  return query;
+}
+
 /**
  * One queue of a {@link PushpopClient}, its items typed as `T`. Every method is one call of the
  * service's HTTP API, named after its operation.
@@ -368,16 +395,10 @@ export class Queue<T extends object = Item> {
 
   /** `POST /queue/{id}/pop`. With `requireAck`, hold the items under the answer's `lock_id`; with `waitSeconds`, long-poll. */
   pop(options: PopOptions & CallOptions = {}): Promise<PopResult<T>> {
-    const query: Record<string, string | number | boolean | undefined> = {};
-    if (options.depth !== undefined) query.depth = options.depth;
-    if (options.requireAck) query.require_ack = true;
-    if (options.ttlSeconds !== undefined) query.ttl_seconds = options.ttlSeconds;
-    if (options.waitSeconds !== undefined) query.wait_seconds = options.waitSeconds;
-    if (options.includeHeaders) query.include_headers = true;
     return this.client.call({
       method: 'POST',
       path: '/queue/{queue_id}/pop',
-      params: { ...this.path, query },
+      params: { ...this.path, query: popQuery(options) },
       extraTimeoutMs: (options.waitSeconds ?? 0) * 1000,
       signal: options.signal,
     });

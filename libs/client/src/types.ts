@@ -52,6 +52,11 @@ export interface PopResult<T> {
   limited?: boolean;
 }
 
+/** A fair pop's answer: a pop's, and the queue its items come from (absent when there are none). */
+export interface FairPopResult<T> extends PopResult<T> {
+  queue_id?: string;
+}
+
 export interface ReleaseResult {
   success: boolean;
   items_returned: number;

@@ -10,6 +10,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 @Index('IDX_queues_next_due', ['nextDueAt'], { where: `"next_due_at" IS NOT NULL` })
 @Index('IDX_queues_next_lock_expiry', ['nextLockExpiry'], { where: `"next_lock_expiry" IS NOT NULL` })
 @Index('IDX_queues_paused', ['paused'], { where: `"paused"` })
+@Index('IDX_queues_ready', ['queueId'], { where: `"ready"` })
 export class QueueEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
   queueId: string;
@@ -93,6 +94,13 @@ export class QueueEntity {
 
   @Column({ name: 'pop_tokens_at', type: 'double precision', nullable: true })
   popTokensAt: number | null;
+
+  /**
+   * The ready set of fair pops: items to hand out (`item_count > 0`) and not paused. Kept by the
+   * trigger `queues_ready` on the transitions only; never written by the service.
+   */
+  @Column({ type: 'boolean', default: false, insert: false, update: false })
+  ready: boolean;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt: Date;

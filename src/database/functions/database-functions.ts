@@ -1,5 +1,6 @@
 import type { DatabaseFunction } from './database-function.js';
 import { ENQUEUE_COMMITTED, PUSHPOP_ENQUEUE } from './enqueue.function.js';
+import { QUEUE_READY } from './ready-queue.function.js';
 import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
 
 /**
@@ -7,4 +8,11 @@ import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-tur
  * those it calls). The one place a function is defined: migrations take their text from here,
  * and a test checks the migrated schema against it.
  */
-export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [WRITE_TURN_FULL, WRITE_TURN_THIRD, WRITE_TURN_SHORT, PUSHPOP_ENQUEUE, ENQUEUE_COMMITTED];
+export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [
+  WRITE_TURN_FULL,
+  WRITE_TURN_THIRD,
+  WRITE_TURN_SHORT,
+  PUSHPOP_ENQUEUE,
+  ENQUEUE_COMMITTED,
+  QUEUE_READY,
+];

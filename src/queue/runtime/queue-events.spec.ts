@@ -166,4 +166,60 @@ describe('QueueEvents', () => {
     e.forgetQuiet();
     expect(e.isQuiet('c', t0)).toBe(false);
   });
+
+  describe('polls of fair pops on a prefix', () => {
+    it('are woken by a wake-up of any queue whose id starts with the prefix, as many as items arrived, and by none other', async () => {
+      const e = events();
+      const [a, b, other] = [e.registerPrefix('tenant-')!, e.registerPrefix('tenant-')!, e.registerPrefix('tenant-2')!];
+      const waits = [a, b, other].map((p) => parked(p));
+      expect(e.wake('tenant', 5, 'local')).toBe(0);
+      expect(e.wake('tenants-1', 5, 'local')).toBe(0);
+      expect(e.wake('tenant-1', 1, 'notification')).toBe(1);
+      await flush();
+      expect(waits.map((w) => w.ended())).toEqual(['woken', undefined, undefined]);
+      // A queue under both prefixes: up to as many as arrived, over both prefixes.
+      expect(e.wake('tenant-2x', 2, 'local')).toBe(2);
+      await flush();
+      expect(waits.map((w) => w.ended())).toEqual(['woken', 'woken', 'woken']);
+      expect(e.wakeUps).toEqual({ local: 2, notification: 1, recheck: 0 });
+    });
+
+    it('share a wake-up with the polls of the queue itself, each set up to the items that arrived', async () => {
+      const e = events();
+      const queuePoll = parked(e.register('t-1')!);
+      const prefixPoll = parked(e.registerPrefix('t-')!);
+      expect(e.wake('t-1', 1, 'local')).toBe(2);
+      await flush();
+      expect([queuePoll.ended(), prefixPoll.ended()]).toEqual(['woken', 'woken']);
+    });
+
+    it('a wake-up during its look is kept for its wait; closed, it is forgotten, and it counts against MAX_WAITING_POLLS', async () => {
+      const e = events(2);
+      const poll = e.registerPrefix('p-')!;
+      e.wake('p-9', 1, 'local');
+      expect(await poll.wait(10_000)).toBe('woken');
+      const other = e.register('q')!;
+      expect(e.registerPrefix('p-')).toBeUndefined();
+      expect(e.refused).toBe(1);
+      poll.close();
+      other.close();
+      expect(e.registeredPolls).toBe(0);
+      expect(e.wake('p-9', 1, 'local')).toBe(0);
+      // The prefix, gone with its last poll, is looked up no more; a new one of another length is.
+      const next = parked(e.registerPrefix('p-9')!);
+      expect(e.wake('p-9', 1, 'local')).toBe(1);
+      await flush();
+      expect(next.ended()).toBe('woken');
+    });
+
+    it('waiting in vain marks no queue quiet, and shutdown ends its wait', async () => {
+      const e = events();
+      const poll = e.registerPrefix('p-')!;
+      poll.waitedInVain();
+      expect(e.isQuiet('p-', 0)).toBe(false);
+      const w = parked(poll);
+      e.onModuleDestroy();
+      expect(await w.promise).toBe('closed');
+    });
+  });
 });

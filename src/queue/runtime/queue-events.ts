@@ -36,8 +36,10 @@ class Poll implements LongPoll {
 
   constructor(
     private readonly events: QueueEvents,
+    /** The queue it waits on, or with {@link byPrefix} the prefix of the queues it waits on. */
     readonly queueId: string,
     private readonly signal?: AbortSignal,
+    readonly byPrefix = false,
   ) {
     signal?.addEventListener('abort', this.onAbort, { once: true });
   }
@@ -69,7 +71,8 @@ class Poll implements LongPoll {
   }
 
   waitedInVain(): void {
-    this.events.markQuiet(this.queueId);
+    // A prefix names no one queue to call quiet.
+    if (!this.byPrefix) this.events.markQuiet(this.queueId);
   }
 
   close(): void {
@@ -94,6 +97,12 @@ class Poll implements LongPoll {
  * turn, and if that turn leaves items, it wakes the next ones in turn. So one push wakes one poll
  * however many wait, and polls woken together share turns (group commit): no thundering herd.
  *
+ * The long polls of fair pops wait on a prefix ({@link registerPrefix}): a wake-up of any queue
+ * whose id starts with it wakes them too (up to as many as items arrived, over all its
+ * prefixes), looked up once per length of the prefixes registered, so a wake-up costs nothing
+ * more while no fair pop waits. The periodic re-check does not look at them: they look again
+ * by themselves (see `FairPopService`).
+ *
  * At most `MAX_WAITING_POLLS` long polls are registered at once; past it {@link register}
  * refuses (the pop answers at once). At shutdown every waiting poll is answered at once.
  */
@@ -101,6 +110,10 @@ class Poll implements LongPoll {
 export class QueueEvents implements OnModuleDestroy {
   /** Per queue, its polls in registration order (the longest waiting first). */
   private readonly polls = new Map<string, Set<Poll>>();
+  /** Per prefix, the polls of fair pops on it, in registration order. */
+  private readonly prefixPolls = new Map<string, Set<Poll>>();
+  /** The lengths of the prefixes in {@link prefixPolls}, with how many prefixes have each: a wake-up looks up one prefix of its queue id per length. */
+  private readonly prefixLengths = new Map<number, number>();
   private registered = 0;
   /** Polls parked in their wait now (not in a turn). */
   parked = 0;
@@ -138,6 +151,28 @@ export class QueueEvents implements OnModuleDestroy {
   }
 
   /**
+   * Registers the long poll of a fair pop on the queues whose ids start with `prefix` (queues
+   * created later included), before its first look, as {@link register} does for one queue;
+   * counted against `MAX_WAITING_POLLS` the same way. It is woken by any wake-up of such a queue.
+   */
+  registerPrefix(prefix: string, signal?: AbortSignal): LongPoll | undefined {
+    if (this.closed) return undefined;
+    if (this.registered >= this.config.env.MAX_WAITING_POLLS) {
+      this.refused += 1;
+      return undefined;
+    }
+    const poll = new Poll(this, prefix, signal, true);
+    let set = this.prefixPolls.get(prefix);
+    if (!set) {
+      this.prefixPolls.set(prefix, (set = new Set()));
+      this.prefixLengths.set(prefix.length, (this.prefixLengths.get(prefix.length) ?? 0) + 1);
+    }
+    set.add(poll);
+    this.registered += 1;
+    return poll;
+  }
+
+  /**
    * Items arrived on a queue (`available` of them, as far as the caller knows): wakes up to that
    * many of its waiting polls, the longest waiting first, and marks those in a turn to look
    * again. Returns the number of waiting polls woken.
@@ -145,7 +180,20 @@ export class QueueEvents implements OnModuleDestroy {
   wake(queueId: string, available: number, cause: WakeCause): number {
     this.quiet.delete(queueId);
     const set = this.polls.get(queueId);
-    if (!set) return 0;
+    const woken = set ? this.wakeSet(set, available, cause) : 0;
+    if (this.prefixPolls.size === 0) return woken;
+    // The fair pops on every prefix of the queue id: as many again (they take from any queue under it).
+    let byPrefix = 0;
+    for (const length of this.prefixLengths.keys()) {
+      if (length > queueId.length) continue;
+      const polls = this.prefixPolls.get(queueId.slice(0, length));
+      if (polls) byPrefix += this.wakeSet(polls, available - byPrefix, cause);
+    }
+    return woken + byPrefix;
+  }
+
+  /** Wakes up to `available` of the waiting polls in `set`, the longest waiting first, and marks those in a turn to look again. */
+  private wakeSet(set: Set<Poll>, available: number, cause: WakeCause): number {
     let woken = 0;
     for (const poll of set) {
       if (poll.state === 'turn') {
@@ -219,14 +267,20 @@ export class QueueEvents implements OnModuleDestroy {
 
   /** @internal */
   remove(poll: Poll): void {
-    const set = this.polls.get(poll.queueId);
+    const polls = poll.byPrefix ? this.prefixPolls : this.polls;
+    const set = polls.get(poll.queueId);
     if (!set?.delete(poll)) return;
     this.registered -= 1;
-    if (set.size === 0) this.polls.delete(poll.queueId);
+    if (set.size > 0) return;
+    polls.delete(poll.queueId);
+    if (!poll.byPrefix) return;
+    const left = this.prefixLengths.get(poll.queueId.length)! - 1;
+    if (left === 0) this.prefixLengths.delete(poll.queueId.length);
+    else this.prefixLengths.set(poll.queueId.length, left);
   }
 
   onModuleDestroy(): void {
     this.closed = true;
-    for (const set of this.polls.values()) for (const poll of set) poll.end('closed');
+    for (const polls of [this.polls, this.prefixPolls]) for (const set of polls.values()) for (const poll of set) poll.end('closed');
   }
 }

@@ -27,6 +27,10 @@ export class QueueStats {
   readonly popsLimited = { in_flight: 0, rate: 0 };
   /** Pops answered `paused`. */
   pausedPops = 0;
+  /** Fair pops (`POST /queues/pop?prefix=`) by outcome: items handed out, or none. */
+  readonly fairPops = { served: 0, empty: 0 };
+  /** Candidate queues fair pops passed over, by why: nothing left, paused, a delivery limit, an exclusive lock, or too busy (a full line, a lock table full, a segment unavailable). */
+  readonly fairPopSkips = { empty: 0, paused: 0, limited: 0, locked: 0, busy: 0, exclusive: 0 };
 
   /** Counts a committed push (see `pushOp`). */
   pushed(outcome: PushOutcome): void {

@@ -32,6 +32,8 @@ export class RuntimeMetrics implements OnModuleInit {
     collectors.counter(METRICS.itemsRedelivered, () => stats.itemsRedelivered);
     collectors.counter(METRICS.itemsRetryDelayed, () => stats.itemsRetryDelayed);
     collectors.counter(METRICS.popsLimited, () => stats.popsLimited);
+    collectors.counter(METRICS.fairPops, () => stats.fairPops);
+    collectors.counter(METRICS.fairPopSkips, () => stats.fairPopSkips);
     collectors.counter(METRICS.longPollWakeUps, () => events.wakeUps);
     collectors.counter(METRICS.longPollsRefused, () => events.refused);
     collectors.counter(METRICS.longPollRechecks, () => this.wakeUps.rechecks);

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { OffloadModule } from '../../offload/offload.module.js';
 import { StorageModule } from '../../storage/storage.module.js';
 import { QueueEvents } from './queue-events.js';
+import { PrefixRotations } from './prefix-rotations.js';
 import { ActorRegistry } from './actor-registry.js';
 import { QueueLoads } from './queue-loads.js';
 import { QueueStats } from './queue-stats.js';
@@ -27,6 +28,7 @@ import { OffloadCarriage } from './offload-carriage.js';
     OffloadCarriage,
     TurnReads,
     QueueEvents,
+    PrefixRotations,
     QueueStats,
     QueueWakeUps,
     QueueLoads,
@@ -34,6 +36,6 @@ import { OffloadCarriage } from './offload-carriage.js';
     RuntimeMetrics,
     NotificationMetrics,
   ],
-  exports: [ActorRegistry, TurnRunner, QueueEvents, QueueStats, QueueWakeUps, QueueLoads, StorageModule, OffloadModule],
+  exports: [ActorRegistry, TurnRunner, QueueEvents, PrefixRotations, QueueStats, QueueWakeUps, QueueLoads, StorageModule, OffloadModule],
 })
 export class RuntimeModule {}

@@ -4,6 +4,7 @@ import { count, plural } from '../format';
 import { usePoll } from '../hooks';
 import { useApi, usePermissions } from '../session';
 import { ErrorNote } from './error-note';
+import { FairPopForm } from './fair-pop-form';
 import { LockIcon } from './icons';
 import { PauseSwitch } from './pause-switch';
 
@@ -87,34 +88,45 @@ function LiveQueueList({ selected, onSelect, refreshKey, onChanged }: Props) {
         onChange={(e) => setFilter(e.target.value)}
         spellCheck={false}
       />
+      {prefix !== '' && <FairPopForm prefix={prefix} onSelect={onSelect} onPopped={onPaused} />}
       {list.error && <ErrorNote error={list.error} />}
       <ul className="queues" data-testid="queue-list" data-prefix={list.data?.prefix} data-page={list.data?.page}>
-        {queues.map((q) => (
-          <li key={q.queue_id} className={q.paused ? 'paused' : undefined}>
-            <button
-              type="button"
-              className={`queue-row${q.queue_id === selected ? ' selected' : ''}`}
-              aria-current={q.queue_id === selected ? 'true' : undefined}
-              onClick={() => onSelect(q.queue_id)}
-              data-testid="queue-row"
-              data-queue-id={q.queue_id}
-              data-count={q.count}
-              data-locked={q.locked}
-              data-paused={q.paused}
-              title={q.paused ? `${q.queue_id} (paused: pops hand out nothing)` : q.queue_id}
-            >
-              <span className="queue-name">{q.queue_id}</span>
-              {q.paused && (
-                <span className="badge badge-paused" data-testid="paused-mark">
-                  paused
-                </span>
-              )}
-              {q.locked && <LockIcon className="locked-icon" title="Locked: items held pending acknowledgement" />}
-              <span className="queue-count">{count(q.count)}</span>
-            </button>
-            <PauseSwitch queueId={q.queue_id} paused={q.paused} onChanged={onPaused} small />
-          </li>
-        ))}
+        {queues.map((q) => {
+          // In the ready set, as fair pops see it: items to hand out, and not paused.
+          const ready = q.count > 0 && !q.paused;
+          return (
+            <li key={q.queue_id} className={q.paused ? 'paused' : undefined}>
+              <button
+                type="button"
+                className={`queue-row${q.queue_id === selected ? ' selected' : ''}`}
+                aria-current={q.queue_id === selected ? 'true' : undefined}
+                onClick={() => onSelect(q.queue_id)}
+                data-testid="queue-row"
+                data-queue-id={q.queue_id}
+                data-count={q.count}
+                data-locked={q.locked}
+                data-paused={q.paused}
+                data-ready={ready}
+                title={q.paused ? `${q.queue_id} (paused: pops hand out nothing)` : q.queue_id}
+              >
+                <span
+                  className={`ready-dot${ready ? ' ready' : ''}`}
+                  data-testid="ready-mark"
+                  title={ready ? 'Ready: items to hand out (fair pops take from it)' : 'Not ready: nothing to hand out, or paused'}
+                />
+                <span className="queue-name">{q.queue_id}</span>
+                {q.paused && (
+                  <span className="badge badge-paused" data-testid="paused-mark">
+                    paused
+                  </span>
+                )}
+                {q.locked && <LockIcon className="locked-icon" title="Locked: items held pending acknowledgement" />}
+                <span className="queue-count">{count(q.count)}</span>
+              </button>
+              <PauseSwitch queueId={q.queue_id} paused={q.paused} onChanged={onPaused} small />
+            </li>
+          );
+        })}
       </ul>
       {list.data && queues.length === 0 && (
         <p className="empty">{prefix ? `No queue id starts with “${prefix}”.` : 'No queues yet. Open a queue by id and push an item to create one.'}</p>
