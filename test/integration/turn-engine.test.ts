@@ -9,6 +9,7 @@ import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
 import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueLocksService } from '../../src/queue/queue-locks.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
@@ -23,6 +24,7 @@ import { databaseKind, removeDataDir, sharedDatabase, startService, TestService,
 describe(`turn engine (${databaseKind})`, () => {
   let svc: TestService;
   let queues: QueueService;
+  let locks: QueueLocksService;
   let segments: QueueStateRepository;
 
   beforeAll(async () => {
@@ -33,6 +35,7 @@ describe(`turn engine (${databaseKind})`, () => {
     for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper, EnqueueCarrier])
       await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
+    locks = svc.app.get(QueueLocksService);
     segments = svc.app.get(QueueStateRepository);
   });
   afterEach(() => vi.restoreAllMocks());
@@ -86,7 +89,7 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(turnNames()).toHaveLength(2);
     const lock = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
     expect(turnNames()[2], 'a lock written: the full form (delivery counts, where the items were pushed)').toBe('pushpop_write_turn');
-    await queues.acknowledge(q, lock.lock_id);
+    await locks.acknowledge(q, lock.lock_id);
     expect(turnNames()).toHaveLength(4);
     expect(await queues.pop(uniqueQueueId('never'), { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [], count: 0 });
     expect(turnNames()).toHaveLength(5);
@@ -143,7 +146,7 @@ describe(`turn engine (${databaseKind})`, () => {
       );
       const held = await otherQueues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
       await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
-      await otherQueues.acknowledge(q, held.lock_id!);
+      await other.app.get(QueueLocksService).acknowledge(q, held.lock_id!);
       // Here the actor still holds the other process's lock.
       countStatements();
       const rechecks = vi.spyOn(segments, 'recheckQueue');
@@ -194,13 +197,13 @@ describe(`turn engine (${databaseKind})`, () => {
       q,
       range(1010).map((n) => ({ item: { n } })),
     );
-    const locks: string[] = [];
-    for (let i = 0; i < 1000; i++) locks.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
+    const lockIds: string[] = [];
+    for (let i = 0; i < 1000; i++) lockIds.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
     countStatements();
     const popped = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 300, waitSeconds: 0 });
     expect(popped).toMatchObject({ items: [{ n: 1000 }, { n: 1001 }], delivery_counts: [1, 1] });
     expect(turnStatements(), 'a pop with ack: the write alone').toBe(1);
-    await queues.acknowledge(q, locks[500]);
+    await locks.acknowledge(q, lockIds[500]);
     expect(turnStatements(), 'an acknowledge: the lock read, then the write').toBe(3);
     const info = await queues.getQueue(q);
     expect(info.locks).toMatchObject({ count: 1000, item_count: 1001 });
@@ -225,7 +228,7 @@ describe(`turn engine (${databaseKind})`, () => {
     await queues.push(q, { n: 0 }, 0);
     const results = await Promise.allSettled([
       queues.push(q, { n: 1 }, 0),
-      queues.acknowledge(q, 'AAAAAAAAAAA'),
+      locks.acknowledge(q, 'AAAAAAAAAAA'),
       queues.push(q, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown }, 0),
       queues.push(q, { n: 2 }, 0),
       queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 }),
