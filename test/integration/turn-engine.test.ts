@@ -13,6 +13,7 @@ import { QueueLocksService } from '../../src/queue/queue-locks.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
+import { LockRepository } from '../../src/storage/lock.repository.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
 import { range } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -210,6 +211,32 @@ describe(`turn engine (${databaseKind})`, () => {
     const actor = svc.app.get(ActorRegistry).get(q)!;
     expect(actor.itemsInMemory, 'the actor holds the segments of its window only, no lock').toBeLessThanOrEqual(3 * 100);
     expect(actor.lock).toBeNull();
+  });
+
+  it('concurrent acknowledgements and batches of one queue share turns: each turn reads the locks of all its operations at once', async () => {
+    const q = uniqueQueueId('ack-group');
+    await queues.putSettings(q, { lockMode: 'shared' });
+    await queues.pushBatch(
+      q,
+      range(120).map((n) => ({ item: { n } })),
+    );
+    const lockIds: string[] = [];
+    for (let i = 0; i < 12; i++)
+      lockIds.push(...(await queues.pop(q, { depth: 10, requireAck: true, lockPerItem: true, ttlSeconds: 300, waitSeconds: 0 })).lock_ids!);
+    expect(lockIds).toHaveLength(120);
+    svc.app.get(ActorRegistry).deactivate(q);
+    const writes = vi.spyOn(segments, 'writeTurn');
+    const reads = vi.spyOn(svc.app.get(LockRepository), 'loadSharedLocks');
+    const singles = lockIds.slice(0, 60).map((id) => locks.acknowledge(q, id));
+    const batches = range(6).map((b) => locks.acknowledgeBatch(q, lockIds.slice(60 + b * 10, 70 + b * 10)));
+    const answers = await Promise.all([...singles, ...batches]);
+    expect(
+      answers.reduce((sum, a) => sum + a.items_acknowledged, 0),
+      'every item acknowledged once',
+    ).toBe(120);
+    expect(writes.mock.calls.length, 'turns for 66 concurrent acknowledgements').toBeLessThan(66);
+    expect(reads.mock.calls.length, 'one lock read per turn at most').toBeLessThanOrEqual(writes.mock.calls.length);
+    expect((await queues.getQueue(q)).locks).toMatchObject({ count: 0, item_count: 0 });
   });
 
   it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {
