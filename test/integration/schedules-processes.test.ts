@@ -13,9 +13,11 @@ import { databaseKind, removeDataDir, startService, type TestService, uniqueQueu
  * database and reads it; it sweeps only at its start.
  *
  * The two processes sweep every 230 and 370 ms: neither divides a second, so where each sweep
- * falls after a firing drifts from second to second, and each process is first to some firings.
- * (With the same interval the two phases stay put, and one process can be first to every firing
- * for the whole race.)
+ * falls after a firing drifts from second to second, and both race for most firings. Which one
+ * wins is not part of the guarantee and is not asserted: the race is won by the first claim,
+ * and nothing in the service spreads the firings: a process whose sweeps fall just after the
+ * firings, or whose pushes are quicker, may win every one. What the service promises, and what is checked, is that every
+ * firing is pushed exactly once and none is lost, whichever process pushes it.
  */
 const SWEEP_INTERVALS_MS = ['230', '370'];
 const RACE_SECONDS = Number(process.env.SCHEDULE_RACE_SECONDS ?? 60);
@@ -85,7 +87,6 @@ describe(`schedules raced by two processes (${databaseKind})`, () => {
       expect(claimed).toBeLessThanOrEqual(pushed);
       expect(claimed).toBeGreaterThanOrEqual(pushed - SCHEDULES);
       expect(madeUp).toEqual([0, 0]);
-      expect(Math.min(...fired), 'both processes fired some').toBeGreaterThan(0);
     },
     RACE_SECONDS * 1000 + 60_000,
   );

@@ -124,7 +124,9 @@ export class FakeDb {
     else expect(shared.nextExpiry, 'next_lock_expiry without live locks').toBeNull();
     for (const [p, meta] of Object.entries(write.priorities)) {
       expect(meta.returned ?? 0, `returned count of priority ${p}`).toBe(this.returned.get(Number(p))?.length ?? 0);
-      const held = live.flatMap((l) => l.items).filter((i) => i.priority === Number(p)).length;
+      // Every live lock's items count, the active exclusive lock's as the shared ones'.
+      const holders = lock?.state === 'active' ? [...live, lock] : live;
+      const held = holders.flatMap((l) => l.items).filter((i) => i.priority === Number(p)).length;
       expect(meta.held ?? 0, `held count of priority ${p}`).toBe(held);
     }
   }

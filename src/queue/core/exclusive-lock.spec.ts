@@ -69,14 +69,15 @@ describe('QueueCore', () => {
       expect(db.load().lock).toMatchObject({ expiresAt: 80_000, items: expect.any(Array) });
     });
 
-    it('items returned into a priority that emptied meanwhile start it again at segment 0', () => {
+    it("a lock that took a priority's last item keeps its entry; the item goes back to where it was", () => {
       const db = new FakeDb();
       const core = QueueCore.absent(SETTINGS);
       core.push([item(4, 0)], 0, 0);
       endTurn(db, core);
       core.pop(1, 0, { lockId: 'L', ttlMs: 10 });
       endTurn(db, core);
-      expect(core.meta(4)).toBeUndefined();
+      expect(core.meta(4)).toMatchObject({ count: 0, held: 1, head_segment: 0, head_position: 1, next_position: 1 });
+      expect(db.stored(4)).toEqual([]);
       core.expireLock(10);
       endTurn(db, core);
       expect(core.meta(4)).toMatchObject({ head_segment: 0, tail_segment: 0, count: 1, next_position: 1, head_position: 0 });

@@ -105,7 +105,7 @@ export class GivenBackItems {
     const back = new Map<number, HeldItem[]>();
     let deadLettered = 0;
     let delayed = 0;
-    if (fromShared) this.unhold(items);
+    this.unhold(items);
     for (const item of items) {
       if (deadLetterQueue && (at?.deadLetter || (maxDeliveries != null && (item.deliveries ?? 0) >= maxDeliveries))) {
         turn.writes.deadLetters.push(item);
@@ -117,8 +117,9 @@ export class GivenBackItems {
       if (delayMs > 0) {
         const retry = item.origin ? withTags({ origin: item.origin, deliveries: item.deliveries ?? 0 }, item) : undefined;
         this.delayed.add(at!.now + delayMs, item.priority, item.json, retry, retry ? undefined : item.headers);
-        // The priority's entry stays while the item waits (an exclusive lock that took a
-        // priority's last items dropped it: it starts again past the items' origins).
+        // The priority's entry stays while the item waits (the lock's hold kept it; an
+        // exclusive lock stored before its items counted as held may have dropped it: then it
+        // starts again past the items' origins).
         const meta = retry ? (this.segments.get(item.priority) ?? this.segments.reserve(item.priority, beyond(items, item.priority))) : undefined;
         if (meta) meta.retrying = (meta.retrying ?? 0) + 1;
         delayed += 1;
@@ -158,7 +159,8 @@ export class GivenBackItems {
    * Items whose retry delay ended go back to where they were in push order: among the
    * given-back items of their priority (by origin, popped before the segments' items) while the
    * priority's entry lives on (it does while they wait, see {@link PriorityMetadata.retrying});
-   * otherwise (an exclusive lock emptied the priority before it gave them back) to its front.
+   * otherwise (an exclusive lock stored before its items counted as held emptied the
+   * priority) to its front.
    */
   placeRetried(items: readonly HeldItem[]): void {
     const byPriority = new Map<number, HeldItem[]>();
@@ -181,7 +183,19 @@ export class GivenBackItems {
     this.segments.returnToFront(toFront);
   }
 
-  /** Items a shared lock held are no longer held (acknowledged, or about to be given back). */
+  /**
+   * A new lock (exclusive or shared) holds items popped for it: per priority, how many. They
+   * keep their priorities' entries alive (see {@link PriorityMetadata.held}), so that a push
+   * meanwhile never restarts a priority below the origins of items that may come back.
+   */
+  hold(heldAfter: ReadonlyMap<number, number>): void {
+    for (const [priority, n] of heldAfter) {
+      const meta = this.segments.get(priority)!;
+      meta.held = (meta.held ?? 0) + n;
+    }
+  }
+
+  /** Items a lock held are no longer held (acknowledged, or about to be given back). */
   unhold(items: readonly HeldItem[]): void {
     for (const item of items) {
       const meta = this.segments.get(item.priority);

@@ -22,7 +22,7 @@ function operations(settings: QueueSettings, exclusiveLock: LockState | null): {
   const segments = new PrioritySegments(ctx);
   const givenBack = new GivenBackItems(ctx, segments, new DelayedItems(ctx, segments));
   const exclusive = new ExclusiveLock(ctx, exclusiveLock);
-  return { ctx, exclusive, ops: new LockOperations(ctx, exclusive, new SharedLocks(ctx, segments, givenBack), givenBack) };
+  return { ctx, exclusive, ops: new LockOperations(ctx, exclusive, new SharedLocks(ctx, givenBack), givenBack) };
 }
 
 describe('LockOperations', () => {

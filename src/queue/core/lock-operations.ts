@@ -75,12 +75,23 @@ export class LockOperations {
     return lockIds.map((id) => this.release(id, now, how) as ReleaseOutcome);
   }
 
+  /** A new lock holding items popped for it; `heldAfter`: items it holds per priority (they keep their priorities alive). */
+  add(lock: LockState, heldAfter: ReadonlyMap<number, number>): void {
+    if (this.sharedMode) return this.shared.add(lock, heldAfter);
+    this.givenBack.hold(heldAfter);
+    this.exclusive.set(lock);
+  }
+
   /** Removes the lock and its items for good; the number of items, or why not. */
   acknowledge(lockId: string, now: number): number | LockProblem | Needed {
     const lock = this.check(lockId, now);
     if (typeof lock === 'string' || lock instanceof Needed) return lock;
     if (this.sharedMode) this.shared.end(lock, 'acknowledge');
-    else this.exclusive.set(null);
+    else {
+      this.givenBack.unhold(lock.items);
+      this.givenBack.settle(lock.items);
+      this.exclusive.set(null);
+    }
     return lock.items.length;
   }
 

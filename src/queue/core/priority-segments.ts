@@ -50,7 +50,7 @@ export class PrioritySegments {
     for (const [p, meta] of Object.entries(stored)) this.priorities.set(Number(p), { ...meta });
   }
 
-  /** Priorities that have an entry (they hold items, or shared locks hold some of theirs), lowest (popped first) first. */
+  /** Priorities that have an entry (they hold items, or locks hold some of theirs), lowest (popped first) first. */
   list(): readonly number[] {
     this.sorted ??= [...this.priorities.keys()].sort((a, b) => a - b);
     return this.sorted;
@@ -174,7 +174,7 @@ export class PrioritySegments {
     }
   }
 
-  /** Takes the planned items of one segment, which memory holds; `keepPriority`: shared locks will hold some of the priority's items. */
+  /** Takes the planned items of one segment, which memory holds; `keepPriority`: a lock will hold some of the priority's items. */
   take({ priority, segment, take }: TakeStep, items: HeldItem[], keepPriority: boolean): void {
     const writes = this.ctx.turn.writes;
     const meta = this.priorities.get(priority)!;
@@ -205,7 +205,7 @@ export class PrioritySegments {
       meta.head_position = 0;
     } else if (keepPriority || (meta.returned ?? 0) > 0 || (meta.held ?? 0) > 0 || (meta.retrying ?? 0) > 0) {
       // The segments are empty but the priority lives on (given-back items, or items under
-      // shared locks): the next push continues after the last item, so push order stays the
+      // locks): the next push continues after the last item, so push order stays the
       // order of (segment, position). A full tail is left for the next segment number, so that
       // the (empty) head never sits before a full tail.
       if (meta.next_position >= this.ctx.settings.segmentSize) {

@@ -121,13 +121,13 @@ export class QueueCore {
     this.exclusive = new ExclusiveLock(ctx, record?.lock ?? null);
     this.delayed = new DelayedItems(ctx, this.segments, record?.delayed);
     this.givenBack = new GivenBackItems(ctx, this.segments, this.delayed);
-    this.shared = new SharedLocks(ctx, this.segments, this.givenBack, record?.shared);
+    this.shared = new SharedLocks(ctx, this.givenBack, record?.shared);
     this.limits = new DeliveryLimits(ctx, () => this.inFlight, record?.popBudget);
     this.dedup = new DedupIds(ctx, () => this.storedVersion !== null);
     this.offload = new OffloadPlanner(ctx, this.segments);
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
     this.locks = new LockOperations(ctx, this.exclusive, this.shared, this.givenBack);
-    this.pops = new QueuePops(ctx, this.segments, this.exclusive, this.shared, this.limits, this.front);
+    this.pops = new QueuePops(ctx, this.segments, this.exclusive, this.shared, this.locks, this.limits, this.front);
     this.ackThenPop = new AcknowledgeThenPop(ctx, this.locks, this.pops);
     this.inspection = new QueueInspection(ctx, this.segments, this.exclusive, this.shared, this.delayed);
     this.redriver = new Redrive(ctx, this.front, this.givenBack);

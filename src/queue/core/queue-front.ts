@@ -28,7 +28,7 @@ export class QueueFront {
   /**
    * Takes up to `depth` items into `items`. Emptied head segments are deleted and the head
    * moves on; a priority's entry goes with its last item, unless `heldAfter` is given (the
-   * items go under a shared lock): then it is filled with the items taken per priority, and
+   * items go under a lock, exclusive or shared): then it is filled with the items taken per priority, and
    * those priorities keep their entries (see `PriorityMetadata.held`). Returns the segment the
    * take stopped at, if it stopped at one it could not load.
    */

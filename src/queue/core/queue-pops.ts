@@ -1,5 +1,6 @@
 import type { DeliveryLimits } from './delivery-limits.js';
 import type { ExclusiveLock } from './exclusive-lock.js';
+import type { LockOperations } from './lock-operations.js';
 import type { PopOutcome } from './outcomes.js';
 import type { PrioritySegments } from './priority-segments.js';
 import type { QueueFront } from './queue-front.js';
@@ -31,6 +32,7 @@ export class QueuePops {
     private readonly segments: PrioritySegments,
     private readonly exclusive: ExclusiveLock,
     private readonly shared: SharedLocks,
+    private readonly locks: LockOperations,
     private readonly limits: DeliveryLimits,
     private readonly front: QueueFront,
   ) {}
@@ -61,7 +63,8 @@ export class QueuePops {
     if (shared && ack && this.shared.live >= maxLocks) return { busy: true };
     if (perItem) depth = Math.min(depth, maxLocks - this.shared.live, ack.itemLockIds.length);
     const items: HeldItem[] = [];
-    const heldAfter = shared && ack ? new Map<number, number>() : undefined;
+    // Items a lock takes keep their priorities alive until it ends (see `PriorityMetadata.held`).
+    const heldAfter = ack ? new Map<number, number>() : undefined;
     const blocked = this.front.take(depth, items, heldAfter);
     if (blocked instanceof Needed) return blocked;
     if (items.length === 0 && blocked && this.segments.count > 0) return { unavailable: blocked };
@@ -80,12 +83,11 @@ export class QueuePops {
     });
     if (perItem) {
       const locks = delivered.map((item, i) => lockOf(ack.itemLockIds![i], [item]));
-      for (const lock of locks) this.shared.add(lock, new Map([[lock.items[0].priority, 1]]));
+      for (const lock of locks) this.locks.add(lock, new Map([[lock.items[0].priority, 1]]));
       return { items: delivered, locks };
     }
     const lock = lockOf(ack.lockId, delivered);
-    if (heldAfter) this.shared.add(lock, heldAfter);
-    else this.exclusive.set(lock);
+    this.locks.add(lock, heldAfter!);
     return { items: delivered, lock };
   }
 }

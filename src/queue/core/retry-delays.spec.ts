@@ -159,6 +159,58 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     expect(core.meta(0), 'the entry goes with the last item').toBeUndefined();
   });
 
+  it("a lock that took a priority's last item keeps its entry: a push meanwhile continues after the item, never at its origin", () => {
+    const { db, core } = queue(mode, { retryDelaySeconds: 1, retryBackoff: 'fixed' });
+    turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));
+    expect(popAck(db, core, 0, 1, 'A', 1000)).toEqual(['0.1']);
+    expect(core.meta(0), 'held by the lock, the entry stays').toMatchObject({ count: 0, held: 1, head_segment: 0, next_position: 1 });
+    turn(db, core, 500, () => core.push([item(0, 2)], 0, 0));
+    expect(core.meta(0)).toMatchObject({ count: 1, held: 1, head_position: 1, next_position: 2 });
+    turn(db, core, 1000); // A expires: 0.1 waits until 2000
+    expect(core.meta(0)).toMatchObject({ count: 1, retrying: 1 });
+    expect(core.meta(0)?.held).toBeUndefined();
+    turn(db, core, 2000);
+    expect(popAll(db, core, 2000), 'back ahead of what was pushed meanwhile').toEqual(['0.1', '0.2']);
+    expect(core.meta(0)).toBeUndefined();
+  });
+
+  // Regression (the service's property test, seeds -201364624 and -491019396): an exclusive lock
+  // took a priority's last item and the priority's entry went; a push restarted it at (0, 0), the
+  // origin of the locked item, so two items waiting out their retry delays came back with the
+  // same origin: a duplicate key among the given-back items, and one of them lost.
+  it('two items of one priority given back after a lock emptied it come back both, in push order', () => {
+    const { db, core } = queue(mode, { retryDelaySeconds: 1, retryBackoff: 'fixed' });
+    turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));
+    popAck(db, core, 0, 1, 'A', 1000);
+    turn(db, core, 500, () => core.push([item(0, 2)], 0, 0));
+    turn(db, core, 1000); // A expires: 0.1 due at 2000
+    expect(popAck(db, core, 1000, 1, 'B', 60_000)).toEqual(['0.2']);
+    expect(turn(db, core, 1000, () => core.releaseLock('B', 1000)).outcome).toMatchObject({ delayed: 1 });
+    expect(core.delayedCount).toBe(2);
+    turn(db, core, 2000); // both due at once
+    expect(core.count).toBe(2);
+    expect(db.returned.get(0)?.map((e) => [e.segment, e.position])).toEqual([
+      [0, 0],
+      [0, 1],
+    ]);
+    expect(popAll(db, core, 2000)).toEqual(['0.1', '0.2']);
+    expect(core.meta(0)).toBeUndefined();
+  });
+
+  it('a lock acknowledged or released without a delay after a push ends its hold: the items in push order, the entry gone with the last', () => {
+    const { db, core } = queue(mode, {});
+    turn(db, core, 0, () => core.push([item(0, 1), item(0, 2)], 0, 0));
+    popAck(db, core, 0, 2, 'A');
+    turn(db, core, 0, () => core.push([item(0, 3)], 0, 0));
+    expect(turn(db, core, 0, () => core.acknowledge('A', 0))).toBe(2);
+    expect(core.meta(0)?.held).toBeUndefined();
+    popAck(db, core, 0, 1, 'B');
+    turn(db, core, 0, () => core.push([item(0, 4)], 0, 0));
+    turn(db, core, 0, () => core.releaseLock('B', 0));
+    expect(popAll(db, core, 0)).toEqual(['0.3', '0.4']);
+    expect(core.meta(0)).toBeUndefined();
+  });
+
   it('an item at max_deliveries is dead-lettered at once, never delayed', () => {
     const { db, core } = queue(mode, { retryDelaySeconds: 10, maxDeliveries: 1, deadLetterQueue: 'dead' });
     turn(db, core, 0, () => core.push([item(0, 1)], 0, 0));

@@ -1,5 +1,4 @@
 import type { GiveBackOutcome, GiveBackTime, GivenBackItems } from './given-back-items.js';
-import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
 import { NO_SHARED_LOCKS, Needed, type LockProblem, type LockRowsFetch, type LockRowsNeed, type LockState, type SharedLockSummary } from './types.js';
 
@@ -24,7 +23,6 @@ export class SharedLocks {
 
   constructor(
     private readonly ctx: CoreContext,
-    private readonly segments: PrioritySegments,
     private readonly givenBack: GivenBackItems,
     stored: SharedLockSummary = NO_SHARED_LOCKS,
   ) {
@@ -77,10 +75,7 @@ export class SharedLocks {
   /** A new lock holding items popped for it; `heldAfter`: items it holds per priority (they keep their priorities alive). */
   add(lock: LockState, heldAfter: ReadonlyMap<number, number>): void {
     const turn = this.ctx.turn;
-    for (const [priority, n] of heldAfter) {
-      const meta = this.segments.get(priority)!;
-      meta.held = (meta.held ?? 0) + n;
-    }
+    this.givenBack.hold(heldAfter);
     turn.writes.sharedLocks.set(lock.lockId, lock);
     turn.lockRows.set(lock.lockId, lock);
     this.summary.live += 1;

@@ -95,9 +95,10 @@ export interface PriorityMetadata {
    */
   returned?: number;
   /**
-   * Items of this priority held by shared locks. While any are held the entry stays (with
-   * `count` 0 if need be), so segment numbers keep growing and an item given back finds its
-   * place by its segment and position. Absent: 0.
+   * Items of this priority held by live locks (the active exclusive lock or shared ones).
+   * While any are held the entry stays (with `count` 0 if need be), so segment numbers keep
+   * growing and an item given back finds its place by its segment and position: no push
+   * meanwhile takes the origin of an item that may come back. Absent: 0.
    */
   held?: number;
   /**
