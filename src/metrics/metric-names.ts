@@ -30,7 +30,7 @@ export const METRICS = {
   itemsInMemory: { name: 'pushpop_items_in_memory', help: 'Items held in memory over all actors' },
   itemsDeadLettered: {
     name: 'pushpop_items_dead_lettered_total',
-    help: "Items that reached their queue's max_deliveries when their lock expired or was released, moved to its dead-letter queue",
+    help: "Items moved to their queue's dead-letter queue: they reached max_deliveries when their lock expired or was released, or were released with dead_letter",
   },
   itemsRedriven: {
     name: 'pushpop_items_redriven_total',

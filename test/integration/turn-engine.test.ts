@@ -9,9 +9,11 @@ import { ScheduleSweeper } from '../../src/schedules/schedule-sweeper.js';
 import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
+import { QueueLocksService } from '../../src/queue/queue-locks.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
+import { LockRepository } from '../../src/storage/lock.repository.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
 import { range } from '../support/queue-helpers.js';
 import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -23,6 +25,7 @@ import { databaseKind, removeDataDir, sharedDatabase, startService, TestService,
 describe(`turn engine (${databaseKind})`, () => {
   let svc: TestService;
   let queues: QueueService;
+  let locks: QueueLocksService;
   let segments: QueueStateRepository;
 
   beforeAll(async () => {
@@ -33,6 +36,7 @@ describe(`turn engine (${databaseKind})`, () => {
     for (const sweeper of [LockSweeper, DelaySweeper, DedupSweeper, ScheduleSweeper, EnqueueCarrier])
       await svc.app.get<{ onModuleDestroy(): Promise<void> }>(sweeper).onModuleDestroy();
     queues = svc.app.get(QueueService);
+    locks = svc.app.get(QueueLocksService);
     segments = svc.app.get(QueueStateRepository);
   });
   afterEach(() => vi.restoreAllMocks());
@@ -86,7 +90,7 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(turnNames()).toHaveLength(2);
     const lock = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
     expect(turnNames()[2], 'a lock written: the full form (delivery counts, where the items were pushed)').toBe('pushpop_write_turn');
-    await queues.acknowledge(q, lock.lock_id);
+    await locks.acknowledge(q, lock.lock_id);
     expect(turnNames()).toHaveLength(4);
     expect(await queues.pop(uniqueQueueId('never'), { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).toEqual({ items: [], count: 0 });
     expect(turnNames()).toHaveLength(5);
@@ -143,7 +147,7 @@ describe(`turn engine (${databaseKind})`, () => {
       );
       const held = await otherQueues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 });
       await expect(queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })).rejects.toMatchObject({ errorCode: 'QUEUE_LOCKED' });
-      await otherQueues.acknowledge(q, held.lock_id!);
+      await other.app.get(QueueLocksService).acknowledge(q, held.lock_id!);
       // Here the actor still holds the other process's lock.
       countStatements();
       const rechecks = vi.spyOn(segments, 'recheckQueue');
@@ -194,19 +198,45 @@ describe(`turn engine (${databaseKind})`, () => {
       q,
       range(1010).map((n) => ({ item: { n } })),
     );
-    const locks: string[] = [];
-    for (let i = 0; i < 1000; i++) locks.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
+    const lockIds: string[] = [];
+    for (let i = 0; i < 1000; i++) lockIds.push((await queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 300, waitSeconds: 0 })).lock_id!);
     countStatements();
     const popped = await queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 300, waitSeconds: 0 });
     expect(popped).toMatchObject({ items: [{ n: 1000 }, { n: 1001 }], delivery_counts: [1, 1] });
     expect(turnStatements(), 'a pop with ack: the write alone').toBe(1);
-    await queues.acknowledge(q, locks[500]);
+    await locks.acknowledge(q, lockIds[500]);
     expect(turnStatements(), 'an acknowledge: the lock read, then the write').toBe(3);
     const info = await queues.getQueue(q);
     expect(info.locks).toMatchObject({ count: 1000, item_count: 1001 });
     const actor = svc.app.get(ActorRegistry).get(q)!;
     expect(actor.itemsInMemory, 'the actor holds the segments of its window only, no lock').toBeLessThanOrEqual(3 * 100);
     expect(actor.lock).toBeNull();
+  });
+
+  it('concurrent acknowledgements and batches of one queue share turns: each turn reads the locks of all its operations at once', async () => {
+    const q = uniqueQueueId('ack-group');
+    await queues.putSettings(q, { lockMode: 'shared' });
+    await queues.pushBatch(
+      q,
+      range(120).map((n) => ({ item: { n } })),
+    );
+    const lockIds: string[] = [];
+    for (let i = 0; i < 12; i++)
+      lockIds.push(...(await queues.pop(q, { depth: 10, requireAck: true, lockPerItem: true, ttlSeconds: 300, waitSeconds: 0 })).lock_ids!);
+    expect(lockIds).toHaveLength(120);
+    svc.app.get(ActorRegistry).deactivate(q);
+    const writes = vi.spyOn(segments, 'writeTurn');
+    const reads = vi.spyOn(svc.app.get(LockRepository), 'loadSharedLocks');
+    const singles = lockIds.slice(0, 60).map((id) => locks.acknowledge(q, id));
+    const batches = range(6).map((b) => locks.acknowledgeBatch(q, lockIds.slice(60 + b * 10, 70 + b * 10)));
+    const answers = await Promise.all([...singles, ...batches]);
+    expect(
+      answers.reduce((sum, a) => sum + a.items_acknowledged, 0),
+      'every item acknowledged once',
+    ).toBe(120);
+    expect(writes.mock.calls.length, 'turns for 66 concurrent acknowledgements').toBeLessThan(66);
+    expect(reads.mock.calls.length, 'one lock read per turn at most').toBeLessThanOrEqual(writes.mock.calls.length);
+    expect((await queues.getQueue(q)).locks).toMatchObject({ count: 0, item_count: 0 });
   });
 
   it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {
@@ -225,7 +255,7 @@ describe(`turn engine (${databaseKind})`, () => {
     await queues.push(q, { n: 0 }, 0);
     const results = await Promise.allSettled([
       queues.push(q, { n: 1 }, 0),
-      queues.acknowledge(q, 'AAAAAAAAAAA'),
+      locks.acknowledge(q, 'AAAAAAAAAAA'),
       queues.push(q, { deep: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown }, 0),
       queues.push(q, { n: 2 }, 0),
       queues.pop(q, { depth: 2, requireAck: true, ttlSeconds: 30, waitSeconds: 0 }),

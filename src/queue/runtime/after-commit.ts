@@ -71,7 +71,7 @@ export class AfterCommit {
       this.registry.deactivate(target);
       this.events.wake(target, write.deadLetters.items.length, 'local');
       this.notifications.announce(target);
-      this.logger.log(`${write.deadLetters.items.length} item(s) of queue ${queueId} reached their delivery limit and went to queue ${target}`);
+      this.logger.log(`${write.deadLetters.items.length} item(s) of queue ${queueId} went to its dead-letter queue ${target}`);
     }
     if (write && write.redriven.length > 0) {
       // The destinations' rows moved on: their actors here reload at their next turns, which move
