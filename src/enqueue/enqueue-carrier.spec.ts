@@ -7,7 +7,7 @@ import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inb
 import type { SweepClock } from '../sweeps/sweep-clock.js';
 import { CARRY_BATCH, carriedDedupId, EnqueueCarrier } from './enqueue-carrier.js';
 import { EnqueueStats } from './enqueue-stats.js';
-import type { QueueAppend } from './queue-append.js';
+import type { TurnRunner } from '../queue/runtime/turn-runner.js';
 
 /** A row as the inbox hands it over, in commit order by `seq` here. */
 const row = (seq: number, queueId: string, extra: Partial<EnqueuedRow> = {}): EnqueuedRow => ({
@@ -41,7 +41,7 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9 } } as AppConfig,
     { ready: Promise.resolve() } as DatabaseProvider,
     inbox as unknown as EnqueueInboxRepository,
-    { append } as unknown as QueueAppend,
+    { push: append } as unknown as TurnRunner,
     stats,
     { onItems: () => undefined, onListening: () => undefined } as unknown as ItemNotifications,
     { register: () => ({ stopped: false, stop: async () => undefined }) } as unknown as SweepClock,

@@ -5,10 +5,10 @@ import { ENQUEUE_WAKE } from '../database/functions/enqueue.function.js';
 import { ItemNotifications } from '../database/item-notifications.js';
 import { SweepClock, type SweepHandle } from '../sweeps/sweep-clock.js';
 import type { NewItem } from '../queue/core/types.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
 import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
 import { EnqueueStats } from './enqueue-stats.js';
-import { QueueAppend } from './queue-append.js';
 
 /** Rows one carriage takes at most (a queue's share of them is one turn: at most a turn's weight of 1,000). */
 export const CARRY_BATCH = 1000;
@@ -38,7 +38,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * items channel), then probes every {@link CARRY_INTERVAL_MS} while it keeps finding rows, and
  * every {@link IDLE_INTERVAL_MS} when idle. One process at a time carries up to
  * {@link CARRY_BATCH} rows, in commit order, each queue's share as one push through the queue
- * runtime ({@link QueueAppend}), and deletes them.
+ * runtime (`TurnRunner.push`, as an HTTP batch push: dedup ids checked in the turn, delays,
+ * headers), and deletes them.
  *
  * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
  * (a transaction-scoped advisory lock; another process finding it taken skips its turn). The
@@ -82,7 +83,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly config: AppConfig,
     private readonly db: DatabaseProvider,
     private readonly inbox: EnqueueInboxRepository,
-    private readonly queues: QueueAppend,
+    private readonly runner: TurnRunner,
     private readonly stats: EnqueueStats,
     notifications: ItemNotifications,
     private readonly sweeps: SweepClock,
@@ -172,7 +173,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
             if (item) items.push(item);
           }
           try {
-            if (items.length > 0) await this.queues.append(queueId, items);
+            if (items.length > 0) await this.runner.push(queueId, items);
             carried.push(...queueRows);
             this.stats.rowsCarried += items.length;
             this.stats.rowsDropped += queueRows.length - items.length;

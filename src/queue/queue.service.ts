@@ -18,7 +18,8 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
-import { deleteQueueOp, popOp, pushOp, redriveOp } from './core/queue-ops.js';
+import { deleteQueueOp, popOp, redriveOp } from './core/queue-ops.js';
+import type { PushOutcome } from './core/outcomes.js';
 import type { LockProblem, NewItem, SettingsPatch } from './core/types.js';
 import type {
   AcknowledgeResponseDto,
@@ -121,6 +122,12 @@ export class QueueService {
     return this.runner.run(queueId, op);
   }
 
+  /** A push turn (`TurnRunner.push`), refused as {@link turn} refuses when the queue's line is full. */
+  private pushTurn(queueId: string, items: readonly NewItem[]): Promise<PushOutcome> {
+    if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
+    return this.runner.push(queueId, items);
+  }
+
   private checkPriority(priority: number | undefined, field = 'priority'): number {
     const p = priority ?? 0;
     if (p > this.config.env.MAX_PRIORITY) throw new ValidationFailedError(`${field} must not be greater than ${this.config.env.MAX_PRIORITY}`);
@@ -163,8 +170,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
     const delayMs = entry.delayMs ?? 0;
-    const outcome = await this.turn(queueId, pushOp([entry], this.config.env.DEDUP_WINDOW_SECONDS * 1000));
-    this.stats.pushed(outcome);
+    const outcome = await this.pushTurn(queueId, [entry]);
     return QueueMapper.push(queueId, entry.priority, {
       delaySeconds: delayMs > 0 ? Math.ceil(delayMs / 1000) : undefined,
       dedup: entry.dedupId !== undefined,
@@ -185,8 +191,7 @@ export class QueueService {
         `items.${i}`,
       ),
     );
-    const outcome = await this.turn(queueId, pushOp(items, this.config.env.DEDUP_WINDOW_SECONDS * 1000));
-    this.stats.pushed(outcome);
+    const outcome = await this.pushTurn(queueId, items);
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
   }
 
