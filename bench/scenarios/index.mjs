@@ -12,6 +12,7 @@ import { scenarioDelayed, scenarioDepth } from './depth-delayed.mjs';
 import { scenarioIdle } from './idle.mjs';
 import { scenarioLongPoll } from './longpoll.mjs';
 import { scenarioHot, scenarioPop, scenarioPush } from './push-pop-hot.mjs';
+import { scenarioSqlEnqueue } from './sqlenq.mjs';
 
 export const SCENARIO_FNS = {
   push: scenarioPush,
@@ -23,6 +24,7 @@ export const SCENARIO_FNS = {
   ackpop: scenarioAckPop,
   idle: scenarioIdle,
   clients: scenarioClients,
+  sqlenq: scenarioSqlEnqueue,
 };
 
 /** The targets a scenario runs on, when not every target (by target name). */
@@ -44,6 +46,7 @@ export const ROWS_OF = {
   ackpop: ['ackpop-shared', 'ackpop-exclusive'],
   idle: [],
   clients: [],
+  sqlenq: [],
 };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */
