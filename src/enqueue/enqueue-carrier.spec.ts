@@ -28,6 +28,17 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     rows: [...rows],
     removed: [] as string[],
     anyCommitted: async () => inbox.rows.length > 0,
+    /** Looks after a carriage that found nothing; `committing` for as many looks as `committingLooks`. */
+    committingLooks: 0,
+    looks: 0,
+    settled: async () => {
+      inbox.looks += 1;
+      if (inbox.committingLooks > 0) {
+        inbox.committingLooks -= 1;
+        return 'committing';
+      }
+      return inbox.rows.length > 0 ? 'rows' : 'idle';
+    },
     underCarrierLock: async <T>(fn: (session: unknown) => Promise<T>) => (locked ? undefined : fn({})),
     next: async (_session: unknown, limit: number) => inbox.rows.slice(0, limit),
     remove: async (_session: unknown, done: readonly Pick<EnqueuedRow, 'seq'>[]) => {
@@ -56,7 +67,7 @@ describe('EnqueueCarrier', () => {
       [row(1, 'a'), row(2, 'b', { dedupId: 'order-2', priority: 3, delayMs: 1500, headers: '{"tenant": "acme"}' }), row(3, 'a')],
       async (queueId, items) => void pushes.push([queueId, [...items]]),
     );
-    expect(await carrier.carry()).toBe(false);
+    expect(await carrier.carry()).toEqual({ taken: 3, removed: 3 });
     expect(pushes).toEqual([
       [
         'a',
@@ -92,17 +103,70 @@ describe('EnqueueCarrier', () => {
     expect(stats.rowsDropped).toBe(2);
   });
 
-  it('nothing is pushed while another carriage holds the carrier lock, and a full batch asks to carry again at once', async () => {
+  it('nothing is pushed while another carriage holds the carrier lock; a carriage takes at most a batch', async () => {
     let pushed = 0;
     const rows = Array.from({ length: CARRY_BATCH + 5 }, (_, i) => row(i, `q${i % 7}`));
     const locked = carrierOver(rows, async (_q, items) => void (pushed += items.length), true);
-    expect(await locked.carrier.carry()).toBe(false);
+    expect(await locked.carrier.carry()).toBeUndefined();
     expect(pushed).toBe(0);
-
     const free = carrierOver(rows, async (_q, items) => void (pushed += items.length));
-    expect(await free.carrier.carry()).toBe(true);
-    expect(await free.carrier.carry()).toBe(false);
+    expect(await free.carrier.carry()).toEqual({ taken: CARRY_BATCH, removed: CARRY_BATCH });
+    expect(await free.carrier.carry()).toEqual({ taken: 5, removed: 5 });
+    expect(await free.carrier.carry()).toEqual({ taken: 0, removed: 0 });
     expect(pushed).toBe(CARRY_BATCH + 5);
     expect(free.inbox.rows).toEqual([]);
+  });
+
+  /** Wakes the carrier and waits until its carrying has stopped. */
+  const carried = async (carrier: EnqueueCarrier): Promise<void> => {
+    carrier.wake();
+    await (carrier as unknown as { active?: Promise<void> }).active;
+  };
+
+  it('woken, it carries again at once while carriages find rows, and stops only once a look finds nothing waiting and nothing committing', async () => {
+    const rows = Array.from({ length: 2 * CARRY_BATCH + 1 }, (_, i) => row(i, 'a'));
+    const { carrier, inbox } = carrierOver(rows, async () => undefined);
+    inbox.committingLooks = 3;
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    // three carriages took rows, then a look per commit under way and the one that found none
+    expect(inbox.looks).toBe(4);
+  });
+
+  it('rows committed between its last carriage and its look are carried before it stops', async () => {
+    const { carrier, inbox } = carrierOver([], async () => undefined);
+    const settled = inbox.settled;
+    let late = true;
+    inbox.settled = async () => {
+      if (late) {
+        late = false;
+        inbox.rows.push(row(7, 'a'));
+      }
+      return settled();
+    };
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    expect(inbox.removed).toEqual(['7']);
+  });
+
+  it('a queue whose push keeps failing is tried again after a growing pause, not in a busy loop', async () => {
+    let attempts = 0;
+    const { carrier, inbox } = carrierOver([row(1, 'a')], async () => {
+      attempts += 1;
+      if (attempts < 4) throw new Error('too many operations are waiting on queue a');
+    });
+    const started = Date.now();
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    expect(attempts).toBe(4);
+    // pauses of 2, 4 and 8 ms between the four attempts
+    expect(Date.now() - started).toBeGreaterThanOrEqual(14);
+  });
+
+  it('while another process holds the carrier lock it stops at once: that process looks again after its carriage', async () => {
+    const { carrier, inbox } = carrierOver([row(1, 'a')], async () => undefined, true);
+    await carried(carrier);
+    expect(inbox.rows.length).toBe(1);
+    expect(inbox.looks).toBe(0);
   });
 });
