@@ -113,9 +113,12 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   private async carryUntilSettled(): Promise<void> {
     await this.db.ready;
     let pauseMs = 0;
+    let lastRemoved = 0;
     while (!this.closed) {
       this.woken = false;
-      const carriage = await this.carry();
+      // Right after a carriage that moved rows more are likely: no probe first.
+      const carriage = await this.carry(lastRemoved === 0);
+      lastRemoved = carriage?.removed ?? 0;
       // Another process is carrying: it looks again after its carriage, as this loop would.
       if (carriage === undefined) return;
       if (carriage.removed > 0 || this.woken) {
@@ -177,10 +180,11 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * One carriage: the rows it took and those it removed (carried or dropped; a queue whose push
-   * failed keeps its rows); undefined when another process holds the carrier lock.
+   * failed keeps its rows); undefined when another process holds the carrier lock. `probe`:
+   * ask first, in one index probe outside any transaction, whether anything waits.
    */
-  async carry(): Promise<{ taken: number; removed: number } | undefined> {
-    if (!(await this.inbox.anyCommitted())) return { taken: 0, removed: 0 };
+  async carry(probe = true): Promise<{ taken: number; removed: number } | undefined> {
+    if (probe && !(await this.inbox.anyCommitted())) return { taken: 0, removed: 0 };
     return this.inbox.underCarrierLock(async (session) => {
       const rows = await this.inbox.next(session, CARRY_BATCH);
       const byQueue = new Map<string, EnqueuedRow[]>();

@@ -10,7 +10,9 @@ import { DATABASE_FUNCTIONS } from '../functions/database-functions.js';
  *   0.3 ms a call);
  * - `pushpop_enqueue_committed` numbers the transaction before it looks for others waiting, and
  *   holds the gate lock shared until its commit is visible, so that carriers carry again as
- *   soon as a carriage ends and stop only when nothing is waiting or committing.
+ *   soon as a carriage ends and stop only when nothing is waiting or committing; it looks for
+ *   others waiting among the two newest rows of the `commit_seq` index (live ones) instead of
+ *   scanning the table, whose oldest rows the carriages leave dead.
  *
  * Replaced in place (`CREATE OR REPLACE`): during a rolling upgrade a process of the previous
  * release carries as before (probing every 100 ms while rows wait), and a commit that the
