@@ -5,7 +5,7 @@ import type { ItemNotifications } from '../database/item-notifications.js';
 import type { NewItem } from '../queue/core/types.js';
 import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inbox.repository.js';
 import type { SweepClock } from '../sweeps/sweep-clock.js';
-import { CARRY_BATCH, carriedDedupId, EnqueueCarrier } from './enqueue-carrier.js';
+import { CARRY_BATCH, carriedDedupId, EnqueueCarrier, PUSH_MAX } from './enqueue-carrier.js';
 import { EnqueueStats } from './enqueue-stats.js';
 import type { TurnRunner } from '../queue/runtime/turn-runner.js';
 
@@ -89,6 +89,20 @@ describe('EnqueueCarrier', () => {
     await carrier.carry();
     expect(inbox.removed.sort()).toEqual(['2', '4']);
     expect(inbox.rows.map((r) => r.seq)).toEqual(['1', '3']);
+  });
+
+  it('a queue’s share above a push’s weight goes in several pushes in order; one failing keeps it and the later ones', async () => {
+    const sizes: number[] = [];
+    const { carrier, inbox } = carrierOver(
+      Array.from({ length: 2 * PUSH_MAX + 500 }, (_, i) => row(i, 'a')),
+      async (_q, items) => {
+        sizes.push(items.length);
+        if (sizes.length === 2) throw new Error('too many operations are waiting on queue a');
+      },
+    );
+    expect(await carrier.carry()).toEqual({ taken: 2 * PUSH_MAX + 500, removed: PUSH_MAX });
+    expect(sizes).toEqual([PUSH_MAX, PUSH_MAX]);
+    expect(inbox.rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: PUSH_MAX + 500 }, (_, i) => PUSH_MAX + i));
   });
 
   it('a row this process cannot push (past its limits) is dropped with the carriage, not left to hold up its queue', async () => {

@@ -10,8 +10,10 @@ import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
 import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
 import { EnqueueStats } from './enqueue-stats.js';
 
-/** Rows one carriage takes at most (a queue's share of them is one turn: at most a turn's weight of 1,000). */
-export const CARRY_BATCH = 1000;
+/** Rows one carriage takes at most. */
+export const CARRY_BATCH = 10_000;
+/** Items of one push at most (a turn's weight of 1,000): a queue's larger share goes in several pushes, in order. */
+export const PUSH_MAX = 1000;
 /**
  * While a transaction that enqueued is still committing (its commit trigger ran, it is not
  * visible yet), a carrier that found nothing looks again after this long, doubling up to
@@ -41,7 +43,7 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * `ENQUEUE_COMMITTED`): the next commit then finds none waiting and wakes it. An idle process
  * probes every {@link IDLE_INTERVAL_MS} with the sweeps' one statement, in case a wake-up was
  * lost. One process at a time carries up to {@link CARRY_BATCH} rows, in commit order, each
- * queue's share as one push through the queue runtime (`TurnRunner.push`, as an HTTP batch
+ * queue's share as one push (or several of {@link PUSH_MAX}, in order) through the queue runtime (`TurnRunner.push`, as an HTTP batch
  * push: dedup ids checked in the turn, delays, headers), and deletes them.
  *
  * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
@@ -196,18 +198,23 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
       const carried: EnqueuedRow[] = [];
       await Promise.all(
         [...byQueue].map(async ([queueId, queueRows]) => {
-          const items: NewItem[] = [];
-          for (const row of queueRows) {
-            const item = this.itemOf(row);
-            if (item) items.push(item);
-          }
-          try {
-            if (items.length > 0) await this.runner.push(queueId, items);
-            carried.push(...queueRows);
+          for (let from = 0; from < queueRows.length; from += PUSH_MAX) {
+            const part = queueRows.slice(from, from + PUSH_MAX);
+            const items: NewItem[] = [];
+            for (const row of part) {
+              const item = this.itemOf(row);
+              if (item) items.push(item);
+            }
+            try {
+              if (items.length > 0) await this.runner.push(queueId, items);
+            } catch (error) {
+              // This part and the queue's later ones stay, in order, for the next carriage.
+              this.logger.warn(`Could not carry ${queueRows.length - from} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
+              return;
+            }
+            carried.push(...part);
             this.stats.rowsCarried += items.length;
-            this.stats.rowsDropped += queueRows.length - items.length;
-          } catch (error) {
-            this.logger.warn(`Could not carry ${queueRows.length} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
+            this.stats.rowsDropped += part.length - items.length;
           }
         }),
       );
