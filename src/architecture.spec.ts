@@ -275,7 +275,14 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
     const firing = edges.filter((e) => rel(e.file) === join('schedules', 'schedule.service.ts') && e.to.startsWith('queue/')).map((e) => rel(e.target));
     expect(firing, 'the schedule service runs turns').toContain(join('queue', 'runtime', 'turn-runner.ts'));
-    expect(firing, 'the schedule service pushes with the one push operation').toContain(join('queue', 'core', 'queue-ops.ts'));
+    expect(readFileSync(join(SRC, 'schedules', 'schedule.service.ts'), 'utf8'), 'the schedule service pushes with the runtime’s one push').toMatch(
+      /this\.runner\.push\(/,
+    );
+  });
+
+  it('items are pushed in one place: outside the core, only the turn runner builds a push operation (HTTP pushes, schedules and the SQL carrier call its push)', () => {
+    const building = files.filter((f) => !rel(f).startsWith(join('queue', 'core') + sep) && /\bpushOp\(/.test(readFileSync(f, 'utf8'))).map(rel);
+    expect(building).toEqual([join('queue', 'runtime', 'turn-runner.ts')]);
   });
 
   it('the admin console talks to the API only through the generated client: nothing of src/ or libs/ by path, no library of ours but @pushpop/api-client, no fetch of its own', () => {

@@ -58,9 +58,9 @@ export const PEER_SCRIPTS = {
 export const TABLE_PEERS = ['group-commit', 'floor'];
 /** Peers on a redis-server the benchmark starts for them (not on the machine's PostgreSQL). */
 export const REDIS_TARGETS = ['bullmq-redis'];
-export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair', 'clients'];
+export const ALL_SCENARIOS = ['push', 'pop', 'hot', 'depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair', 'clients', 'sqlenq'];
 /** Scenarios of pushpop alone (the peers have no deep-queue fill, delayed items or long polls of this kind). */
-export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair'];
+export const PUSHPOP_ONLY_SCENARIOS = ['depth', 'delayed', 'longpoll', 'ackpop', 'idle', 'fair', 'sqlenq'];
 const DEFAULT_SCENARIOS = ['push', 'pop', 'hot'];
 
 export const CONFIG = {
@@ -94,6 +94,9 @@ export const CONFIG = {
   fairConnections: envInt('BENCH_FAIR_CONNECTIONS', 32, 1, 1024),
   clientItems: envInt('BENCH_CLIENT_ITEMS', 3000, 100, 100_000),
   clientMaxSeconds: envInt('BENCH_CLIENT_MAX_SECONDS', 30, 1, 600),
+  sqlEnqueueTransactions: envInt('BENCH_SQLENQ_TRANSACTIONS', 64, 1, 80),
+  sqlEnqueueQueues: envInt('BENCH_SQLENQ_QUEUES', 16, 1, 1000),
+  sqlEnqueueBatch: envInt('BENCH_SQLENQ_BATCH', 1000, 1, 100_000),
   clientLatencyPushes: envInt('BENCH_CLIENT_LATENCY_PUSHES', 500, 10, 10_000),
   keepDatabases: process.env.BENCH_KEEP_DATABASES === '1',
   dbPrefix: process.env.BENCH_DB_PREFIX ?? '',

@@ -13,6 +13,7 @@ import { scenarioFair } from './fair.mjs';
 import { scenarioIdle } from './idle.mjs';
 import { scenarioLongPoll } from './longpoll.mjs';
 import { scenarioHot, scenarioPop, scenarioPush } from './push-pop-hot.mjs';
+import { scenarioSqlEnqueue } from './sqlenq.mjs';
 
 export const SCENARIO_FNS = {
   push: scenarioPush,
@@ -25,6 +26,7 @@ export const SCENARIO_FNS = {
   idle: scenarioIdle,
   fair: scenarioFair,
   clients: scenarioClients,
+  sqlenq: scenarioSqlEnqueue,
 };
 
 /** The targets a scenario runs on, when not every target (by target name). */
@@ -47,6 +49,7 @@ export const ROWS_OF = {
   idle: [],
   fair: [],
   clients: [],
+  sqlenq: [],
 };
 
 /** Unmeasured: one push to every queue the scenarios use, so every target has created its queues (pg-boss: one partition each). */

@@ -18,6 +18,7 @@ import { ItemHeaders1764100000011 } from './migrations/1764100000011-item-header
 import { Schedules1764100000012 } from './migrations/1764100000012-schedules.js';
 import { DropOldWriteTurnForms1764100000013 } from './migrations/1764100000013-drop-old-write-turn-forms.js';
 import { SqlEnqueue1764100000016 } from './migrations/1764100000016-sql-enqueue.js';
+import { SqlEnqueueWakeUps1764100000017 } from './migrations/1764100000017-sql-enqueue-wake-ups.js';
 import { ReadyQueues1764100000020 } from './migrations/1764100000020-ready-queues.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
@@ -55,6 +56,7 @@ export const MIGRATIONS = [
   Schedules1764100000012,
   DropOldWriteTurnForms1764100000013,
   SqlEnqueue1764100000016,
+  SqlEnqueueWakeUps1764100000017,
   ReadyQueues1764100000020,
 ];
 

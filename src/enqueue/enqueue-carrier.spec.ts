@@ -5,9 +5,9 @@ import type { ItemNotifications } from '../database/item-notifications.js';
 import type { NewItem } from '../queue/core/types.js';
 import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inbox.repository.js';
 import type { SweepClock } from '../sweeps/sweep-clock.js';
-import { CARRY_BATCH, carriedDedupId, EnqueueCarrier } from './enqueue-carrier.js';
+import { CARRY_BATCH, carriedDedupId, EnqueueCarrier, PUSH_MAX } from './enqueue-carrier.js';
 import { EnqueueStats } from './enqueue-stats.js';
-import type { QueueAppend } from './queue-append.js';
+import type { TurnRunner } from '../queue/runtime/turn-runner.js';
 
 /** A row as the inbox hands it over, in commit order by `seq` here. */
 const row = (seq: number, queueId: string, extra: Partial<EnqueuedRow> = {}): EnqueuedRow => ({
@@ -28,6 +28,17 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     rows: [...rows],
     removed: [] as string[],
     anyCommitted: async () => inbox.rows.length > 0,
+    /** Looks after a carriage that found nothing; `committing` for as many looks as `committingLooks`. */
+    committingLooks: 0,
+    looks: 0,
+    settled: async () => {
+      inbox.looks += 1;
+      if (inbox.committingLooks > 0) {
+        inbox.committingLooks -= 1;
+        return 'committing';
+      }
+      return inbox.rows.length > 0 ? 'rows' : 'idle';
+    },
     underCarrierLock: async <T>(fn: (session: unknown) => Promise<T>) => (locked ? undefined : fn({})),
     next: async (_session: unknown, limit: number) => inbox.rows.slice(0, limit),
     remove: async (_session: unknown, done: readonly Pick<EnqueuedRow, 'seq'>[]) => {
@@ -41,7 +52,7 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9 } } as AppConfig,
     { ready: Promise.resolve() } as DatabaseProvider,
     inbox as unknown as EnqueueInboxRepository,
-    { append } as unknown as QueueAppend,
+    { push: append } as unknown as TurnRunner,
     stats,
     { onItems: () => undefined, onListening: () => undefined } as unknown as ItemNotifications,
     { register: () => ({ stopped: false, stop: async () => undefined }) } as unknown as SweepClock,
@@ -56,7 +67,7 @@ describe('EnqueueCarrier', () => {
       [row(1, 'a'), row(2, 'b', { dedupId: 'order-2', priority: 3, delayMs: 1500, headers: '{"tenant": "acme"}' }), row(3, 'a')],
       async (queueId, items) => void pushes.push([queueId, [...items]]),
     );
-    expect(await carrier.carry()).toBe(false);
+    expect(await carrier.carry()).toEqual({ taken: 3, removed: 3 });
     expect(pushes).toEqual([
       [
         'a',
@@ -80,6 +91,20 @@ describe('EnqueueCarrier', () => {
     expect(inbox.rows.map((r) => r.seq)).toEqual(['1', '3']);
   });
 
+  it('a queue’s share above a push’s weight goes in several pushes in order; one failing keeps it and the later ones', async () => {
+    const sizes: number[] = [];
+    const { carrier, inbox } = carrierOver(
+      Array.from({ length: 2 * PUSH_MAX + 500 }, (_, i) => row(i, 'a')),
+      async (_q, items) => {
+        sizes.push(items.length);
+        if (sizes.length === 2) throw new Error('too many operations are waiting on queue a');
+      },
+    );
+    expect(await carrier.carry()).toEqual({ taken: 2 * PUSH_MAX + 500, removed: PUSH_MAX });
+    expect(sizes).toEqual([PUSH_MAX, PUSH_MAX]);
+    expect(inbox.rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: PUSH_MAX + 500 }, (_, i) => PUSH_MAX + i));
+  });
+
   it('a row this process cannot push (past its limits) is dropped with the carriage, not left to hold up its queue', async () => {
     const pushes: NewItem[][] = [];
     const { carrier, inbox, stats } = carrierOver(
@@ -92,17 +117,70 @@ describe('EnqueueCarrier', () => {
     expect(stats.rowsDropped).toBe(2);
   });
 
-  it('nothing is pushed while another carriage holds the carrier lock, and a full batch asks to carry again at once', async () => {
+  it('nothing is pushed while another carriage holds the carrier lock; a carriage takes at most a batch', async () => {
     let pushed = 0;
     const rows = Array.from({ length: CARRY_BATCH + 5 }, (_, i) => row(i, `q${i % 7}`));
     const locked = carrierOver(rows, async (_q, items) => void (pushed += items.length), true);
-    expect(await locked.carrier.carry()).toBe(false);
+    expect(await locked.carrier.carry()).toBeUndefined();
     expect(pushed).toBe(0);
-
     const free = carrierOver(rows, async (_q, items) => void (pushed += items.length));
-    expect(await free.carrier.carry()).toBe(true);
-    expect(await free.carrier.carry()).toBe(false);
+    expect(await free.carrier.carry()).toEqual({ taken: CARRY_BATCH, removed: CARRY_BATCH });
+    expect(await free.carrier.carry()).toEqual({ taken: 5, removed: 5 });
+    expect(await free.carrier.carry()).toEqual({ taken: 0, removed: 0 });
     expect(pushed).toBe(CARRY_BATCH + 5);
     expect(free.inbox.rows).toEqual([]);
+  });
+
+  /** Wakes the carrier and waits until its carrying has stopped. */
+  const carried = async (carrier: EnqueueCarrier): Promise<void> => {
+    carrier.wake();
+    await (carrier as unknown as { active?: Promise<void> }).active;
+  };
+
+  it('woken, it carries again at once while carriages find rows, and stops only once a look finds nothing waiting and nothing committing', async () => {
+    const rows = Array.from({ length: 2 * CARRY_BATCH + 1 }, (_, i) => row(i, 'a'));
+    const { carrier, inbox } = carrierOver(rows, async () => undefined);
+    inbox.committingLooks = 3;
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    // three carriages took rows, then a look per commit under way and the one that found none
+    expect(inbox.looks).toBe(4);
+  });
+
+  it('rows committed between its last carriage and its look are carried before it stops', async () => {
+    const { carrier, inbox } = carrierOver([], async () => undefined);
+    const settled = inbox.settled;
+    let late = true;
+    inbox.settled = async () => {
+      if (late) {
+        late = false;
+        inbox.rows.push(row(7, 'a'));
+      }
+      return settled();
+    };
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    expect(inbox.removed).toEqual(['7']);
+  });
+
+  it('a queue whose push keeps failing is tried again after a growing pause, not in a busy loop', async () => {
+    let attempts = 0;
+    const { carrier, inbox } = carrierOver([row(1, 'a')], async () => {
+      attempts += 1;
+      if (attempts < 4) throw new Error('too many operations are waiting on queue a');
+    });
+    const started = Date.now();
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    expect(attempts).toBe(4);
+    // pauses of 2, 4 and 8 ms between the four attempts
+    expect(Date.now() - started).toBeGreaterThanOrEqual(14);
+  });
+
+  it('while another process holds the carrier lock it stops at once: that process looks again after its carriage', async () => {
+    const { carrier, inbox } = carrierOver([row(1, 'a')], async () => undefined, true);
+    await carried(carrier);
+    expect(inbox.rows.length).toBe(1);
+    expect(inbox.looks).toBe(0);
   });
 });

@@ -5,25 +5,27 @@ import { ENQUEUE_WAKE } from '../database/functions/enqueue.function.js';
 import { ItemNotifications } from '../database/item-notifications.js';
 import { SweepClock, type SweepHandle } from '../sweeps/sweep-clock.js';
 import type { NewItem } from '../queue/core/types.js';
+import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { encodeHeaders, encodeItem } from '../queue/item-codec.js';
 import { EnqueueInboxRepository, type EnqueuedRow } from '../storage/enqueue-inbox.repository.js';
 import { EnqueueStats } from './enqueue-stats.js';
-import { QueueAppend } from './queue-append.js';
 
-/** Rows one carriage takes at most (a queue's share of them is one turn: at most a turn's weight of 1,000). */
-export const CARRY_BATCH = 1000;
+/** Rows one carriage takes at most. */
+export const CARRY_BATCH = 10_000;
+/** Items of one push at most (a turn's weight of 1,000): a queue's larger share goes in several pushes, in order. */
+export const PUSH_MAX = 1000;
 /**
- * How often a process looks for committed rows after a wake-up, while it found some within {@link ACTIVE_MS}:
- * a commit that finds others waiting sends no wake-up (see `ENQUEUE_COMMITTED`), so this probe
- * is how it is noticed then: its items are poppable this long after the commit at worst, plus
- * one carriage.
+ * While a transaction that enqueued is still committing (its commit trigger ran, it is not
+ * visible yet), a carrier that found nothing looks again after this long, doubling up to
+ * {@link SETTLE_MAX_MS}: a commit is visible within milliseconds; one that stays committing
+ * (a trigger fired early by `SET CONSTRAINTS ... IMMEDIATE` in a long transaction) costs a
+ * look a second.
  */
-export const CARRY_INTERVAL_MS = 100;
-/** How long after it last found rows a process goes on probing every {@link CARRY_INTERVAL_MS}. */
-export const ACTIVE_MS = 5_000;
+export const SETTLE_FIRST_MS = 2;
+export const SETTLE_MAX_MS = 1000;
 /**
- * How often an idle process probes (for a wake-up lost with the notification connection, or a
- * commit whose visibility lagged its trigger by more than {@link ACTIVE_MS}): nearly nothing.
+ * How often an idle process probes (for a wake-up lost with the notification connection):
+ * nearly nothing.
  */
 export const IDLE_INTERVAL_MS = 5_000;
 
@@ -34,11 +36,15 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 
 /**
  * Carries the rows `pushpop_enqueue` added, once their transactions committed, into their
- * queues: a process carries when woken (a commit that found none waiting notifies the schema's
- * items channel), then probes every {@link CARRY_INTERVAL_MS} while it keeps finding rows, and
- * every {@link IDLE_INTERVAL_MS} when idle. One process at a time carries up to
- * {@link CARRY_BATCH} rows, in commit order, each queue's share as one push through the queue
- * runtime ({@link QueueAppend}), and deletes them.
+ * queues. A process carries when woken (a commit that found none waiting notifies the schema's
+ * items channel), and carries again as soon as a carriage that found rows ends, so that rows
+ * committed meanwhile are poppable one carriage after their commit. It stops only when a look
+ * finds nothing waiting and no commit under way (`EnqueueInboxRepository.settled`, the gate of
+ * `ENQUEUE_COMMITTED`): the next commit then finds none waiting and wakes it. An idle process
+ * probes every {@link IDLE_INTERVAL_MS} with the sweeps' one statement, in case a wake-up was
+ * lost. One process at a time carries up to {@link CARRY_BATCH} rows, in commit order, each
+ * queue's share as one push (or several of {@link PUSH_MAX}, in order) through the queue runtime (`TurnRunner.push`, as an HTTP batch
+ * push: dedup ids checked in the turn, delays, headers), and deletes them.
  *
  * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
  * (a transaction-scoped advisory lock; another process finding it taken skips its turn). The
@@ -73,16 +79,18 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   /** The idle probe, asked with the other sweeps' questions; undefined until the service starts. */
   private probe?: SweepHandle;
   private closed = false;
-  /** When a carriage last found rows, or a wake-up came (`Date.now()`). */
-  private lastFound = 0;
-  /** The probing every {@link CARRY_INTERVAL_MS} after a wake-up, while it runs. */
+  /** A wake-up came since the carrying under way last looked. */
+  private woken = false;
+  /** The carrying under way, after a wake-up, until nothing waits or commits. */
   private active?: Promise<void>;
+  /** Ends the carrying's pause early (a wake-up came). */
+  private endPause?: () => void;
 
   constructor(
     private readonly config: AppConfig,
     private readonly db: DatabaseProvider,
     private readonly inbox: EnqueueInboxRepository,
-    private readonly queues: QueueAppend,
+    private readonly runner: TurnRunner,
     private readonly stats: EnqueueStats,
     notifications: ItemNotifications,
     private readonly sweeps: SweepClock,
@@ -90,38 +98,58 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
     notifications.onItems((payload) => {
       if (payload === ENQUEUE_WAKE) this.wake();
     });
-    // Wake-ups sent while the connection was away are lost: look once it is back (probing goes on only if rows are found).
-    notifications.onListening(() => this.carryWhileFound());
+    // Wake-ups sent while the connection was away are lost: look once it is back.
+    notifications.onListening(() => this.wake());
   }
 
-  /**
-   * Carries now (a commit found nobody waiting), then probes every {@link CARRY_INTERVAL_MS}
-   * until nothing was found for {@link ACTIVE_MS}.
-   */
+  /** Carries until nothing waits to be carried and no commit that enqueued is under way (see the class). */
   wake(): void {
-    this.lastFound = Date.now();
-    this.carryWhileFound();
+    this.woken = true;
+    this.endPause?.();
+    if (this.active || this.closed) return;
+    this.active = this.carryUntilSettled()
+      .catch((error: unknown) => this.logger.warn(`Carrying SQL-enqueued items failed: ${message(error)}`))
+      .finally(() => (this.active = undefined));
   }
 
-  /** Carries, and probes again every {@link CARRY_INTERVAL_MS} until nothing was found (or woke it) for {@link ACTIVE_MS}. */
-  private carryWhileFound(): void {
-    if (this.active || this.closed) return;
-    this.active = (async () => {
-      await this.db.ready;
-      while (!this.closed) {
-        let more = false;
-        try {
-          more = await this.carry();
-        } catch (error) {
-          this.logger.warn(`Carrying SQL-enqueued items failed: ${message(error)}`);
-        }
-        if (more) continue;
-        if (Date.now() - this.lastFound >= ACTIVE_MS || this.closed) break;
-        await new Promise<void>((resolve) => setTimeout(resolve, CARRY_INTERVAL_MS).unref());
+  private async carryUntilSettled(): Promise<void> {
+    await this.db.ready;
+    let pauseMs = 0;
+    let lastRemoved = 0;
+    while (!this.closed) {
+      this.woken = false;
+      // Right after a carriage that moved rows more are likely: no probe first.
+      const carriage = await this.carry(lastRemoved === 0);
+      lastRemoved = carriage?.removed ?? 0;
+      // Another process is carrying: it looks again after its carriage, as this loop would.
+      if (carriage === undefined) return;
+      if (carriage.removed > 0 || this.woken) {
+        pauseMs = 0;
+        continue;
       }
-    })()
-      .catch(() => undefined)
-      .finally(() => (this.active = undefined));
+      if (carriage.taken > 0) {
+        // Every queue's push failed (its line full, the database away): try again after a pause, not at once.
+        pauseMs = await this.pause(pauseMs);
+        continue;
+      }
+      const state = await this.inbox.settled();
+      if (state === 'idle' && !this.woken) return;
+      if (state === 'committing') pauseMs = await this.pause(pauseMs);
+    }
+  }
+
+  /** Waits twice as long as last time (from {@link SETTLE_FIRST_MS} up to {@link SETTLE_MAX_MS}), or until a wake-up; answers how long it meant to. */
+  private async pause(lastMs: number): Promise<number> {
+    const ms = Math.min(SETTLE_MAX_MS, Math.max(SETTLE_FIRST_MS, lastMs * 2));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms).unref();
+      this.endPause = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.endPause = undefined;
+    return ms;
   }
 
   onApplicationBootstrap(): void {
@@ -133,7 +161,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
           .catch((error: unknown) => this.logger.warn(`Could not set the limits of pushpop_enqueue: ${message(error)}`)),
       () => undefined,
     );
-    // The idle probe, one question of the sweeps' statement: finding rows (a wake-up was lost) starts the frequent probing.
+    // The idle probe, one question of the sweeps' statement: finding rows (a wake-up was lost) starts carrying.
     this.probe = this.sweeps.register({
       what: 'Carrying SQL-enqueued items',
       question: (now) => ({ work: 'enqueuedCommitted', at: now }),
@@ -147,15 +175,19 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
+    this.endPause?.();
     await this.probe?.stop();
     await this.active;
   }
 
-  /** One carriage; true when it took a full batch (carry again at once). */
-  async carry(): Promise<boolean> {
-    if (!(await this.inbox.anyCommitted())) return false;
-    this.lastFound = Date.now();
-    const taken = await this.inbox.underCarrierLock(async (session) => {
+  /**
+   * One carriage: the rows it took and those it removed (carried or dropped; a queue whose push
+   * failed keeps its rows); undefined when another process holds the carrier lock. `probe`:
+   * ask first, in one index probe outside any transaction, whether anything waits.
+   */
+  async carry(probe = true): Promise<{ taken: number; removed: number } | undefined> {
+    if (probe && !(await this.inbox.anyCommitted())) return { taken: 0, removed: 0 };
+    return this.inbox.underCarrierLock(async (session) => {
       const rows = await this.inbox.next(session, CARRY_BATCH);
       const byQueue = new Map<string, EnqueuedRow[]>();
       for (const row of rows) {
@@ -166,25 +198,29 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
       const carried: EnqueuedRow[] = [];
       await Promise.all(
         [...byQueue].map(async ([queueId, queueRows]) => {
-          const items: NewItem[] = [];
-          for (const row of queueRows) {
-            const item = this.itemOf(row);
-            if (item) items.push(item);
-          }
-          try {
-            if (items.length > 0) await this.queues.append(queueId, items);
-            carried.push(...queueRows);
+          for (let from = 0; from < queueRows.length; from += PUSH_MAX) {
+            const part = queueRows.slice(from, from + PUSH_MAX);
+            const items: NewItem[] = [];
+            for (const row of part) {
+              const item = this.itemOf(row);
+              if (item) items.push(item);
+            }
+            try {
+              if (items.length > 0) await this.runner.push(queueId, items);
+            } catch (error) {
+              // This part and the queue's later ones stay, in order, for the next carriage.
+              this.logger.warn(`Could not carry ${queueRows.length - from} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
+              return;
+            }
+            carried.push(...part);
             this.stats.rowsCarried += items.length;
-            this.stats.rowsDropped += queueRows.length - items.length;
-          } catch (error) {
-            this.logger.warn(`Could not carry ${queueRows.length} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
+            this.stats.rowsDropped += part.length - items.length;
           }
         }),
       );
       await this.inbox.remove(session, carried);
-      return rows.length;
+      return { taken: rows.length, removed: carried.length };
     });
-    return taken === CARRY_BATCH;
   }
 
   /** The item a row stands for, checked as an HTTP push checks it; undefined (and logged) when this process cannot push it. */

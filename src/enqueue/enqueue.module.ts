@@ -5,12 +5,11 @@ import { StorageModule } from '../storage/storage.module.js';
 import { EnqueueCarrier } from './enqueue-carrier.js';
 import { EnqueueMetrics } from './enqueue-metrics.js';
 import { EnqueueStats } from './enqueue-stats.js';
-import { QueueAppend } from './queue-append.js';
 
 /** Enqueue from SQL: the carrier of the rows `pushpop_enqueue` adds, into their queues through the runtime. */
 @Module({
   imports: [RuntimeModule, StorageModule, SweepsModule],
-  providers: [QueueAppend, EnqueueCarrier, EnqueueStats, EnqueueMetrics],
+  providers: [EnqueueCarrier, EnqueueStats, EnqueueMetrics],
   exports: [EnqueueCarrier],
 })
 export class EnqueueModule {}

@@ -3,6 +3,8 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { QueueBusyError } from '../common/errors.js';
 import type { PopAck, PopOutcome } from './core/queue-core.js';
+import type { PushOutcome } from './core/outcomes.js';
+import type { NewItem } from './core/types.js';
 import type { PopResponseDto } from './dto/queue-responses.dto.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
@@ -40,6 +42,12 @@ export class QueueTurns {
     // Checked and queued in the same tick: nothing can join the line in between.
     if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
     return this.runner.run(queueId, op);
+  }
+
+  /** A push turn (`TurnRunner.push`: the core's push operation, counted), refused as {@link run} refuses when the queue's line is full. */
+  push(queueId: string, items: readonly NewItem[]): Promise<PushOutcome> {
+    if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
+    return this.runner.push(queueId, items);
   }
 
   /** The lock a pop with ack of up to `depth` items asks for (a new id, or one per item), held for `ttlSeconds`. */

@@ -12,7 +12,7 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
-import { deleteQueueOp, popOp, pushOp, redriveOp, releaseOp } from './core/queue-ops.js';
+import { deleteQueueOp, popOp, redriveOp, releaseOp } from './core/queue-ops.js';
 import type { NewItem, SettingsPatch } from './core/types.js';
 import type { PopOutcome } from './core/queue-core.js';
 import type {
@@ -138,8 +138,7 @@ export class QueueService {
   async push(queueId: string, item: unknown, priority: number | undefined, options: PushOptions = {}): Promise<PushResponseDto> {
     const entry = this.newItem(item, priority, options);
     const delayMs = entry.delayMs ?? 0;
-    const outcome = await this.turn(queueId, pushOp([entry], this.config.env.DEDUP_WINDOW_SECONDS * 1000));
-    this.stats.pushed(outcome);
+    const outcome = await this.turns.push(queueId, [entry]);
     return QueueMapper.push(queueId, entry.priority, {
       delaySeconds: delayMs > 0 ? Math.ceil(delayMs / 1000) : undefined,
       dedup: entry.dedupId !== undefined,
@@ -160,8 +159,7 @@ export class QueueService {
         `items.${i}`,
       ),
     );
-    const outcome = await this.turn(queueId, pushOp(items, this.config.env.DEDUP_WINDOW_SECONDS * 1000));
-    this.stats.pushed(outcome);
+    const outcome = await this.turns.push(queueId, items);
     return QueueMapper.pushBatch(queueId, outcome.enqueued, outcome.duplicates);
   }
 

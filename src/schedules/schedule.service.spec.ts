@@ -4,7 +4,7 @@ import type { QueueCore } from '../queue/core/queue-core.js';
 import { applyOp } from '../queue/core/queue-ops.js';
 import type { NewItem } from '../queue/core/types.js';
 import { QueueStats } from '../queue/runtime/queue-stats.js';
-import { QueueLineFull, type TurnOp, type TurnRunner } from '../queue/runtime/turn-runner.js';
+import { QueueLineFull, TurnRunner, type TurnOp } from '../queue/runtime/turn-runner.js';
 import type { ScheduleRepository, StoredSchedule } from '../storage/schedule.repository.js';
 import { ScheduleService } from './schedule.service.js';
 import { ScheduleStats } from './schedule-stats.js';
@@ -45,7 +45,14 @@ function setUp({ lineFull = false, maxItemBytes = 1000, maxPriority = 255 } = {}
       return { enqueued: fresh.length, duplicates: items.length - fresh.length };
     },
   } as unknown as QueueCore;
+  const queueStats = new QueueStats();
+  // The runner's own push (its operation, window and counting) over this fake line.
   const runner = {
+    dedupWindowMs: 600_000,
+    stats: queueStats,
+    push(id: string, items: readonly NewItem[]) {
+      return TurnRunner.prototype.push.call(this as unknown as TurnRunner, id, items);
+    },
     run: async (id: string, operation: TurnOp): Promise<unknown> => {
       schedules.log.push(`push ${operation.dedupIds?.join(',')}`);
       if (lineFull) throw new QueueLineFull(id);
@@ -57,14 +64,12 @@ function setUp({ lineFull = false, maxItemBytes = 1000, maxPriority = 255 } = {}
   let now = T;
   const clock = { now: () => now };
   const stats = new ScheduleStats();
-  const queueStats = new QueueStats();
   const service = new ScheduleService(
     { env: { MAX_PRIORITY: maxPriority, MAX_ITEM_BYTES: maxItemBytes, DEDUP_WINDOW_SECONDS: 600 } } as AppConfig,
     schedules as unknown as ScheduleRepository,
     runner as unknown as TurnRunner,
     clock,
     stats,
-    queueStats,
   );
   const add = (id: string, cron: string, nextRunAt: number, priority = 0) =>
     schedules.rows.set(id, { scheduleId: id, queueId: 'q', cron, timezone: 'UTC', item: '{"n":1}', priority, paused: false, nextRunAt, lastRunAt: null });

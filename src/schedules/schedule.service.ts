@@ -4,8 +4,6 @@ import { Clock } from '../common/clock.js';
 import { PushpopError, ScheduleNotFoundError, ValidationFailedError } from '../common/errors.js';
 import { isQueueId } from '../queue/core/queue-id.js';
 import { encodeItem } from '../queue/item-codec.js';
-import { pushOp } from '../queue/core/queue-ops.js';
-import { QueueStats } from '../queue/runtime/queue-stats.js';
 import { TurnRunner } from '../queue/runtime/turn-runner.js';
 import { ScheduleRepository, type StoredSchedule } from '../storage/schedule.repository.js';
 import type { DeleteScheduleResponseDto, PutScheduleDto, ScheduleDto, ScheduleListDto } from './dto/schedule.dto.js';
@@ -51,7 +49,6 @@ export class ScheduleService {
     private readonly runner: TurnRunner,
     private readonly clock: Clock,
     private readonly stats: ScheduleStats,
-    private readonly queueStats: QueueStats,
   ) {}
 
   /** A priority within `MAX_PRIORITY`, when the schedule is put and again when it fires (the limit may have been lowered). */
@@ -146,7 +143,7 @@ export class ScheduleService {
         delayMs: 0,
         dedupId: firingDedupId(schedule.scheduleId, firingAt),
       };
-      this.queueStats.pushed(await this.runner.run(schedule.queueId, pushOp([item], this.config.env.DEDUP_WINDOW_SECONDS * 1000)));
+      await this.runner.push(schedule.queueId, [item]);
     } catch (error) {
       // Refused for good (e.g. MAX_ITEM_BYTES lowered below the item): skip this firing rather than retry it for ever.
       if (!isPermanent(error)) throw error;

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { ENQUEUE_GATE } from '../database/functions/enqueue.function.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 
 /** A committed row of `enqueued_items`, as the carrier takes it. */
@@ -46,6 +47,21 @@ export class EnqueueInboxRepository {
   async anyCommitted(): Promise<boolean> {
     const rows = await this.uow.autocommit.query<{ any: boolean }>(`SELECT ${ENQUEUE_QUESTIONS.enqueuedCommitted()} AS any`, [], 'enqueue_probe');
     return rows[0].any;
+  }
+
+  /**
+   * Whether a carrier may stop: `committing` while a transaction that enqueued is between its
+   * commit trigger and being visible (it holds the gate shared: nothing waited for), else
+   * `rows` or `idle` by what a look taken after that answer finds.
+   */
+  async settled(): Promise<'rows' | 'committing' | 'idle'> {
+    return this.uow.transaction(async (session) => {
+      const [{ gate }] = await session.query<{ gate: boolean }>(`SELECT pg_try_advisory_xact_lock(${ENQUEUE_GATE}) AS gate`);
+      if (!gate) return 'committing';
+      // A statement of its own: its snapshot is taken after the lock, when every commit that held it is visible.
+      const [{ any }] = await session.query<{ any: boolean }>(`SELECT ${ENQUEUE_QUESTIONS.enqueuedCommitted()} AS any`);
+      return any ? 'rows' : 'idle';
+    });
   }
 
   /**

@@ -1,6 +1,9 @@
 import { copyFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { DatabaseProvider } from '../../src/database/database.provider.js';
+import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { databaseKind, uniqueQueueId } from '../support/service.js';
 import { browserTestsEnabled, ROOT, screenshot, useConsole } from './browser-support.js';
 
@@ -326,5 +329,26 @@ suite(`admin console in Chromium (${databaseKind})`, () => {
     await rows.nth(3).click();
     await expect.poll(() => page.getByTestId('queue-panel').getAttribute('data-queue-id')).toBe(ids[3]);
     expect(decodeURIComponent(new URL(page.url()).hash)).toBe(`#/queue/${ids[3]}`);
+  });
+
+  it('header: items enqueued from SQL that wait to be carried, and the oldest one’s age', async () => {
+    const carrier = fx.svc.app.get(EnqueueCarrier);
+    const { page } = await open();
+    await expect.poll(() => page.locator('[data-metric=enqueue-waiting]').textContent(), { timeout: 15_000 }).toBe('0');
+    // No carrier runs: committed rows wait (the metric is the database's count, read at most every 10 s).
+    await carrier.onModuleDestroy();
+    const db = new pg.Client(fx.svc.app.get(DatabaseProvider).clientConfig('admin-test'));
+    await db.connect();
+    const q = uniqueQueueId('admin-sql');
+    fx.track(q);
+    try {
+      await db.query('BEGIN');
+      for (let n = 0; n < 3; n++) await db.query(`SELECT pushpop_enqueue($1, $2::jsonb)`, [q, JSON.stringify({ n })]);
+      await db.query('COMMIT');
+      await expect.poll(() => page.locator('[data-metric=enqueue-waiting]').textContent(), { timeout: 30_000, interval: 500 }).toMatch(/^3 · oldest \d+s$/);
+    } finally {
+      while ((await carrier.carry())?.taken);
+      await db.end();
+    }
   });
 });

@@ -106,13 +106,22 @@ describe('/metrics headline', () => {
     'pushpop_items_in_memory 300',
     'pushpop_offloaded_segments 21',
     'pushpop_active_actors 3',
+    'pushpop_enqueue_waiting_items 7',
+    'pushpop_enqueue_oldest_age_seconds 2.5',
     'pushpop_operation_duration_seconds_bucket{operation="push",le="+Inf"} 40',
   ].join('\n');
 
   it('sums every sample of a name, over label sets and with timestamps', () => {
     expect(sumSamples(text).get('pushpop_operations_total')).toBe(50);
-    expect(headline(text)).toEqual({ operations: 50, itemsInMemory: 300, offloadedSegments: 21, activeActors: 3 });
-    expect(headline('')).toEqual({ operations: 0, itemsInMemory: 0, offloadedSegments: 0, activeActors: 0 });
+    expect(headline(text)).toEqual({
+      operations: 50,
+      itemsInMemory: 300,
+      offloadedSegments: 21,
+      activeActors: 3,
+      enqueueWaiting: 7,
+      enqueueOldestAgeSeconds: 2.5,
+    });
+    expect(headline('')).toEqual({ operations: 0, itemsInMemory: 0, offloadedSegments: 0, activeActors: 0, enqueueWaiting: 0, enqueueOldestAgeSeconds: 0 });
   });
 
   it('operations per second from two scrapes; none after a counter reset', () => {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
-import { ACTIVE_MS, EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
+import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
 import { answer, drain, sleep } from '../support/queue-helpers.js';
 import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -28,7 +28,7 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     client.query(`SELECT pushpop_enqueue($1, $2::jsonb${extra}) AS seq`, [queueId, JSON.stringify(item)]);
 
   const popAll = async (q: string): Promise<unknown[]> => drain(svc.http, q);
-  /** Waits until the queue counts `n` items (the carrier runs every 100 ms). */
+  /** Waits until the queue counts `n` items (carried soon after the commit). */
   const counted = async (q: string, n: number): Promise<boolean> => {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
@@ -125,8 +125,9 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
   it('a long poll waiting on the queue answers within 500 ms of the commit, the carriers idle before it (woken by the commit)', async () => {
     const db = await connect();
     const q = uniqueQueueId('sql-poll');
-    // Past the time carriers keep probing often after they last found rows: only the commit's wake-up is quick now.
-    await sleep(ACTIVE_MS + 500);
+    // Nothing waits: the carriers have stopped, and only the commit's wake-up starts them again.
+    expect(await inboxEmpty(db)).toBe(true);
+    await sleep(200);
     const poll = answer(svc.http.post(`/queue/${q}/pop?wait_seconds=10`), 15_000);
     await pollsWaitingOn(svc, q);
     await db.query('BEGIN');
@@ -135,6 +136,70 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     const committed = Date.now();
     const res = await poll;
     expect(res.body.items).toEqual([{ n: 1 }]);
+    expect(Date.now() - committed).toBeLessThan(500);
+  });
+
+  it('a stream of commits (most of them finding others waiting, so sending no wake-up): every item is popped by a long poll soon after its commit, well within the idle probe’s 5 s', async () => {
+    const q = uniqueQueueId('sql-stream');
+    const writers = await Promise.all([1, 2, 3, 4].map(() => connect()));
+    const committedAt = new Map<string, number>();
+    const poppedAt = new Map<string, number>();
+    // The queue exists and its actor is loaded before the stream starts.
+    await writers[0].query('BEGIN');
+    await enqueue(writers[0], q, { k: 'first' });
+    await writers[0].query('COMMIT');
+    expect(await counted(q, 1)).toBe(true);
+    expect(await popAll(q)).toEqual([{ k: 'first' }]);
+    let writing = true;
+    const consumer = (async () => {
+      while (writing || poppedAt.size < committedAt.size) {
+        const res = await answer(svc.http.post(`/queue/${q}/pop?wait_seconds=2&depth=100`), 10_000);
+        expect(res.status).toBe(200);
+        const at = Date.now();
+        for (const item of res.body.items as { k: string }[]) poppedAt.set(item.k, at);
+      }
+    })();
+    await Promise.all(
+      writers.map(async (db, w) => {
+        for (let i = 0; i < 40; i++) {
+          const k = `${w}-${i}`;
+          await db.query('BEGIN');
+          await enqueue(db, q, { k });
+          await db.query('COMMIT');
+          committedAt.set(k, Date.now());
+          if (i % 10 === 9) await sleep(50);
+        }
+      }),
+    );
+    writing = false;
+    await consumer;
+    expect([...poppedAt.keys()].sort()).toEqual([...committedAt.keys()].sort());
+    // Generous for a loaded machine (typically tens of milliseconds), yet below the idle probe's 5 s that a lost wake-up would wait for.
+    const late = [...committedAt].map(([k, at]) => ({ k, ms: poppedAt.get(k)! - at })).filter((x) => x.ms >= 2500);
+    expect(late, 'items popped 2.5 s or more after their commit').toEqual([]);
+  });
+
+  it('a commit under way (its trigger fired early, the transaction still open) keeps the carriers looking: it is carried within 500 ms once it commits', async () => {
+    const [early, other] = [await connect(), await connect()];
+    const q = uniqueQueueId('sql-early');
+    expect(await inboxEmpty(other)).toBe(true);
+    await early.query('BEGIN');
+    await enqueue(early, q, { n: 1 });
+    // The commit trigger runs now (it found nothing waiting, so it notifies at the commit) ...
+    await early.query('SET CONSTRAINTS ALL IMMEDIATE');
+    // ... and another transaction commits meanwhile: it sees none waiting and wakes the carriers, which carry it and then wait for the open one.
+    await other.query('BEGIN');
+    await enqueue(other, q, { n: 2 });
+    await other.query('COMMIT');
+    expect(await counted(q, 1)).toBe(true);
+    await sleep(300);
+    const poll = answer(svc.http.post(`/queue/${q}/pop?wait_seconds=10&depth=10`), 15_000);
+    expect((await poll).body.items).toEqual([{ n: 2 }]);
+    const next = answer(svc.http.post(`/queue/${q}/pop?wait_seconds=10`), 15_000);
+    await pollsWaitingOn(svc, q);
+    await early.query('COMMIT');
+    const committed = Date.now();
+    expect((await next).body.items).toEqual([{ n: 1 }]);
     expect(Date.now() - committed).toBeLessThan(500);
   });
 
@@ -265,7 +330,7 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     expect(metrics).toMatch(/^pushpop_enqueue_oldest_age_seconds [\d.e+-]+/m);
     const pushedBefore = Number(/^pushpop_items_pushed_total (\S+)$/m.exec(metrics)?.[1]);
     // A carriage as the loop runs it.
-    while (await carrier.carry());
+    while ((await carrier.carry())?.taken);
     expect(await popAll(q)).toEqual([0, 1, 2, 3, 4].map((n) => ({ n })));
     const after = (await svc.http.get('/metrics')).text;
     expect(Number(/^pushpop_items_pushed_total (\S+)$/m.exec(after)?.[1])).toBe(pushedBefore + 5);

@@ -7,6 +7,10 @@ export interface Headline {
   itemsInMemory: number;
   offloadedSegments: number;
   activeActors: number;
+  /** Items enqueued from SQL (`pushpop_enqueue`), committed, not yet carried into their queues. */
+  enqueueWaiting: number;
+  /** Seconds since the oldest of those committed (0: none waits). */
+  enqueueOldestAgeSeconds: number;
 }
 
 export const METRIC_NAMES = {
@@ -14,6 +18,8 @@ export const METRIC_NAMES = {
   itemsInMemory: 'pushpop_items_in_memory',
   offloadedSegments: 'pushpop_offloaded_segments',
   activeActors: 'pushpop_active_actors',
+  enqueueWaiting: 'pushpop_enqueue_waiting_items',
+  enqueueOldestAgeSeconds: 'pushpop_enqueue_oldest_age_seconds',
 } as const;
 
 /** Sums the samples of each metric name in a text exposition (`name{labels} value [timestamp]`). */
@@ -47,6 +53,8 @@ export function headline(text: string): Headline {
     itemsInMemory: sums.get(METRIC_NAMES.itemsInMemory) ?? 0,
     offloadedSegments: sums.get(METRIC_NAMES.offloadedSegments) ?? 0,
     activeActors: sums.get(METRIC_NAMES.activeActors) ?? 0,
+    enqueueWaiting: sums.get(METRIC_NAMES.enqueueWaiting) ?? 0,
+    enqueueOldestAgeSeconds: sums.get(METRIC_NAMES.enqueueOldestAgeSeconds) ?? 0,
   };
 }
 

@@ -23,7 +23,8 @@ DECLARE
   v_header record;
   v_seq bigint;
 BEGIN
-  IF queue_id IS NULL OR queue_id !~ '^[A-Za-z0-9._:@-]{1,200}$' OR queue_id IN ('.', '..') THEN
+  -- Lengths apart from the pattern: a bounded repetition ({1,200}) costs PostgreSQL's regex engine about 0.3 ms a match.
+  IF queue_id IS NULL OR queue_id !~ '^[A-Za-z0-9._:@-]+$' OR octet_length(queue_id) > 200 OR queue_id IN ('.', '..') THEN
     RAISE EXCEPTION 'pushpop_enqueue: queue_id must be 1-200 characters of A-Z a-z 0-9 . _ : @ - (and not . or ..)' USING ERRCODE = '22023';
   END IF;
   SELECT max_item_bytes, max_priority INTO v_max_bytes, v_max_priority FROM enqueue_limits;
@@ -53,7 +54,7 @@ BEGIN
   IF delay_seconds IS NULL OR delay_seconds < 0 OR delay_seconds > 31536000 THEN
     RAISE EXCEPTION 'pushpop_enqueue: delay_seconds must be an integer from 0 to 31536000' USING ERRCODE = '22023';
   END IF;
-  IF dedup_id IS NOT NULL AND dedup_id !~ '^[A-Za-z0-9._:@-]{1,128}$' THEN
+  IF dedup_id IS NOT NULL AND (dedup_id !~ '^[A-Za-z0-9._:@-]+$' OR octet_length(dedup_id) > 128) THEN
     RAISE EXCEPTION 'pushpop_enqueue: dedup_id must be 1-128 characters of A-Z a-z 0-9 . _ : @ -' USING ERRCODE = '22023';
   END IF;
   IF headers IS NOT NULL THEN
@@ -64,7 +65,7 @@ BEGIN
       RAISE EXCEPTION 'pushpop_enqueue: headers must have at most 16 entries' USING ERRCODE = '22023';
     END IF;
     FOR v_header IN SELECT key, value FROM jsonb_each(headers) LOOP
-      IF v_header.key !~ '^[A-Za-z0-9._-]{1,64}$' THEN
+      IF v_header.key !~ '^[A-Za-z0-9._-]+$' OR octet_length(v_header.key) > 64 THEN
         RAISE EXCEPTION 'pushpop_enqueue: headers name % must be 1-64 characters of A-Z a-z 0-9 . _ -', to_jsonb(left(v_header.key, 80)) USING ERRCODE = '22023';
       END IF;
       IF jsonb_typeof(v_header.value) <> 'string' THEN

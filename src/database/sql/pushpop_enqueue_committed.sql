@@ -7,12 +7,15 @@ CREATE OR REPLACE FUNCTION pushpop_enqueue_committed(
 
 ) RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
 BEGIN
-  IF NOT EXISTS (SELECT 1 FROM enqueue_commits) THEN
+  PERFORM pg_advisory_xact_lock_shared(hashtext('pushpop_enqueue_gate'), hashtext(current_schema()));
+  INSERT INTO enqueue_commits (xid) VALUES (NEW.xid) ON CONFLICT (xid) DO NOTHING;
+  -- Another transaction waits if one of the two newest rows is not this one's: read from the end of the
+  -- commit_seq index, where rows are live (carriages delete from the other end and leave dead rows there).
+  IF NOT EXISTS (SELECT 1 FROM (SELECT xid FROM enqueue_commits ORDER BY commit_seq DESC LIMIT 2) AS newest WHERE newest.xid <> NEW.xid) THEN
     PERFORM pg_notify(CASE WHEN current_schema() = 'public' THEN 'pushpop_items'
                            WHEN octet_length('pushpop_items.' || current_schema()) <= 63 THEN 'pushpop_items.' || current_schema()
                            ELSE 'pushpop_items.' || md5(current_schema()) END, ' enqueue');
   END IF;
-  INSERT INTO enqueue_commits (xid) VALUES (NEW.xid) ON CONFLICT (xid) DO NOTHING;
   RETURN NULL;
 END;
 $fn$;

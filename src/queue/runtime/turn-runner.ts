@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
-import type { SegmentFetch } from '../core/types.js';
+import type { PushOutcome } from '../core/outcomes.js';
+import { pushOp } from '../core/queue-ops.js';
+import type { NewItem, SegmentFetch } from '../core/types.js';
 import { ActorRegistry } from './actor-registry.js';
 import { AfterCommit } from './after-commit.js';
+import { QueueStats } from './queue-stats.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import { TurnAttempt } from './turn-attempt.js';
 import { TurnLines, type Pending } from './turn-lines.js';
@@ -44,15 +47,18 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 export class TurnRunner {
   private readonly logger = new Logger('TurnRunner');
   private readonly lines: TurnLines;
+  private readonly dedupWindowMs: number;
 
   constructor(
     config: AppConfig,
     registry: ActorRegistry,
     private readonly attempts: TurnAttempt,
     private readonly afterCommit: AfterCommit,
+    private readonly stats: QueueStats,
     @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
     @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {
+    this.dedupWindowMs = config.env.DEDUP_WINDOW_SECONDS * 1000;
     this.lines = new TurnLines(
       config.env.MAX_PENDING_PER_QUEUE,
       registry.turns,
@@ -70,6 +76,20 @@ export class TurnRunner {
       const pending: Pending = this.tracing ? { op, resolve, reject, trace: this.tracing.currentContext() } : { op, resolve, reject };
       this.lines.add(queueId, pending);
     });
+  }
+
+  /**
+   * The one way items are pushed, whoever pushes them (an HTTP push or batch push, a schedule's
+   * firing, the carrier of SQL-enqueued rows): a turn with the core's push operation (all or
+   * nothing and in order, dedup ids checked in the turn within `DEDUP_WINDOW_SECONDS`), counted
+   * in `pushpop_items_pushed_total` and `pushpop_duplicates_skipped_total` once it committed.
+   * It joins the line in the calling tick, as {@link run} does.
+   * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
+   */
+  async push(queueId: string, items: readonly NewItem[]): Promise<PushOutcome> {
+    const outcome = await this.run(queueId, pushOp(items, this.dedupWindowMs));
+    this.stats.pushed(outcome);
+    return outcome;
   }
 
   /** Whether `MAX_PENDING_PER_QUEUE` operations already wait on the queue: {@link run} would refuse another. */

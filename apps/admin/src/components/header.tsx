@@ -107,7 +107,8 @@ export function Header({ onOpenQueue, numbers, identity, onForget }: Props) {
 }
 
 /**
- * Operations per second, items in memory, offloaded segments and active actors from /metrics.
+ * Operations per second, items in memory, offloaded segments, active actors, and the items
+ * enqueued from SQL still waiting to be carried (with the oldest one's age) from /metrics.
  * /metrics needs the read scope (unless METRICS_PUBLIC): a refusal shows as a note, not an error.
  */
 function ServiceNumbers() {
@@ -157,6 +158,13 @@ function ServiceNumbers() {
       <div>
         <dt>active actors</dt>
         <dd data-metric="active-actors">{m ? count(m.activeActors) : '–'}</dd>
+      </div>
+      <div title="Items enqueued from SQL (pushpop_enqueue) whose transactions committed, not yet carried into their queues, and how long ago the oldest committed (the database's figures, at most 10 s old)">
+        <dt>SQL-enqueued waiting</dt>
+        <dd data-metric="enqueue-waiting">
+          {m ? count(m.enqueueWaiting) : '–'}
+          {m && m.enqueueWaiting > 0 && <span data-metric="enqueue-oldest"> · oldest {duration(m.enqueueOldestAgeSeconds)}</span>}
+        </dd>
       </div>
     </dl>
   );
