@@ -10,14 +10,17 @@
 // rounds of --seconds on each queue: every connection loops push then pop (depth 1). Reports
 // pairs/s, p50/p99 of each request, the service's CPU µs per pair (from /proc/<pid>/stat; its main
 // thread apart from its other threads: the garbage collector's helpers, the libuv pool),
-// PostgreSQL's CPU µs per pair (the backends connected to --db, read from /proc), and the RSS
-// of the service before and after the fill.
+// PostgreSQL's CPU µs per pair (the backends connected to --db, read from /proc), the rows it
+// wrote per request (tuples inserted, updated and deleted in --db's tables, from
+// pg_stat_user_tables, read 11 s after each round so that idle backends have reported theirs),
+// and the RSS of the service before and after the fill.
 import { execFileSync } from 'node:child_process';
 import { Buffer } from 'node:buffer';
 import console from 'node:console';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import process from 'node:process';
 import { URL } from 'node:url';
 
@@ -54,6 +57,17 @@ const backendTicks = () => {
   }
   return out;
 };
+/** Tuples inserted, updated and deleted so far in --db's tables (null without --db). */
+const rowsWritten = () =>
+  database
+    ? Number(
+        execFileSync(
+          'psql',
+          ['-h', '127.0.0.1', '-U', 'postgres', '-d', database, '-Atc', 'SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables'],
+          { encoding: 'utf8' },
+        ).trim(),
+      )
+    : null;
 /** Ticks the backends spent between two readings (a backend that ended meanwhile is missed: the service's pool keeps them). */
 const backendDelta = (before, after) => {
   let total = 0;
@@ -132,6 +146,7 @@ async function pairs(queue) {
   const cpu0 = ticks();
   const db0 = backendTicks();
   const th0 = threadTicks();
+  const rows0 = rowsWritten();
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: connections }, async () => {
@@ -148,6 +163,9 @@ async function pairs(queue) {
     }),
   );
   const elapsed = (performance.now() - t0) / 1000;
+  // A backend reports its counts at most every second, an idle one within 10 s.
+  if (rows0 !== null) await sleep(11_000);
+  const rows1 = rowsWritten();
   const cpuUs = ((ticks() - cpu0) / 100) * 1e6;
   const dbUs = (backendDelta(db0, backendTicks()) / 100) * 1e6;
   const th1 = threadTicks();
@@ -164,6 +182,7 @@ async function pairs(queue) {
     main_us_per_pair: Math.round((((th1.main - th0.main) / 100) * 1e6) / pop.length),
     other_threads_us_per_pair: Math.round((((th1.other - th0.other) / 100) * 1e6) / pop.length),
     pg_us_per_pair: Math.round(dbUs / pop.length),
+    ...(rows0 !== null ? { rows_per_request: ((rows1 - rows0) / (push.length + pop.length)).toFixed(2) } : {}),
     empty,
     failed,
   };
