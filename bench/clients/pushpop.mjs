@@ -53,7 +53,7 @@ export async function createAdapter({ url, pushpopDir, lockMode }) {
       return {
         start() {
           consumer = client.consume(queue, ({ item }) => onStart(item), { ...CONSUMER_OPTIONS, concurrency, lockMode });
-          consumer.on('completed', ({ items }) => onDone(items.length));
+          consumer.on('completed', () => onDone(1));
           consumer.on('error', (error) => errors.push(String(error?.message ?? error)));
         },
         stop: () => consumer?.close(),

@@ -5,6 +5,7 @@ import { Consumer, type ConsumerOptions, type Handler } from './consumer.js';
 import { peek, type PeekResult } from './peek.js';
 import { Producer, type ProducerOptions } from './producer.js';
 import { activeTraceparent } from './tracing.js';
+import { type Answer, type Exchange, fetchTransport, nodeTransport, type Transport, TransportTimeout } from './transport.js';
 import type {
   Item,
   PopOptions,
@@ -49,7 +50,7 @@ export interface PushpopClientOptions {
   retry?: RetryOptions;
   /** Extra headers on every call. */
   headers?: Record<string, string>;
-  /** A `fetch` to use instead of the global one. */
+  /** A `fetch` to send the calls with, instead of Node's `http`/`https` with a keep-alive agent (the default, cheaper per call). */
   fetch?: typeof globalThis.fetch;
 }
 
@@ -65,6 +66,8 @@ export interface RawCall {
   path: string;
   params?: { path?: Record<string, string>; query?: Record<string, string | number | boolean | undefined> };
   body?: unknown;
+  /** The body already serialized as JSON (instead of `body`). */
+  json?: string;
   /** Headers of this call only. */
   headers?: Record<string, string>;
   /** Added to the timeout (a long poll's wait). */
@@ -123,7 +126,7 @@ export class PushpopClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
-  private readonly fetch: typeof globalThis.fetch;
+  private readonly transport: Transport;
   /** Headers of every call without a body, and of every call with one (built once). */
   private readonly headers: { plain: Record<string, string>; json: Record<string, string> };
   private capabilitiesRead: Promise<Capabilities> | undefined;
@@ -140,7 +143,7 @@ export class PushpopClient {
     });
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { retries: 5, minDelayMs: 200, maxDelayMs: 30_000, jitter: 0.25, statuses: [429, 503], ...options.retry };
-    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.transport = options.fetch ? fetchTransport(options.fetch, this.baseUrl) : nodeTransport(this.baseUrl);
     const plain: Record<string, string> = { accept: 'application/json', ...options.headers, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) };
     this.headers = { plain, json: { ...plain, 'content-type': 'application/json' } };
   }
@@ -157,7 +160,7 @@ export class PushpopClient {
     return consumer;
   }
 
-  /** A {@link Producer} for `queueId` (with `lingerMs` > 0, concurrent pushes go out in batches). */
+  /** A {@link Producer} for `queueId`: concurrent pushes share `push/batch` requests, a lone push goes out at once. */
   producer<T extends object = Item>(queueId: string, options: ProducerOptions = {}): Producer<T> {
     return new Producer<T>(this.queue<T>(queueId), options);
   }
@@ -229,60 +232,50 @@ export class PushpopClient {
   /**
    * One call: retried on the retry statuses after their `Retry-After` (bounded, jittered),
    * each attempt bounded by the timeout; any other non-2xx answer thrown as a {@link PushpopError}
-   * naming the method and the path called. Plain `fetch`: the generated client's typing is of
-   * no use here (answers are typed by the methods), and its request objects cost more than the
-   * call itself on a busy producer.
+   * naming the method and the path called. Sent by the client's {@link Transport} (Node's
+   * `http`, or the `fetch` option), not the generated client: its typing is of no use here
+   * (answers are typed by the methods), and its request objects cost more than the call itself
+   * on a busy producer.
    * @internal
    */
   async call<R>(request: RawCall): Promise<R> {
     const { signal } = request;
     const path = fillPath(request.path, request.params?.path);
-    const url = this.baseUrl + path + queryString(request.params?.query);
-    const hasBody = request.body !== undefined;
+    const json = request.json ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
+    const hasBody = json !== undefined;
     const base = hasBody ? this.headers.json : this.headers.plain;
-    const init: RequestInit = {
+    const exchange: Exchange = {
       method: request.method,
+      path: path + queryString(request.params?.query),
       headers: request.headers ? { ...base, ...request.headers } : base,
-      ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
+      timeoutMs: this.timeoutMs + (request.extraTimeoutMs ?? 0),
+      ...(hasBody ? { body: json } : {}),
+      ...(signal ? { signal } : {}),
     };
     const what = `${request.method} ${path}`;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
-      // One controller per attempt, aborted by the caller's signal or the timeout (not
-      // AbortSignal.any, which on Node 20 is slow and keeps composites alive on a long-lived signal).
-      const attempt$ = new AbortController();
-      let timedOut = false;
-      const timeoutMs = this.timeoutMs + (request.extraTimeoutMs ?? 0);
-      const timer = setTimeout(() => {
-        timedOut = true;
-        attempt$.abort();
-      }, timeoutMs);
-      const onAbort = () => attempt$.abort(signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
       this.requests++;
-      let response: Response;
-      let text: string;
+      let answer: Answer;
       try {
-        response = await this.fetch(url, { ...init, signal: attempt$.signal });
-        text = await response.text();
+        answer = await this.transport(exchange);
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
-        if (timedOut) throw new PushpopError(`no answer from ${this.baseUrl} to ${what} within ${timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
+        if (error instanceof TransportTimeout)
+          throw new PushpopError(`no answer from ${this.baseUrl} to ${what} within ${exchange.timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
         throw new PushpopError(`cannot reach ${this.baseUrl} (${what}): ${networkCause(error)}`, 0, 'NETWORK_ERROR', undefined, { cause: error });
-      } finally {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
       }
-      if (response.ok) return (text === '' ? undefined : parseJson(text, text)) as R;
+      const { status, text } = answer;
+      if (status >= 200 && status < 300) return (text === '' ? undefined : parseJson(text, text)) as R;
       const parsed = parseJson(text, undefined);
       const body = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-      if (this.retry.statuses.includes(response.status) && attempt < this.retry.retries) {
-        await sleep(retryDelayMs(attempt, retryAfterMs(response.headers.get('retry-after')), this.retry), signal);
+      if (this.retry.statuses.includes(status) && attempt < this.retry.retries) {
+        await sleep(retryDelayMs(attempt, retryAfterMs(answer.retryAfter), this.retry), signal);
         continue;
       }
-      const code = typeof body.error_code === 'string' ? body.error_code : `HTTP_${response.status}`;
-      const message = typeof body.message === 'string' ? body.message : text.trim().slice(0, 200) || response.statusText;
-      throw new PushpopError(`${what}: ${response.status} ${code}: ${message}`, response.status, code, body);
+      const code = typeof body.error_code === 'string' ? body.error_code : `HTTP_${status}`;
+      const message = typeof body.message === 'string' ? body.message : text.trim().slice(0, 200) || answer.statusText;
+      throw new PushpopError(`${what}: ${status} ${code}: ${message}`, status, code, body);
     }
   }
 }
@@ -352,7 +345,8 @@ export class Queue<T extends object = Item> {
   }
 
   /**
-   * `POST /queue/{id}/push`: `duplicate` is true when its `dedupId` was seen within the window.
+   * `POST /queue/{id}/push`, one request per call: `duplicate` is true when its `dedupId` was seen
+   * within the window. To push often or from many places at once, use a {@link Producer}.
    * Sends the active OpenTelemetry context's `traceparent` (kept as the item's header), if any.
    */
   push(item: T, options: PushOptions & CallOptions = {}): Promise<Schemas['PushResponseDto']> {
