@@ -33,6 +33,14 @@ export interface ConsumerOptions {
    * waits for its slowest item.
    */
   batchSize?: number;
+  /**
+   * Shared queues, on a service with per-item locks and batch settling: items popped ahead of
+   * the handlers, each under its own lock (default `concurrency`; the consumer then holds at most
+   * `concurrency + prefetch` locks). More means fewer pops per item and items waiting (their
+   * locks extended) where another consumer could have taken them; 0 pops one item per slot.
+   * `close()` gives them back at once.
+   */
+  prefetch?: number;
   /** The lock's time to live, 1–300 (default 30). */
   ttlSeconds?: number;
   /** Extend each lock this often while its handlers run (default a third of `ttlSeconds`). */
