@@ -21,7 +21,7 @@ const PLACES: Record<string, { role: string; may: readonly string[] }> = {
   app: { role: 'bootstrap and wiring only (main.ts, bootstrap.ts, app.module.ts)', may: ['*'] },
   bin: { role: 'command-line entry points (writing openapi.json from the code)', may: ['*'] },
   queue: {
-    role: 'the HTTP face of queues: controller, QueueService (maps the core outcomes to HTTP errors), pipes, mapper, DTOs',
+    role: 'the HTTP face of queues: controller, QueueService and QueueLocksService (map the core outcomes to HTTP errors), pipes, mapper, DTOs',
     may: ['queue/runtime', 'queue/core', 'storage', 'database', 'telemetry', 'auth', 'common', 'config'],
   },
   'queue/runtime': {

@@ -138,6 +138,12 @@ export const ERROR_CODES = {
     meaning: 'A change of `segment_size` or `buffer_segments` while the queue holds items, delayed items or a lock',
     message: 'segment_size and buffer_segments of queue orders change only while it holds no items and no lock',
   },
+  NO_DEAD_LETTER_QUEUE: {
+    statuses: [409],
+    meaning: 'A release with `dead_letter: true` on a queue without a `dead_letter_queue`; the lock stays',
+    message: 'The queue has no dead_letter_queue; the lock stays',
+    extra: { success: false },
+  },
   QUEUE_LOCKED: {
     statuses: [409, 423],
     meaning:

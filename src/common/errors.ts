@@ -166,6 +166,13 @@ export class InvalidLockIdError extends LockError {
   }
 }
 
+/** A release with `dead_letter` on a queue without a `dead_letter_queue`; the lock stays. */
+export class NoDeadLetterQueueError extends LockError {
+  constructor() {
+    super(409, 'NO_DEAD_LETTER_QUEUE', 'The queue has no dead_letter_queue; the lock stays');
+  }
+}
+
 export class QueueLockedError extends PushpopError {
   constructor(expiresAt: number) {
     super(423, 'QUEUE_LOCKED', 'Queue is locked pending acknowledgement', { lock_expires_at: expiresAt / 1000 });

@@ -5,6 +5,8 @@ import { PopQueryDto } from './dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from './dto/push-item.dto.js';
 import { ListQueuesQueryDto } from './dto/list-queues-query.dto.js';
 import {
+  AcknowledgeBatchResponseDto,
+  ReleaseBatchResponseDto,
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
   ExtendLockResponseDto,
@@ -22,10 +24,18 @@ import { QueueSettingsRequestDto } from './dto/queue-settings.dto.js';
 import { Scopes } from '../auth/scopes.decorator.js';
 import { ApiErrors, AUTH_ERRORS, BODY_ERRORS, COMMON_QUEUE_ERRORS, type ErrorCodes } from '../common/api-errors.decorator.js';
 import { CountedOperations } from '../common/operations.decorator.js';
-import { ExtendLockRequestDto, LockRequestDto, ReleaseRequestDto } from './dto/lock.dto.js';
+import {
+  AcknowledgeBatchRequestDto,
+  AcknowledgeRequestDto,
+  ExtendLockRequestDto,
+  type NextPopDto,
+  ReleaseBatchRequestDto,
+  ReleaseRequestDto,
+} from './dto/lock.dto.js';
 import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
+import { QueueLocksService, type NextPopOptions } from './queue-locks.service.js';
 import { serializePopAnswer } from './pop-body.js';
 import { requestTraceparent } from './item-codec.js';
 
@@ -37,6 +47,13 @@ const DEFAULT_REDRIVE_ITEMS = 10_000;
 
 /** What acknowledge, extend-lock and release answer about the lock, in the order they are checked. */
 const LOCK_ERRORS: ErrorCodes = { 400: ['LOCK_ID_REQUIRED', 'INVALID_LOCK_ID'], 404: ['LOCK_NOT_FOUND'], 410: ['LOCK_EXPIRED'] };
+
+/** What a release with `dead_letter` answers on a queue without a dead-letter queue (the lock's checks first). */
+const DEAD_LETTER_ERRORS: ErrorCodes = { 409: ['NO_DEAD_LETTER_QUEUE'] };
+
+/** The `next` of an acknowledgement as the service takes it. */
+const nextPop = (next: NextPopDto | undefined): NextPopOptions | undefined =>
+  next && { depth: next.depth, ttlSeconds: next.ttl_seconds, lockPerItem: next.lock_per_item, includeHeaders: next.include_headers };
 
 const QUEUE_ID_PARAM = {
   name: 'queue_id',
@@ -59,7 +76,10 @@ const TRACEPARENT_HEADER = {
 @CountedOperations()
 @UseGuards(DatabaseReadyGuard)
 export class QueueController {
-  constructor(private readonly queues: QueueService) {}
+  constructor(
+    private readonly queues: QueueService,
+    private readonly locks: QueueLocksService,
+  ) {}
 
   /**
    * Pushes one item at a priority (default 0). A queue exists once something is pushed to it.
@@ -129,6 +149,7 @@ export class QueueController {
     const options = {
       depth: query.depth ?? 1,
       requireAck: query.require_ack ?? false,
+      lockPerItem: query.lock_per_item ?? false,
       includeHeaders: query.include_headers ?? false,
       ttlSeconds: query.ttl_seconds ?? 30,
       waitSeconds: query.wait_seconds ?? 0,
@@ -150,15 +171,33 @@ export class QueueController {
   /**
    * Acknowledges a lock: its items are gone for good. Checked in this order: lock_id given
    * (400 LOCK_ID_REQUIRED), a lock exists (404 LOCK_NOT_FOUND), not expired (410
-   * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
+   * LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays). With `next`, when the
+   * acknowledgement succeeds, the same request then pops the queue with `require_ack=true` and
+   * those parameters, without waiting, in the same turn, and answers that pop's answer as `next`;
+   * an invalid `next` is 400 before anything is acknowledged.
    */
   @Post('queue/:queue_id/acknowledge')
   @Scopes('consume')
   @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: LockRequestDto): Promise<AcknowledgeResponseDto> {
-    return this.queues.acknowledge(queueId, body.lock_id);
+  async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: AcknowledgeRequestDto): Promise<AcknowledgeResponseDto> {
+    return this.locks.acknowledge(queueId, body.lock_id, nextPop(body.next));
+  }
+
+  /**
+   * Acknowledges 1-1000 distinct locks as one operation: the acknowledged ones commit together.
+   * `results` answers each lock id, in the request's order, with the status and `error_code` the
+   * single acknowledge would answer for it. With `next`, when at least one lock was
+   * acknowledged, then pops as the single acknowledge does.
+   */
+  @Post('queue/:queue_id/acknowledge/batch')
+  @Scopes('consume')
+  @ApiErrors(COMMON_QUEUE_ERRORS, BODY_ERRORS)
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async acknowledgeBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: AcknowledgeBatchRequestDto): Promise<AcknowledgeBatchResponseDto> {
+    return this.locks.acknowledgeBatch(queueId, body.lock_ids, nextPop(body.next));
   }
 
   /** Sets a lock's expiry to now + `ttl_seconds` (1-300, default 30). Errors as for acknowledge. */
@@ -168,22 +207,38 @@ export class QueueController {
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async extendLock(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ExtendLockRequestDto): Promise<ExtendLockResponseDto> {
-    return this.queues.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
+    return this.locks.extendLock(queueId, body.lock_id, body.ttl_seconds ?? 30);
   }
 
   /**
    * Gives a lock's items back, to the front of their original priorities, after the queue's
    * retry delay (or `delay_seconds`, 0-900, for this release); items that reached
    * `max_deliveries` go to the dead-letter queue. `items_delayed` counts the items waiting out
-   * a delay. Errors as for acknowledge.
+   * a delay. With `dead_letter: true` every item goes to the tail of the queue's
+   * `dead_letter_queue` at once (409 `NO_DEAD_LETTER_QUEUE` without one; not with
+   * `delay_seconds`). Errors as for acknowledge.
    */
   @Post('queue/:queue_id/release')
   @Scopes('consume')
-  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
+  @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, DEAD_LETTER_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
   async release(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ReleaseRequestDto): Promise<ReleaseResponseDto> {
-    return this.queues.release(queueId, body.lock_id, body.delay_seconds);
+    return this.locks.release(queueId, body.lock_id, { delaySeconds: body.delay_seconds, deadLetter: body.dead_letter });
+  }
+
+  /**
+   * Releases 1-1000 distinct locks as one operation, each as the single release would (with
+   * `delay_seconds` or `dead_letter` for all of them): the released ones commit together.
+   * `results` answers each lock id in the request's order; the counts are their sums.
+   */
+  @Post('queue/:queue_id/release/batch')
+  @Scopes('consume')
+  @ApiErrors(COMMON_QUEUE_ERRORS, BODY_ERRORS)
+  @HttpCode(200)
+  @ApiParam(QUEUE_ID_PARAM)
+  async releaseBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: ReleaseBatchRequestDto): Promise<ReleaseBatchResponseDto> {
+    return this.locks.releaseBatch(queueId, body.lock_ids, { delaySeconds: body.delay_seconds, deadLetter: body.dead_letter });
   }
 
   /** A queue's counts, segment pointers per priority, settings and lock. */

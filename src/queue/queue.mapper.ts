@@ -2,7 +2,13 @@ import type { PopOutcome, QueueView } from './core/queue-core.js';
 import type { QueueSettings } from './core/types.js';
 import type { QueueListRow } from '../database/stored-queue.js';
 import { NO_HEADERS, popAnswer } from './pop-body.js';
+import type { GiveBackOutcome } from './core/queue-core.js';
 import type {
+  AcknowledgeBatchResponseDto,
+  AcknowledgeResultDto,
+  ReleaseBatchResponseDto,
+  ReleaseCountsDto,
+  ReleaseResultDto,
   AcknowledgeResponseDto,
   DeleteQueueResponseDto,
   RedriveResponseDto,
@@ -44,6 +50,11 @@ export const QueueMapper = {
     // Nothing handed out because of a control: said so (`paused` first, as the pop checks it first).
     const why = outcome.paused ? { paused: true } : outcome.limited ? { limited: true } : {};
     if (!requireAck) return popAnswer(items, { count: items.length, ...why }, headers);
+    if (outcome.locks && outcome.locks.length > 0) {
+      const lockIds = outcome.locks.map((l) => l.lockId);
+      const rest = { count: items.length, locked: true, lock_ids: lockIds, lock_expires_at: seconds(outcome.locks[0].expiresAt) };
+      return popAnswer(items, { ...rest, delivery_counts: outcome.items.map((i) => i.deliveries ?? 1) }, headers);
+    }
     if (!outcome.lock) return popAnswer(items, { count: 0, locked: false, ...why }, headers);
     return popAnswer(
       items,
@@ -84,9 +95,24 @@ export const QueueMapper = {
 
   /** `items_dead_lettered` only when some items went to the dead-letter queue; `items_delayed` always. */
   release(count: number, deadLettered = 0, delayed = 0): ReleaseResponseDto {
+    return { success: true, ...QueueMapper.releaseCounts({ returned: count, deadLettered, delayed }) };
+  },
+
+  /** A release's counts, as a release answers them. */
+  releaseCounts(outcome: GiveBackOutcome): ReleaseCountsDto {
+    const { returned, deadLettered, delayed } = outcome;
     return deadLettered > 0
-      ? { success: true, items_returned: count, items_dead_lettered: deadLettered, items_delayed: delayed }
-      : { success: true, items_returned: count, items_delayed: delayed };
+      ? { items_returned: returned, items_dead_lettered: deadLettered, items_delayed: delayed }
+      : { items_returned: returned, items_delayed: delayed };
+  },
+
+  /** `next`: the answer of the pop made after the acknowledgement, if one was. */
+  acknowledgeBatch(count: number, results: AcknowledgeResultDto[], next?: PopResponseDto): AcknowledgeBatchResponseDto {
+    return { success: true, items_acknowledged: count, results, ...(next ? { next } : {}) };
+  },
+
+  releaseBatch(total: GiveBackOutcome, results: ReleaseResultDto[]): ReleaseBatchResponseDto {
+    return { success: true, ...QueueMapper.releaseCounts(total), results };
   },
 
   queueInfo(queueId: string, view: QueueView): QueueInfoDto {

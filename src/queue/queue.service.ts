@@ -1,16 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { Clock } from '../common/clock.js';
 import {
-  InvalidLockIdError,
-  LockExpiredError,
-  LockIdRequiredError,
   LockModeChangeError,
-  LockNotFoundError,
   QueueLockedError,
   QueueNotEmptyError,
-  QueueBusyError,
   QueueNotFoundError,
   SegmentUnavailableError,
   StateKeyNotFoundError,
@@ -18,12 +12,11 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
-import { deleteQueueOp, popOp, pushOp, redriveOp } from './core/queue-ops.js';
-import type { LockProblem, NewItem, SettingsPatch } from './core/types.js';
+import { deleteQueueOp, popOp, pushOp, redriveOp, releaseOp } from './core/queue-ops.js';
+import type { NewItem, SettingsPatch } from './core/types.js';
+import type { PopOutcome } from './core/queue-core.js';
 import type {
-  AcknowledgeResponseDto,
   DeleteQueueResponseDto,
-  ExtendLockResponseDto,
   PopResponseDto,
   PushBatchResponseDto,
   PushResponseDto,
@@ -31,7 +24,6 @@ import type {
   QueueListDto,
   QueueSettingsDto,
   RedriveResponseDto,
-  ReleaseResponseDto,
 } from './dto/queue-responses.dto.js';
 import { MAX_DELAY_SECONDS } from './dto/push-item.dto.js';
 import { encodeHeaders, encodeItem } from './item-codec.js';
@@ -40,15 +32,11 @@ import { isQueueId } from './core/queue-id.js';
 import { QueueMapper } from './queue.mapper.js';
 import { QueueStats } from './runtime/queue-stats.js';
 import { QueueWakeUps } from './runtime/queue-wake-ups.js';
-import { TurnRunner } from './runtime/turn-runner.js';
 import type { OutcomeOf, TurnOp } from './runtime/turn-op.js';
-import { TRACING, type Tracing } from '../telemetry/tracing.js';
+import { QueueTurns, type PopHow } from './queue-turns.js';
 
-export interface PopOptions {
+export interface PopOptions extends PopHow {
   depth: number;
-  requireAck: boolean;
-  /** Answer the items' headers too. Absent: false. */
-  includeHeaders?: boolean;
   ttlSeconds: number;
   waitSeconds: number;
 }
@@ -85,15 +73,6 @@ export const REDRIVE_BATCH = 1000;
  */
 export const REDRIVE_MAX_LEFT = 10_000;
 
-const LOCK_ERRORS: Record<LockProblem, () => Error> = {
-  LOCK_NOT_FOUND: () => new LockNotFoundError(),
-  LOCK_EXPIRED: () => new LockExpiredError(),
-  INVALID_LOCK_ID: () => new InvalidLockIdError(),
-};
-
-/** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */
-const newLockId = (): string => randomBytes(8).toString('base64url');
-
 /**
  * The queue operations of the HTTP contract. Each validates its input (so a bad request never
  * fails the operations it would have shared a turn with), describes the operation (plain data,
@@ -105,20 +84,16 @@ const newLockId = (): string => randomBytes(8).toString('base64url');
 export class QueueService {
   constructor(
     private readonly config: AppConfig,
-    private readonly runner: TurnRunner,
+    private readonly turns: QueueTurns,
     private readonly clock: Clock,
     private readonly events: QueueEvents,
     private readonly listing: QueueListingRepository,
     private readonly stats: QueueStats,
     private readonly wakeUps: QueueWakeUps,
-    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {}
 
-  /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
   private turn<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
-    // Checked and queued in the same tick: nothing can join the line in between.
-    if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
-    return this.runner.run(queueId, op);
+    return this.turns.run(queueId, op);
   }
 
   private checkPriority(priority: number | undefined, field = 'priority'): number {
@@ -206,27 +181,32 @@ export class QueueService {
    * without delay (a release with `delayMs` 0), rather than holding the items for its TTL.
    */
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
+    if (options.lockPerItem && !options.requireAck) throw new ValidationFailedError('lock_per_item needs require_ack=true');
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
-    const lockId = options.requireAck ? newLockId() : '';
-    const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
-    const take = popOp(options.depth, options.requireAck ? { lockId, ttlMs: options.ttlSeconds * 1000, maxLocks } : undefined, clientGone);
+    const ack = options.requireAck ? this.turns.ack(options.depth, options.ttlSeconds, options.lockPerItem) : undefined;
+    const take = popOp(options.depth, ack, clientGone);
     try {
-      // Found empty by the first look: what a turn on the empty queue would have taken.
-      let looked: { items: [] } | undefined = poll && !(await this.wakeUps.needsTurn(queueId)) ? { items: [] } : undefined;
+      // Found empty by the first look: what a turn on the empty queue would have taken. Not for
+      // locks per item: only a turn knows whether the queue's lock mode allows them.
+      const look = poll && !options.lockPerItem && !(await this.wakeUps.needsTurn(queueId));
+      let looked: Extract<PopOutcome, { items: unknown }> | undefined = look ? { items: [] } : undefined;
       for (;;) {
         const outcome = looked ?? (await this.turn(queueId, take));
+        if ('perItemRefused' in outcome) throw new ValidationFailedError('lock_per_item needs a queue in lock_mode shared');
         if ('locked' in outcome) throw new QueueLockedError(outcome.locked.expiresAt);
-        if ('busy' in outcome) throw new TooManyLocksError(queueId, maxLocks);
+        if ('busy' in outcome) throw new TooManyLocksError(queueId, ack!.maxLocks!);
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
         if (clientGone?.aborted && options.requireAck && outcome.items.length > 0) {
-          await this.turn(queueId, { kind: 'release', lockId, delayMs: 0 });
-          return this.popAnswer({ items: [] }, options);
+          // Nobody will receive the locks' ids: their items are back at once.
+          const lockIds = outcome.locks ? outcome.locks.map((l) => l.lockId) : [outcome.lock!.lockId];
+          await this.turn(queueId, releaseOp(lockIds, { delayMs: 0 }));
+          return this.turns.popAnswer({ items: [] }, options);
         }
         this.stats.itemsPopped += outcome.items.length;
         const remaining = deadline - this.clock.now();
-        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.popAnswer(outcome, options);
+        if (!poll || outcome.items.length > 0 || remaining <= 0) return this.turns.popAnswer(outcome, options);
         // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
         const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
         const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
@@ -240,51 +220,14 @@ export class QueueService {
           const last = await this.turn(queueId, take);
           if ('items' in last) {
             this.stats.itemsPopped += last.items.length;
-            return this.popAnswer(last, options);
+            return this.turns.popAnswer(last, options);
           }
         }
-        return this.popAnswer(outcome, options);
+        return this.turns.popAnswer(outcome, options);
       }
     } finally {
       poll?.close();
     }
-  }
-
-  /** A pop's answer; one limited by a delivery limit is counted by its reason. */
-  private popAnswer(outcome: Parameters<typeof QueueMapper.pop>[0], options: PopOptions): PopResponseDto {
-    if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
-    if (outcome.paused) this.stats.pausedPops += 1;
-    if (this.tracing && outcome.items.length > 0) this.tracing.linkItems(outcome.items.map((i) => i.headers));
-    return QueueMapper.pop(outcome, options.requireAck, options.includeHeaders === true);
-  }
-
-  /** Removes the lock's items for good. */
-  async acknowledge(queueId: string, lockId: unknown): Promise<AcknowledgeResponseDto> {
-    const id = this.requireLockId(lockId);
-    const count = this.lockResult(await this.turn(queueId, { kind: 'acknowledge', lockId: id }));
-    this.stats.itemsAcknowledged += count;
-    return QueueMapper.acknowledge(count);
-  }
-
-  /** Sets the lock's expiry to now + ttl. */
-  async extendLock(queueId: string, lockId: unknown, ttlSeconds: number): Promise<ExtendLockResponseDto> {
-    const id = this.requireLockId(lockId);
-    const lock = this.lockResult(await this.turn(queueId, { kind: 'extendLock', lockId: id, ttlMs: ttlSeconds * 1000 }));
-    return QueueMapper.extendLock(id, lock.expiresAt);
-  }
-
-  /**
-   * Gives the lock's items back (items that reached `max_deliveries` go to the dead-letter
-   * queue), after the queue's retry delay or `delaySeconds` (0-900; the DTO checks the range).
-   */
-  async release(queueId: string, lockId: unknown, delaySeconds?: number): Promise<ReleaseResponseDto> {
-    const id = this.requireLockId(lockId);
-    const delayMs = delaySeconds === undefined ? undefined : delaySeconds * 1000;
-    const released = await this.turn(queueId, { kind: 'release', lockId: id, ...(delayMs !== undefined ? { delayMs } : {}) });
-    this.lockResult(released.returned);
-    const outcome = released.outcome!;
-    this.stats.itemsRedelivered.released += outcome.returned;
-    return QueueMapper.release(outcome.returned, outcome.deadLettered, outcome.delayed);
   }
 
   /** The queue's settings; 404 for a queue that does not exist. */
@@ -315,17 +258,6 @@ export class QueueService {
       throw new LockModeChangeError(queueId, result.lockExpiresAt);
     }
     return QueueMapper.settings(result);
-  }
-
-  /** First in the contract's order, and needs no turn. */
-  private requireLockId(lockId: unknown): string {
-    if (typeof lockId !== 'string' || lockId === '') throw new LockIdRequiredError();
-    return lockId;
-  }
-
-  private lockResult<T>(result: T | LockProblem): T {
-    if (typeof result === 'string' && result in LOCK_ERRORS) throw LOCK_ERRORS[result as LockProblem]();
-    return result as T;
   }
 
   async getQueue(queueId: string): Promise<QueueInfoDto> {

@@ -85,9 +85,34 @@ export interface paths {
         /**
          * Acknowledges a lock: its items are gone for good. Checked in this order: lock_id given
          *     (400 LOCK_ID_REQUIRED), a lock exists (404 LOCK_NOT_FOUND), not expired (410
-         *     LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays).
+         *     LOCK_EXPIRED), id matches (400 INVALID_LOCK_ID; the lock stays). With `next`, when the
+         *     acknowledgement succeeds, the same request then pops the queue with `require_ack=true` and
+         *     those parameters, without waiting, in the same turn, and answers that pop's answer as `next`;
+         *     an invalid `next` is 400 before anything is acknowledged.
          */
         post: operations["acknowledge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queue/{queue_id}/acknowledge/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledges 1-1000 distinct locks as one operation: the acknowledged ones commit together.
+         *     `results` answers each lock id, in the request's order, with the status and `error_code` the
+         *     single acknowledge would answer for it. With `next`, when at least one lock was
+         *     acknowledged, then pops as the single acknowledge does.
+         */
+        post: operations["acknowledgeBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -214,9 +239,32 @@ export interface paths {
          * Gives a lock's items back, to the front of their original priorities, after the queue's
          *     retry delay (or `delay_seconds`, 0-900, for this release); items that reached
          *     `max_deliveries` go to the dead-letter queue. `items_delayed` counts the items waiting out
-         *     a delay. Errors as for acknowledge.
+         *     a delay. With `dead_letter: true` every item goes to the tail of the queue's
+         *     `dead_letter_queue` at once (409 `NO_DEAD_LETTER_QUEUE` without one; not with
+         *     `delay_seconds`). Errors as for acknowledge.
          */
         post: operations["release"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queue/{queue_id}/release/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Releases 1-1000 distinct locks as one operation, each as the single release would (with
+         *     `delay_seconds` or `dead_letter` for all of them): the released ones commit together.
+         *     `results` answers each lock id in the request's order; the counts are their sums.
+         */
+        post: operations["releaseBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -352,12 +400,100 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AcknowledgeBatchRequestDto: {
+            /**
+             * @description 1 to 1000 distinct lock ids, each as `pop?require_ack=true` returned it. Each is answered in
+             *     `results`, in this order, as the single route would answer it.
+             * @example [
+             *       "Xb3kQ9_zA1c",
+             *       "pQ7_r2LmN0s"
+             *     ]
+             */
+            lock_ids: string[];
+            /**
+             * @description When at least one lock was acknowledged, pop this queue with these parameters in the same
+             *     request (`require_ack=true`, no waiting); the answer carries that pop's answer as `next`.
+             * @example {
+             *       "depth": 10,
+             *       "lock_per_item": true
+             *     }
+             */
+            next?: components["schemas"]["NextPopDto"];
+        };
+        AcknowledgeBatchResponseDto: {
+            /**
+             * @description Items removed for good, over all the locks acknowledged.
+             * @example 1
+             */
+            items_acknowledged: number;
+            /** @description With `next`, when at least one lock was acknowledged: the answer of the pop made after it. */
+            next?: components["schemas"]["PopResponseDto"];
+            /**
+             * @description One result per lock id, in the order of the request.
+             * @example [
+             *       {
+             *         "items_acknowledged": 1,
+             *         "lock_id": "Xb3kQ9_zA1c",
+             *         "status": 200
+             *       },
+             *       {
+             *         "error_code": "LOCK_EXPIRED",
+             *         "lock_id": "pQ7_r2LmN0s",
+             *         "status": 410
+             *       }
+             *     ]
+             */
+            results: components["schemas"]["AcknowledgeResultDto"][];
+            success: boolean;
+        };
+        AcknowledgeRequestDto: {
+            /**
+             * @description The `lock_id` returned by `pop?require_ack=true`. Missing, empty or not a string answers
+             *     400 `LOCK_ID_REQUIRED`.
+             * @example Xb3kQ9_zA1c
+             */
+            lock_id?: string;
+            /**
+             * @description When the acknowledgement succeeds, pop this queue with these parameters in the same request
+             *     (`require_ack=true`, no waiting); the answer carries that pop's answer as `next`.
+             * @example {
+             *       "depth": 1,
+             *       "ttl_seconds": 30
+             *     }
+             */
+            next?: components["schemas"]["NextPopDto"];
+        };
         AcknowledgeResponseDto: {
             /** @description Items removed for good. */
             items_acknowledged: number;
             /** @example Successfully acknowledged 2 item(s) */
             message: string;
+            /**
+             * @description With `next`: the answer of the pop made after the acknowledgement (empty, `paused` or
+             *     `limited` as a pop answers).
+             */
+            next?: components["schemas"]["PopResponseDto"];
             success: boolean;
+        };
+        AcknowledgeResultDto: {
+            /**
+             * @description When `status` is not 200: the `error_code` the single route would answer.
+             * @example LOCK_EXPIRED
+             */
+            error_code?: string;
+            /**
+             * @description With status 200: the lock's items removed for good.
+             * @example 1
+             */
+            items_acknowledged?: number;
+            /** @example Xb3kQ9_zA1c */
+            lock_id: string;
+            /**
+             * @description The status the single route would answer: 200, or 400 (`LOCK_ID_REQUIRED`, `INVALID_LOCK_ID`),
+             *     404 (`LOCK_NOT_FOUND`), 409 (`NO_DEAD_LETTER_QUEUE`), 410 (`LOCK_EXPIRED`).
+             * @example 200
+             */
+            status: number;
         };
         DeleteQueueResponseDto: {
             /** @description Items deleted, including any held by a lock. */
@@ -392,6 +528,7 @@ export interface components {
          *     - `PAYLOAD_TOO_LARGE` (413): The request body is more than `MAX_BODY_BYTES` (decompressed)
          *     - `UNSUPPORTED_MEDIA_TYPE` (415): A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one
          *     - `QUEUE_NOT_EMPTY` (409): A change of `segment_size` or `buffer_segments` while the queue holds items, delayed items or a lock
+         *     - `NO_DEAD_LETTER_QUEUE` (409): A release with `dead_letter: true` on a queue without a `dead_letter_queue`; the lock stays
          *     - `QUEUE_LOCKED` (409, 423): A pop on an exclusive queue while an unexpired lock holds it (423, `lock_expires_at` says until when); a change of `lock_mode` while a lock lives (409)
          *     - `QUEUE_BUSY` (429): More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
          *     - `RATE_LIMITED` (429): Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
@@ -401,7 +538,7 @@ export interface components {
          *     - `ADMIN_NOT_BUILT` (503): `/admin/` was asked for, but the admin console has not been built (`npm run build`)
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "INVALID_SCHEDULE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_NOT_EMPTY" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_QUEUE_ID" | "INVALID_SCHEDULE_ID" | "ITEM_TOO_DEEP" | "MALFORMED_JSON" | "LOCK_ID_REQUIRED" | "INVALID_LOCK_ID" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "QUEUE_NOT_FOUND" | "STATE_KEY_NOT_FOUND" | "SCHEDULE_NOT_FOUND" | "LOCK_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "LOCK_EXPIRED" | "ITEM_TOO_LARGE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "QUEUE_NOT_EMPTY" | "NO_DEAD_LETTER_QUEUE" | "QUEUE_LOCKED" | "QUEUE_BUSY" | "RATE_LIMITED" | "INTERNAL_ERROR" | "STORE_UNAVAILABLE" | "SERVICE_UNAVAILABLE" | "ADMIN_NOT_BUILT";
         ErrorResponseDto: {
             /** @description Stable machine-readable code, UPPER_SNAKE; clients branch on it. */
             error_code: components["schemas"]["ErrorCode"];
@@ -454,13 +591,27 @@ export interface components {
             /** @description Items held by the lock. */
             item_count: number;
         };
-        LockRequestDto: {
+        NextPopDto: {
             /**
-             * @description The `lock_id` returned by `pop?require_ack=true`. Missing, empty or not a string answers
-             *     400 `LOCK_ID_REQUIRED`.
-             * @example Xb3kQ9_zA1c
+             * @description How many items at most, 1 to 100.
+             * @example 1
              */
-            lock_id?: string;
+            depth?: number;
+            /**
+             * @description Answer each item's headers too.
+             * @example false
+             */
+            include_headers?: boolean;
+            /**
+             * @description Each item under a lock of its own (a queue in `lock_mode: "shared"` only).
+             * @example false
+             */
+            lock_per_item?: boolean;
+            /**
+             * @description Lock time to live in seconds, 1 to 300.
+             * @example 30
+             */
+            ttl_seconds?: number;
         };
         PopResponseDto: {
             /** @description Number of items returned. */
@@ -492,10 +643,19 @@ export interface components {
              * @example true
              */
             limited?: boolean;
-            /** @description With `require_ack` and items: when the lock expires, unix seconds. */
+            /** @description With `require_ack` and items: when the lock (or every lock of `lock_ids`) expires, unix seconds. */
             lock_expires_at?: number;
-            /** @description With `require_ack` and items: the lock to acknowledge, extend or release. */
+            /** @description With `require_ack` and items: the lock to acknowledge, extend or release (absent with `lock_per_item`). */
             lock_id?: string;
+            /**
+             * @description With `require_ack`, `lock_per_item` and items: each item's own lock, parallel to `items`;
+             *     each is acknowledged, extended and released as a lock of one item.
+             * @example [
+             *       "Xb3kQ9_zA1c",
+             *       "pQ7_r2LmN0s"
+             *     ]
+             */
+            lock_ids?: string[];
             /** @description With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
             locked?: boolean;
             /**
@@ -874,10 +1034,76 @@ export interface components {
             items_moved: number;
             success: boolean;
         };
+        ReleaseBatchRequestDto: {
+            /**
+             * @description As for a single release: every lock's items go to the queue's `dead_letter_queue`.
+             * @example false
+             */
+            dead_letter?: boolean;
+            /**
+             * @description As for a single release: 0 to 900 seconds before the items are visible again; not with `dead_letter: true`.
+             * @example 10
+             */
+            delay_seconds?: number;
+            /**
+             * @description 1 to 1000 distinct lock ids, each as `pop?require_ack=true` returned it. Each is answered in
+             *     `results`, in this order, as the single route would answer it.
+             * @example [
+             *       "Xb3kQ9_zA1c",
+             *       "pQ7_r2LmN0s"
+             *     ]
+             */
+            lock_ids: string[];
+        };
+        ReleaseBatchResponseDto: {
+            /**
+             * @description Items that went to the dead-letter queue (they had reached `max_deliveries`, or the release
+             *     asked for `dead_letter`); present only when there were some.
+             * @example 1
+             */
+            items_dead_lettered?: number;
+            /**
+             * @description Of `items_returned`, items waiting out a retry delay before they are visible again (0 when none).
+             * @example 0
+             */
+            items_delayed: number;
+            /**
+             * @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where
+             *     they were in push order); 0 with `dead_letter`.
+             * @example 1
+             */
+            items_returned: number;
+            /**
+             * @description One result per lock id, in the order of the request.
+             * @example [
+             *       {
+             *         "items_delayed": 0,
+             *         "items_returned": 1,
+             *         "lock_id": "Xb3kQ9_zA1c",
+             *         "status": 200
+             *       },
+             *       {
+             *         "error_code": "LOCK_NOT_FOUND",
+             *         "lock_id": "pQ7_r2LmN0s",
+             *         "status": 404
+             *       }
+             *     ]
+             */
+            results: components["schemas"]["ReleaseResultDto"][];
+            success: boolean;
+        };
         ReleaseRequestDto: {
+            /**
+             * @description Send the lock's items to the tail of the queue's `dead_letter_queue` at once, at their
+             *     priorities, whatever their delivery counts (409 `NO_DEAD_LETTER_QUEUE` on a queue without
+             *     one; the lock stays). Not with `delay_seconds`.
+             * @example false
+             */
+            dead_letter?: boolean;
             /**
              * @description Seconds the released items wait before they are visible again, 0 to 900; replaces the
              *     queue's retry delay for this release (0: back at once). Left out: the queue's retry delay.
+             *     Not with `dead_letter: true`.
              * @example 10
              */
             delay_seconds?: number;
@@ -889,16 +1115,45 @@ export interface components {
             lock_id?: string;
         };
         ReleaseResponseDto: {
-            /** @description Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
+            /**
+             * @description Items that went to the dead-letter queue (they had reached `max_deliveries`, or the release
+             *     asked for `dead_letter`); present only when there were some.
+             * @example 1
+             */
             items_dead_lettered?: number;
             /**
              * @description Of `items_returned`, items waiting out a retry delay before they are visible again (0 when none).
              * @example 0
              */
             items_delayed: number;
-            /** @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
+            /**
+             * @description Items given back to the queue (exclusive mode: the front of their priorities; shared: where
+             *     they were in push order); 0 with `dead_letter`.
+             * @example 1
+             */
             items_returned: number;
             success: boolean;
+        };
+        ReleaseResultDto: {
+            /**
+             * @description When `status` is not 200: the `error_code` the single route would answer.
+             * @example LOCK_EXPIRED
+             */
+            error_code?: string;
+            /** @example 1 */
+            items_dead_lettered?: number;
+            /** @example 0 */
+            items_delayed?: number;
+            /** @example 1 */
+            items_returned?: number;
+            /** @example Xb3kQ9_zA1c */
+            lock_id: string;
+            /**
+             * @description The status the single route would answer: 200, or 400 (`LOCK_ID_REQUIRED`, `INVALID_LOCK_ID`),
+             *     404 (`LOCK_NOT_FOUND`), 409 (`NO_DEAD_LETTER_QUEUE`), 410 (`LOCK_EXPIRED`).
+             * @example 200
+             */
+            status: number;
         };
         ScheduleDto: {
             /** @example 0 6 * * 1-5 */
@@ -1446,7 +1701,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["LockRequestDto"];
+                "application/json": components["schemas"]["AcknowledgeRequestDto"];
             };
         };
         responses: {
@@ -1532,6 +1787,148 @@ export interface operations {
                     "application/json": components["schemas"]["LockErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "LOCK_EXPIRED";
+                    };
+                };
+            };
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
+            415: {
+                headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    acknowledgeBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AcknowledgeBatchRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AcknowledgeBatchResponseDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
                     };
                 };
             };
@@ -1784,6 +2181,12 @@ export interface operations {
                 depth?: number;
                 /** @description Hold the popped items under an acknowledgement lock (`true`/`false`/`1`/`0`). */
                 require_ack?: boolean;
+                /**
+                 * @description With `require_ack=true` on a queue in `lock_mode: "shared"`: each item under a lock of its
+                 *     own, answered as `lock_ids` parallel to `items` (`true`/`false`/`1`/`0`). Without
+                 *     `require_ack=true`, or on a queue in exclusive mode: 400 `VALIDATION_FAILED`.
+                 */
+                lock_per_item?: boolean;
                 /** @description Answer each item's headers too, as `headers`, parallel to `items` (`true`/`false`/`1`/`0`). */
                 include_headers?: boolean;
                 /** @description Lock time to live in seconds, 1 to 300 (with `require_ack`). */
@@ -2457,6 +2860,19 @@ export interface operations {
                     };
                 };
             };
+            /** @description - `NO_DEAD_LETTER_QUEUE`: A release with `dead_letter: true` on a queue without a `dead_letter_queue`; the lock stays */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "NO_DEAD_LETTER_QUEUE";
+                    };
+                };
+            };
             /** @description - `LOCK_EXPIRED`: The lock has expired; its items are back in the queue */
             410: {
                 headers: {
@@ -2467,6 +2883,148 @@ export interface operations {
                     "application/json": components["schemas"]["LockErrorResponseDto"] & {
                         /** @enum {string} */
                         error_code?: "LOCK_EXPIRED";
+                    };
+                };
+            };
+            /** @description - `PAYLOAD_TOO_LARGE`: The request body is more than `MAX_BODY_BYTES` (decompressed) */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "PAYLOAD_TOO_LARGE";
+                    };
+                };
+            };
+            /** @description - `UNSUPPORTED_MEDIA_TYPE`: A body that is not JSON in UTF-8, or in a content coding other than gzip, deflate or br, on an operation that takes one */
+            415: {
+                headers: {
+                    /** @description With a content coding the service does not read: the ones it does */
+                    "Accept-Encoding"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNSUPPORTED_MEDIA_TYPE";
+                    };
+                };
+            };
+            /**
+             * @description - `QUEUE_BUSY`: More than `MAX_PENDING_PER_QUEUE` operations wait on the queue, or a pop with ack on a shared queue with `MAX_LOCKS_PER_QUEUE` live locks; retry after `Retry-After`
+             *     - `RATE_LIMITED`: Rate limiting is configured and the API key (or, without keys, the client address) is over its limit; retry after `Retry-After`
+             */
+            429: {
+                headers: {
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): the size of the client's quota (`RATE_LIMIT_BURST`) */
+                    "RateLimit-Limit"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): requests left in the quota now */
+                    "RateLimit-Remaining"?: number;
+                    /** @description With `RATE_LIMITED` (and on every answer to a rate-limited client): seconds until the quota is full again */
+                    "RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "QUEUE_BUSY" | "RATE_LIMITED";
+                    };
+                };
+            };
+            /** @description - `STORE_UNAVAILABLE`: The database, or a segment in the offload store, cannot be reached now; retry after `Retry-After` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "STORE_UNAVAILABLE";
+                    };
+                };
+            };
+        };
+    };
+    releaseBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An id for this request, sent back in the answer's `X-Request-Id` and written in the service's log lines about it. One that does not match the pattern is replaced by a new UUID rather than refused. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                /** @description Queue id: 1-200 characters of A-Z a-z 0-9 . _ : @ - */
+                queue_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseBatchRequestDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReleaseBatchResponseDto"];
+                };
+            };
+            /**
+             * @description - `INVALID_QUEUE_ID`: The queue id is not 1-200 characters of `A-Z a-z 0-9 . _ : @ -`, or is `.` or `..`
+             *     - `VALIDATION_FAILED`: A field or query parameter breaks its documented rule, an unknown body field, an item that is not a JSON object, or a `null` body
+             *     - `MALFORMED_JSON`: The body is not JSON, or is a bare string, number or boolean
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "INVALID_QUEUE_ID" | "VALIDATION_FAILED" | "MALFORMED_JSON";
+                    };
+                };
+            };
+            /** @description - `UNAUTHORIZED`: API keys are configured and the request carries none, or an unknown one; `WWW-Authenticate: Bearer` says how to send one */
+            401: {
+                headers: {
+                    /** @description How to authenticate: `Bearer` (send `Authorization: Bearer <key>`, or `X-API-Key: <key>`) */
+                    "WWW-Authenticate"?: string;
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "UNAUTHORIZED";
+                    };
+                };
+            };
+            /** @description - `FORBIDDEN`: API keys are configured and the request's key lacks the scope the operation needs */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponseDto"] & {
+                        /** @enum {string} */
+                        error_code?: "FORBIDDEN";
                     };
                 };
             };

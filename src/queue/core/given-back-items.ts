@@ -14,10 +14,16 @@ export interface GiveBackOutcome {
   readonly delayed: number;
 }
 
-/** When items are given back, for their retry delay: the time, and a delay that replaces the queue's (a release's `delay_seconds`). */
+/**
+ * When items are given back, for their retry delay: the time, and a delay that replaces the
+ * queue's (a release's `delay_seconds`); or, with `deadLetter`, not given back at all but sent to
+ * the dead-letter queue whatever their deliveries (a release's `dead_letter`; the caller checked
+ * that the queue has one).
+ */
 export interface GiveBackTime {
   readonly now: number;
   readonly delayMs?: number;
+  readonly deadLetter?: boolean;
 }
 
 /** The segment after the last origin of `items` of a priority: where a reserved entry for them starts. */
@@ -87,7 +93,8 @@ export class GivenBackItems {
 
   /**
    * Gives a lock's items back. An item that reached `maxDeliveries` (with a dead-letter queue
-   * set) goes to the dead-letter queue's tail instead, written by the same turn. The others go
+   * set), or every item with `at.deadLetter`, goes to the dead-letter queue's tail instead,
+   * at its priority, written by the same turn. The others go
    * back to where they were in push order: from a shared lock, or while given-back items of
    * their priority wait, among the given-back items (by origin); otherwise to the front of
    * their priority, as the seeds' exclusive lock does.
@@ -100,7 +107,7 @@ export class GivenBackItems {
     let delayed = 0;
     if (fromShared) this.unhold(items);
     for (const item of items) {
-      if (maxDeliveries != null && deadLetterQueue && (item.deliveries ?? 0) >= maxDeliveries) {
+      if (deadLetterQueue && (at?.deadLetter || (maxDeliveries != null && (item.deliveries ?? 0) >= maxDeliveries))) {
         turn.writes.deadLetters.push(item);
         deadLettered += 1;
         continue;

@@ -9,6 +9,8 @@ export type PopOutcome =
   | {
       readonly items: HeldItem[];
       readonly lock?: LockState;
+      /** A pop with a lock per item: the items' locks, parallel to `items` (no `lock`). */
+      readonly locks?: readonly LockState[];
       readonly paused?: true;
       readonly limited?: 'in_flight' | 'rate';
       /** With `limited: 'rate'`: milliseconds until the budget allows a pop again. */
@@ -16,6 +18,8 @@ export type PopOutcome =
     }
   /** An unexpired lock exists: every pop is refused until it ends (exclusive mode). */
   | { readonly locked: LockState }
+  /** Locks per item were asked for on a queue in exclusive lock mode: nothing was taken. */
+  | { readonly perItemRefused: true }
   /** Shared mode: the queue has as many live locks as it may (a pop with ack only). */
   | { readonly busy: true }
   /** The head segment is in the offload store, which could not be read: nothing was taken. */

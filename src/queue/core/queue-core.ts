@@ -1,11 +1,13 @@
+import { AcknowledgeThenPop, type AcknowledgeOutcome, type NextPop } from './acknowledge-then-pop.js';
 import { DedupIds } from './dedup-ids.js';
 import { DelayedItems, MAX_DUE_PER_TURN } from './delayed-items.js';
 import { ExclusiveLock } from './exclusive-lock.js';
-import { GivenBackItems, type GiveBackOutcome } from './given-back-items.js';
-import { LockOperations } from './lock-operations.js';
+import { GivenBackItems } from './given-back-items.js';
+import { LockOperations, type ReleaseHow, type ReleaseOutcome, type ReleaseProblem } from './lock-operations.js';
 import { OffloadPlanner } from './offload-planner.js';
 import { PrioritySegments } from './priority-segments.js';
 import { QueueFront } from './queue-front.js';
+import { QueuePops, type PopAck } from './queue-pops.js';
 import { DeliveryLimits } from './delivery-limits.js';
 import { changeSettings, lockModeOf } from './queue-settings.js';
 import { QueueInspection, type QueueView, type StateLookup } from './queue-inspection.js';
@@ -15,7 +17,6 @@ import { TurnState, type CoreContext } from './turn-state.js';
 import { deleteQueueWrite, turnWrite } from './turn-write.js';
 import {
   type DueFetch,
-  type HeldItem,
   type LockMode,
   type LockProblem,
   type LockRowsFetch,
@@ -38,6 +39,9 @@ import {
 export { MAX_DUE_PER_TURN } from './delayed-items.js';
 export { MAX_EXPIRED_LOCKS_PER_TURN, type SharedExpiryOutcome } from './shared-locks.js';
 export type { GiveBackOutcome } from './given-back-items.js';
+export type { ReleaseHow, ReleaseOutcome, ReleaseProblem } from './lock-operations.js';
+export type { PopAck } from './queue-pops.js';
+export type { AcknowledgeOutcome, NextPop } from './acknowledge-then-pop.js';
 export type { RedriveBatch, RedriveRequest } from './redrive.js';
 export type { PriorityView, QueueView, StateLookup } from './queue-inspection.js';
 
@@ -87,6 +91,8 @@ export class QueueCore {
   private readonly offload: OffloadPlanner;
   private readonly front: QueueFront;
   private readonly locks: LockOperations;
+  private readonly pops: QueuePops;
+  private readonly ackThenPop: AcknowledgeThenPop;
   private readonly inspection: QueueInspection;
   private readonly redriver: Redrive;
   private readonly limits: DeliveryLimits;
@@ -121,6 +127,8 @@ export class QueueCore {
     this.offload = new OffloadPlanner(ctx, this.segments);
     this.front = new QueueFront(ctx, this.segments, this.givenBack);
     this.locks = new LockOperations(ctx, this.exclusive, this.shared, this.givenBack);
+    this.pops = new QueuePops(ctx, this.segments, this.exclusive, this.shared, this.limits, this.front);
+    this.ackThenPop = new AcknowledgeThenPop(ctx, this.locks, this.pops);
     this.inspection = new QueueInspection(ctx, this.segments, this.exclusive, this.shared, this.delayed);
     this.redriver = new Redrive(ctx, this.front, this.givenBack);
     this.parts = { segments: this.segments, shared: this.shared, delayed: this.delayed };
@@ -296,39 +304,9 @@ export class QueueCore {
     this.current.dueFetch = fetch;
   }
 
-  /**
-   * Removes up to `depth` items from the front (see {@link QueueFront.take}). With `ack`, the
-   * items are held by a new lock; while an exclusive lock is active every pop is refused.
-   * Checked first, in this order: a paused queue hands out nothing; then the exclusive lock;
-   * then the delivery limits (`maxInFlight` for a pop with ack, the pop budget of
-   * `maxPopsPerSecond` at `now`) bound `depth`, and with no room or budget nothing is taken.
-   * A new lock is made at `now` and expires `ttlMs` later.
-   */
-  pop(depth: number, now: number, ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number }): PopOutcome | Needed {
-    // Paused: nothing is handed out, before any other answer (423 included).
-    if (this.paused) return { items: [], paused: true };
-    const shared = this.lockMode === 'shared';
-    if (!shared && this.exclusive.isActive) return { locked: this.exclusive.lock! };
-    // Delivery limits: a pop takes at most the room and the budget left; with none, nothing.
-    const allowed = this.limits.allow(depth, ack !== undefined, now);
-    if (typeof allowed !== 'number') return { items: [], ...allowed };
-    depth = allowed;
-    if (shared && ack && this.shared.live >= (ack.maxLocks ?? Infinity)) return { busy: true };
-    const items: HeldItem[] = [];
-    const heldAfter = shared && ack ? new Map<number, number>() : undefined;
-    const blocked = this.front.take(depth, items, heldAfter);
-    if (blocked instanceof Needed) return blocked;
-    if (items.length === 0 && blocked && this.count > 0) return { unavailable: blocked };
-    if (items.length > 0) {
-      this.current.touch();
-      this.limits.took(items.length, now);
-    }
-    if (!ack || items.length === 0) return { items };
-    const delivered = items.map((i) => ({ ...i, deliveries: (i.deliveries ?? 0) + 1 }));
-    const lock: LockState = { lockId: ack.lockId, state: 'active', items: delivered, createdAt: now, expiresAt: now + ack.ttlMs };
-    if (heldAfter) this.shared.add(lock, heldAfter);
-    else this.exclusive.set(lock);
-    return { items: delivered, lock };
+  /** Removes up to `depth` items from the front, with `ack` under a new lock or a lock per item (see {@link QueuePops.pop}). */
+  pop(depth: number, now: number, ack?: PopAck): PopOutcome | Needed {
+    return this.pops.pop(depth, now, ack);
   }
 
   /** Gives back the items of the exclusive lock if its time has come at `now` (a step at the start of every turn). */
@@ -357,17 +335,33 @@ export class QueueCore {
   }
 
   /** Gives the lock's items back now (to where they were; dead-lettered past `maxDeliveries`) and removes the lock. */
-  release(lockId: string, now: number): number | LockProblem | Needed {
+  release(lockId: string, now: number): number | ReleaseProblem | Needed {
     const released = this.locks.release(lockId, now);
     return released instanceof Needed ? released : released.returned;
   }
 
   /**
    * {@link release}, telling items given back from items dead-lettered and items waiting out a
-   * retry delay; `delayMs` replaces the queue's retry delay for this release.
+   * retry delay; `how.delayMs` replaces the queue's retry delay for this release, `how.deadLetter`
+   * sends every item to the dead-letter queue (see {@link LockOperations.release}).
    */
-  releaseLock(lockId: string, now: number, delayMs?: number): { returned: number | LockProblem; outcome?: GiveBackOutcome } | Needed {
-    return this.locks.release(lockId, now, delayMs);
+  releaseLock(lockId: string, now: number, how?: ReleaseHow): ReleaseOutcome | Needed {
+    return this.locks.release(lockId, now, how);
+  }
+
+  /** Acknowledges each lock in order, as {@link acknowledge} would, then pops with `next` if any was (see {@link AcknowledgeThenPop}). */
+  acknowledgeAll(lockIds: readonly string[], now: number, next?: NextPop): AcknowledgeOutcome | Needed {
+    return this.ackThenPop.run(lockIds, now, next);
+  }
+
+  /** Releases each lock in order, as {@link releaseLock} would (see {@link LockOperations.releaseAll}). */
+  releaseAll(lockIds: readonly string[], now: number, how?: ReleaseHow): ReleaseOutcome[] | Needed {
+    return this.locks.releaseAll(lockIds, now, how);
+  }
+
+  /** What must be read so that the locks named are known this turn (the runner asks for the lock ids of all a turn's operations at once). */
+  checkLockIds(lockIds: readonly string[]): Needed | undefined {
+    return this.locks.need(lockIds);
   }
 
   /**

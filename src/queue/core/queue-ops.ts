@@ -1,6 +1,8 @@
-import type { GiveBackOutcome } from './given-back-items.js';
+import type { AcknowledgeOutcome, NextPop } from './acknowledge-then-pop.js';
+import type { ReleaseOutcome } from './lock-operations.js';
 import type { PopOutcome, PushOutcome } from './outcomes.js';
 import type { QueueCore } from './queue-core.js';
+import type { PopAck } from './queue-pops.js';
 import type { QueueView, StateLookup } from './queue-inspection.js';
 import type { RedriveBatch, RedriveRequest } from './redrive.js';
 import type { LockProblem, LockState, NewItem, OrNeed, QueueSettings, SettingsPatch, SettingsProblem } from './types.js';
@@ -13,6 +15,8 @@ import type { LockProblem, LockState, NewItem, OrNeed, QueueSettings, SettingsPa
 export interface DeclaredReads {
   /** Deduplication ids the operation will ask the core about: checked for the whole turn with one read. */
   readonly dedupIds?: readonly string[];
+  /** Lock ids the operation will look up: in shared lock mode, their rows are read for the whole turn with one read. */
+  readonly lockIds?: readonly string[];
   /**
    * The operation takes items from the front of the queue (a pop): a turn that activates the
    * queue loads its front segment with its row, so that the pop needs no read of its own.
@@ -40,15 +44,19 @@ export type QueueOp = (
   | {
       readonly kind: 'pop';
       readonly depth: number;
-      /** Take the items under a new lock with this id, for `ttlMs`; a shared-mode queue holds at most `maxLocks`. */
-      readonly ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number };
+      /** Take the items under a new lock (or a lock per item), see {@link PopAck}. */
+      readonly ack?: PopAck;
       /** A long poll's client: once it has gone, the pop takes nothing. */
       readonly clientGone?: ClientGone;
     }
   | { readonly kind: 'acknowledge'; readonly lockId: string }
+  /** Acknowledges each lock in order (a refusal leaves the others to go on), then pops with `next` if any was acknowledged. */
+  | { readonly kind: 'acknowledgeBatch'; readonly lockIds: readonly string[]; readonly next?: NextPop }
   | { readonly kind: 'extendLock'; readonly lockId: string; readonly ttlMs: number }
-  /** `delayMs` replaces the queue's retry delay (0: the items are back at once). */
-  | { readonly kind: 'release'; readonly lockId: string; readonly delayMs?: number }
+  /** `delayMs` replaces the queue's retry delay (0: the items are back at once); `deadLetter` sends the items to the dead-letter queue. */
+  | { readonly kind: 'release'; readonly lockId: string; readonly delayMs?: number; readonly deadLetter?: boolean }
+  /** Releases each lock in order, as `release` would. */
+  | { readonly kind: 'releaseBatch'; readonly lockIds: readonly string[]; readonly delayMs?: number; readonly deadLetter?: boolean }
   | { readonly kind: 'getSettings' }
   | { readonly kind: 'putSettings'; readonly patch: SettingsPatch }
   | { readonly kind: 'view' }
@@ -64,8 +72,10 @@ export interface OpOutcomes {
   push: PushOutcome;
   pop: PopOutcome;
   acknowledge: number | LockProblem;
+  acknowledgeBatch: AcknowledgeOutcome;
   extendLock: LockState | LockProblem;
-  release: { returned: number | LockProblem; outcome?: GiveBackOutcome };
+  release: ReleaseOutcome;
+  releaseBatch: ReleaseOutcome[];
   /** Undefined: the queue does not exist. */
   getSettings: QueueSettings | undefined;
   putSettings: QueueSettings | SettingsProblem;
@@ -84,13 +94,22 @@ export function pushOp(items: readonly NewItem[], dedupWindowMs: number): QueueO
   return { kind: 'push', items, dedupWindowMs, ...(items.length !== 1 ? { weight: items.length } : {}), ...(dedupIds.length > 0 ? { dedupIds } : {}) };
 }
 
-/** A pop of up to `depth` items (under a new lock with `ack`), declaring that it reads the front. */
-export function popOp(
-  depth: number,
-  ack?: { readonly lockId: string; readonly ttlMs: number; readonly maxLocks?: number },
-  clientGone?: ClientGone,
-): QueueOp & { readonly kind: 'pop' } {
+/** A pop of up to `depth` items (under a new lock, or a lock per item, with `ack`), declaring that it reads the front. */
+export function popOp(depth: number, ack?: PopAck, clientGone?: ClientGone): QueueOp & { readonly kind: 'pop' } {
   return { kind: 'pop', depth, readsFront: true, ...(ack ? { ack } : {}), ...(clientGone ? { clientGone } : {}) };
+}
+
+/** Acknowledging locks (then popping with `next`), declaring their ids, and the front when it pops. */
+export function acknowledgeOp(lockIds: readonly string[], next?: NextPop): QueueOp & { readonly kind: 'acknowledgeBatch' } {
+  return { kind: 'acknowledgeBatch', lockIds, weight: lockIds.length, ...(next ? { next, readsFront: true } : {}) };
+}
+
+/** Releasing locks, declaring their ids. */
+export function releaseOp(
+  lockIds: readonly string[],
+  how: { readonly delayMs?: number; readonly deadLetter?: boolean } = {},
+): QueueOp & { readonly kind: 'releaseBatch' } {
+  return { kind: 'releaseBatch', lockIds, weight: lockIds.length, ...how };
 }
 
 /** One batch of a redrive, weighing what it may move. */
@@ -119,10 +138,14 @@ export function applyOp(core: QueueCore, op: QueueOp, now: number): OrNeed<OpOut
       return op.clientGone?.aborted ? { items: [] } : core.pop(op.depth, now, op.ack);
     case 'acknowledge':
       return core.acknowledge(op.lockId, now);
+    case 'acknowledgeBatch':
+      return core.acknowledgeAll(op.lockIds, now, op.next);
     case 'extendLock':
       return core.extendLock(op.lockId, now, op.ttlMs);
     case 'release':
-      return core.releaseLock(op.lockId, now, op.delayMs);
+      return core.releaseLock(op.lockId, now, op);
+    case 'releaseBatch':
+      return core.releaseAll(op.lockIds, now, op);
     case 'getSettings':
       return core.isPresent ? core.settings : undefined;
     case 'putSettings':

@@ -118,11 +118,11 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     const { db, core } = queue(mode, { retryDelaySeconds: 30, retryBackoff: 'fixed' });
     turn(db, core, 0, () => core.push([item(0, 1), item(0, 2)], 0, 0));
     popAck(db, core, 0, 1, 'A');
-    expect(turn(db, core, 0, () => core.releaseLock('A', 0, 0)).outcome).toMatchObject({ delayed: 0 });
+    expect(turn(db, core, 0, () => core.releaseLock('A', 0, { delayMs: 0 })).outcome).toMatchObject({ delayed: 0 });
     expect(core.count).toBe(2);
     turn(db, core, 0, () => core.updateSettings({ retryDelaySeconds: 0 }));
     popAck(db, core, 0, 1, 'B');
-    expect(turn(db, core, 0, () => core.releaseLock('B', 0, 3000)).outcome).toMatchObject({ delayed: 1 });
+    expect(turn(db, core, 0, () => core.releaseLock('B', 0, { delayMs: 3000 })).outcome).toMatchObject({ delayed: 1 });
     expect(core.nextDueAt).toBe(3000);
     expect(popAll(db, core, 2999)).toEqual(['0.2']);
     expect(popAll(db, core, 3000)).toEqual(['0.1']);
@@ -133,7 +133,7 @@ describe.each(['exclusive', 'shared'] as const)('retry delays (%s lock mode)', (
     turn(db, core, 0, () => core.push([item(0, 1), item(0, 2), item(1, 1), item(0, 3), item(0, 4), item(1, 2)], 0, 0));
     // 0.1 delivered twice before, so its delay is longer than 0.2's.
     popAck(db, core, 0, 1, 'A');
-    turn(db, core, 0, () => core.releaseLock('A', 0, 0));
+    turn(db, core, 0, () => core.releaseLock('A', 0, { delayMs: 0 }));
     expect(popAck(db, core, 0, 3, 'B')).toEqual(['0.1', '0.2', '0.3']);
     turn(db, core, 0, () => core.releaseLock('B', 0));
     // 0.1: d=2 → 2 s; 0.2, 0.3: d=1 → 1 s.

@@ -1,7 +1,7 @@
 import type { GiveBackOutcome, GiveBackTime, GivenBackItems } from './given-back-items.js';
 import type { PrioritySegments } from './priority-segments.js';
 import type { CoreContext } from './turn-state.js';
-import { NO_SHARED_LOCKS, Needed, type LockProblem, type LockRowsFetch, type LockState, type SharedLockSummary } from './types.js';
+import { NO_SHARED_LOCKS, Needed, type LockProblem, type LockRowsFetch, type LockRowsNeed, type LockState, type SharedLockSummary } from './types.js';
 
 /** Expired shared locks one turn gives back at most; the rest are given back by the next turns (or when their id is used). */
 export const MAX_EXPIRED_LOCKS_PER_TURN = 100;
@@ -65,6 +65,13 @@ export class SharedLocks {
       return 'LOCK_EXPIRED';
     }
     return lock;
+  }
+
+  /** What must be read so that every lock named is known this turn (one read for all of them); undefined: they are. */
+  need(lockIds: readonly string[]): LockRowsNeed | undefined {
+    const turn = this.ctx.turn;
+    const ids = lockIds.filter((id) => !turn.writes.sharedLocks.has(id) && !turn.lockRows.has(id));
+    return ids.length > 0 ? { kind: 'locks', ids: [...new Set(ids)] } : undefined;
   }
 
   /** A new lock holding items popped for it; `heldAfter`: items it holds per priority (they keep their priorities alive). */

@@ -1,4 +1,4 @@
-import type { DueFetch, LockState, QueueSettings, ReturnedEntry, SegmentEntry, SegmentFetch } from './types.js';
+import type { DueFetch, LockProblem, LockState, QueueSettings, ReturnedEntry, SegmentEntry, SegmentFetch } from './types.js';
 import { WriteSet } from './write-set.js';
 
 /** Given-back items of one priority held in memory this turn: a prefix (in push order) of those stored, or all of them. */
@@ -73,6 +73,12 @@ export class TurnState {
   /** How many given-back rows were last asked for, per priority. */
   get returnedAsked(): Map<number, number> {
     return (this.returnedAskedOf ??= new Map());
+  }
+
+  private acknowledgedForOf?: WeakMap<readonly string[], readonly (number | LockProblem)[]>;
+  /** Acknowledgements made this turn by an operation that pops after them, by its lock ids (see `AcknowledgeThenPop`). */
+  get acknowledgedFor(): WeakMap<readonly string[], readonly (number | LockProblem)[]> {
+    return (this.acknowledgedForOf ??= new WeakMap());
   }
 
   /** The queue row's metadata changes with this turn. */

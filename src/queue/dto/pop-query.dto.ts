@@ -30,6 +30,17 @@ export class PopQueryDto {
   require_ack?: boolean = false;
 
   /**
+   * With `require_ack=true` on a queue in `lock_mode: "shared"`: each item under a lock of its
+   * own, answered as `lock_ids` parallel to `items` (`true`/`false`/`1`/`0`). Without
+   * `require_ack=true`, or on a queue in exclusive mode: 400 `VALIDATION_FAILED`.
+   */
+  @ApiPropertyOptional()
+  @IsOptional()
+  @Transform(toBoolean)
+  @IsBoolean()
+  lock_per_item?: boolean = false;
+
+  /**
    * Answer each item's headers too, as `headers`, parallel to `items` (`true`/`false`/`1`/`0`).
    */
   @ApiPropertyOptional()

@@ -49,9 +49,16 @@ export class PopResponseDto {
   count: number;
   /** With `require_ack`: whether a lock now holds the items (false when the queue was empty). */
   locked?: boolean;
-  /** With `require_ack` and items: the lock to acknowledge, extend or release. */
+  /** With `require_ack` and items: the lock to acknowledge, extend or release (absent with `lock_per_item`). */
   lock_id?: string;
-  /** With `require_ack` and items: when the lock expires, unix seconds. */
+  /**
+   * With `require_ack`, `lock_per_item` and items: each item's own lock, parallel to `items`;
+   * each is acknowledged, extended and released as a lock of one item.
+   * @example ["Xb3kQ9_zA1c", "pQ7_r2LmN0s"]
+   */
+  @ApiProperty({ type: 'array', items: { type: 'string' }, required: false })
+  lock_ids?: string[];
+  /** With `require_ack` and items: when the lock (or every lock of `lock_ids`) expires, unix seconds. */
   lock_expires_at?: number;
   /**
    * With `require_ack` and items: how many times each item has been handed out under a lock,
@@ -250,6 +257,57 @@ export class AcknowledgeResponseDto {
   /** Items removed for good. */
   @ApiProperty({ type: 'integer' })
   items_acknowledged: number;
+  /**
+   * With `next`: the answer of the pop made after the acknowledgement (empty, `paused` or
+   * `limited` as a pop answers).
+   */
+  next?: PopResponseDto;
+}
+
+/** What a batch acknowledge or release answers for one lock id: what the single route would answer for it. */
+export class LockResultDto {
+  /** @example "Xb3kQ9_zA1c" */
+  lock_id: string;
+  /**
+   * The status the single route would answer: 200, or 400 (`LOCK_ID_REQUIRED`, `INVALID_LOCK_ID`),
+   * 404 (`LOCK_NOT_FOUND`), 409 (`NO_DEAD_LETTER_QUEUE`), 410 (`LOCK_EXPIRED`).
+   * @example 200
+   */
+  @ApiProperty({ type: 'integer' })
+  status: number;
+  /**
+   * When `status` is not 200: the `error_code` the single route would answer.
+   * @example "LOCK_EXPIRED"
+   */
+  error_code?: string;
+}
+
+/** One lock id's result in a batch acknowledge. */
+export class AcknowledgeResultDto extends LockResultDto {
+  /**
+   * With status 200: the lock's items removed for good.
+   * @example 1
+   */
+  @ApiProperty({ type: 'integer', required: false })
+  items_acknowledged?: number;
+}
+
+/** Answer to a batch acknowledge. */
+export class AcknowledgeBatchResponseDto {
+  success: boolean;
+  /**
+   * Items removed for good, over all the locks acknowledged.
+   * @example 1
+   */
+  @ApiProperty({ type: 'integer' })
+  items_acknowledged: number;
+  /**
+   * One result per lock id, in the order of the request.
+   * @example [{"lock_id": "Xb3kQ9_zA1c", "status": 200, "items_acknowledged": 1}, {"lock_id": "pQ7_r2LmN0s", "status": 410, "error_code": "LOCK_EXPIRED"}]
+   */
+  results: AcknowledgeResultDto[];
+  /** With `next`, when at least one lock was acknowledged: the answer of the pop made after it. */
+  next?: PopResponseDto;
 }
 
 export class ExtendLockResponseDto {
@@ -259,12 +317,20 @@ export class ExtendLockResponseDto {
   lock_expires_at: number;
 }
 
-export class ReleaseResponseDto {
-  success: boolean;
-  /** Items given back to the queue (exclusive mode: the front of their priorities; shared: where they were in push order). */
+/** The counts of a release (its answer, one lock's result in a batch release, and a batch release's totals). */
+export class ReleaseCountsDto {
+  /**
+   * Items given back to the queue (exclusive mode: the front of their priorities; shared: where
+   * they were in push order); 0 with `dead_letter`.
+   * @example 1
+   */
   @ApiProperty({ type: 'integer' })
   items_returned: number;
-  /** Items that had reached `max_deliveries` and went to the dead-letter queue instead (present only when there were some). */
+  /**
+   * Items that went to the dead-letter queue (they had reached `max_deliveries`, or the release
+   * asked for `dead_letter`); present only when there were some.
+   * @example 1
+   */
   @ApiProperty({ type: 'integer', required: false })
   items_dead_lettered?: number;
   /**
@@ -273,4 +339,32 @@ export class ReleaseResponseDto {
    */
   @ApiProperty({ type: 'integer' })
   items_delayed: number;
+}
+
+/** One lock id's result in a batch release: with status 200 its counts as a single release answers them. */
+export class ReleaseResultDto extends LockResultDto {
+  /** @example 1 */
+  @ApiProperty({ type: 'integer', required: false })
+  items_returned?: number;
+  /** @example 1 */
+  @ApiProperty({ type: 'integer', required: false })
+  items_dead_lettered?: number;
+  /** @example 0 */
+  @ApiProperty({ type: 'integer', required: false })
+  items_delayed?: number;
+}
+
+/** Answer to a batch release: the counts over all the locks released, and one result per lock id. */
+export class ReleaseBatchResponseDto extends ReleaseCountsDto {
+  success: boolean;
+  /**
+   * One result per lock id, in the order of the request.
+   * @example [{"lock_id": "Xb3kQ9_zA1c", "status": 200, "items_returned": 1, "items_delayed": 0}, {"lock_id": "pQ7_r2LmN0s", "status": 404, "error_code": "LOCK_NOT_FOUND"}]
+   */
+  results: ReleaseResultDto[];
+}
+
+/** Answer to a release. */
+export class ReleaseResponseDto extends ReleaseCountsDto {
+  success: boolean;
 }

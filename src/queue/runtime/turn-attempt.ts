@@ -84,6 +84,9 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * runs, on the attempt's own session and never from an earlier attempt: a turn that lost the
  * version check to another process's push of the same id reads that id again and answers
  * `duplicate`. The accepted ids are written by the turn's statement.
+ *
+ * **Lock ids** of all the turn's acknowledgements, extensions and releases are read likewise (in
+ * shared lock mode): a turn of many of them reads their locks with one query.
  */
 @Injectable()
 export class TurnAttempt {
@@ -200,6 +203,11 @@ export class TurnAttempt {
       if (batch.some((p) => p.op.dedupIds)) {
         const dedupIds = batch.flatMap((p) => p.op.dedupIds ?? []);
         await run(() => actor.checkDedupIds(dedupIds));
+      }
+      if (batch.some((p) => p.op.lockIds)) {
+        // The locks the turn's acknowledgements and releases name: their rows with one read.
+        const lockIds = batch.flatMap((p) => p.op.lockIds ?? []);
+        await run(() => actor.checkLockIds(lockIds));
       }
       for (const pending of batch) {
         const outcome = run(() => applyOp(actor, pending.op, now));

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { AppConfig } from '../config/app-config.js';
+import { QueueBusyError } from '../common/errors.js';
+import type { PopAck, PopOutcome } from './core/queue-core.js';
+import type { PopResponseDto } from './dto/queue-responses.dto.js';
+import { QueueMapper } from './queue.mapper.js';
+import { QueueStats } from './runtime/queue-stats.js';
+import { TurnRunner } from './runtime/turn-runner.js';
+import type { OutcomeOf, TurnOp } from './runtime/turn-op.js';
+import { TRACING, type Tracing } from '../telemetry/tracing.js';
+
+/** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */
+export const newLockId = (): string => randomBytes(8).toString('base64url');
+
+/** How a pop hands its items out: under a lock (or a lock per item), with their headers. */
+export interface PopHow {
+  readonly requireAck: boolean;
+  /** Each item under a lock of its own (with `requireAck`, shared lock mode). Absent: false. */
+  readonly lockPerItem?: boolean;
+  /** Answer the items' headers too. Absent: false. */
+  readonly includeHeaders?: boolean;
+}
+
+/**
+ * What the queue services share: running an operation in a turn of its queue, the lock a pop
+ * asks for, and a pop's answer (counted, and its items linked to the request's trace).
+ */
+@Injectable()
+export class QueueTurns {
+  constructor(
+    private readonly config: AppConfig,
+    private readonly runner: TurnRunner,
+    private readonly stats: QueueStats,
+    @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
+  ) {}
+
+  /** Runs an operation in a turn of the queue's actor; 429 QUEUE_BUSY when too many operations wait on the queue already. */
+  run<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
+    // Checked and queued in the same tick: nothing can join the line in between.
+    if (this.runner.isLineFull(queueId)) throw new QueueBusyError(queueId);
+    return this.runner.run(queueId, op);
+  }
+
+  /** The lock a pop with ack of up to `depth` items asks for (a new id, or one per item), held for `ttlSeconds`. */
+  ack(depth: number, ttlSeconds: number, lockPerItem = false): PopAck {
+    const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
+    const lock = { lockId: newLockId(), ttlMs: ttlSeconds * 1000, maxLocks };
+    return lockPerItem ? { ...lock, itemLockIds: Array.from({ length: depth }, newLockId) } : lock;
+  }
+
+  /** A pop's answer; one limited by a delivery limit is counted by its reason. */
+  popAnswer(outcome: Extract<PopOutcome, { items: unknown }>, how: PopHow): PopResponseDto {
+    if (outcome.limited) this.stats.popsLimited[outcome.limited] += 1;
+    if (outcome.paused) this.stats.pausedPops += 1;
+    if (this.tracing && outcome.items.length > 0) this.tracing.linkItems(outcome.items.map((i) => i.headers));
+    return QueueMapper.pop(outcome, how.requireAck, how.includeHeaders === true);
+  }
+}
