@@ -16,7 +16,8 @@ export type PushBatchResponse = Schemas['PushBatchResponseDto'];
 export type PopResponse = Schemas['PopResponseDto'];
 /** Query parameters of `POST /queue/{queue_id}/pop`. */
 export type PopQuery = NonNullable<operations['pop']['parameters']['query']>;
-export type LockRequest = Schemas['LockRequestDto'];
+/** Body of acknowledge: the lock, and optionally `next` (pop again in the same request). */
+export type LockRequest = Schemas['AcknowledgeRequestDto'];
 export type ExtendLockRequest = Schemas['ExtendLockRequestDto'];
 /** Body of release: the lock, and optionally `delay_seconds` (0-900) replacing the queue's retry delay. */
 export type ReleaseRequest = Schemas['ReleaseRequestDto'];

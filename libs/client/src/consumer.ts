@@ -71,6 +71,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   /** Aborted by close(): no new pops, and a waiting long poll is cut. */
   private readonly stopping = new AbortController();
   private readonly working = new Set<Work<T>>();
+  /** Settlements of finished locks that their slots did not wait for ({@link LockSource.settlesAhead}). */
+  private readonly settlements = new Set<Promise<void>>();
   private run: Promise<void> | undefined;
   private source: LockSource<T> | undefined;
   private rules: FailureRules | undefined;
@@ -122,7 +124,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       if (mode === 'shared' && this.options.batchSize !== undefined && this.options.batchSize > 1) {
         this.warn(`batchSize applies to exclusive queues; queue ${this.queue.id} is shared, so every item has a lock of its own`);
       }
-      const prefetch = mode === 'shared' ? (this.options.prefetch ?? this.options.concurrency) : 0;
+      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(8, this.options.concurrency)) : 0;
       const source = createLockSource(
         this.queue,
         mode,
@@ -143,6 +145,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       this.source = source;
       const slots = mode === 'shared' ? this.options.concurrency : 1;
       await Promise.all(Array.from({ length: slots }, () => this.slot(source)));
+      while (this.settlements.size > 0) await Promise.all([...this.settlements]);
     })();
   }
 
@@ -262,18 +265,29 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       this.options.maxProcessingSeconds !== undefined
         ? setTimeout(() => void this.giveUp(work, 'timeout'), this.options.maxProcessingSeconds * 1000)
         : undefined;
+    let settling: Promise<void> | undefined;
     try {
       const outcomes = Promise.all(lock.deliveries.map((delivery) => this.handle(work, delivery)));
       // A lock given up on settles without waiting for its handlers (they may ignore their signal).
       const settled = await Promise.race([outcomes, work.abandoned]);
       clearInterval(extender);
       clearTimeout(maxTimer);
-      if (settled && !work.givenUp && !work.lost) await this.settle(work, settled);
-      else if (work.settling) await work.settling;
+      if (settled && !work.givenUp && !work.lost) {
+        // Its handlers finished: from here on it is settled, never given up on.
+        work.givenUp = true;
+        settling = work.settling = this.settle(work, settled).finally(() => this.working.delete(work));
+        if (source.settlesAhead) {
+          // The slot takes its next item while the settlement waits for its batch.
+          this.settlements.add(settling);
+          void settling.finally(() => this.settlements.delete(settling!));
+          return;
+        }
+        await settling;
+      } else if (work.settling) await work.settling;
     } finally {
       clearInterval(extender);
       clearTimeout(maxTimer);
-      this.working.delete(work);
+      if (!settling) this.working.delete(work);
     }
   }
 

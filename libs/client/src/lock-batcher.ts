@@ -26,6 +26,8 @@ export class LockBatcher {
     private readonly queue: Queue<object>,
     private readonly route: '/queue/{queue_id}/acknowledge/batch' | '/queue/{queue_id}/release/batch',
     private readonly fields: Record<string, unknown> = {},
+    /** More fields, decided as each request goes out (an acknowledgement's `next`), and what to do with its whole answer. */
+    private readonly each: { fields?: () => Record<string, unknown>; answered?: (answer: BatchSettleResult) => Promise<void> } = {},
   ) {}
 
   /** Settles `lockId`; resolves with its result when it is 200, rejects with its error otherwise. */
@@ -62,12 +64,13 @@ export class LockBatcher {
         method: 'POST',
         path: this.route,
         params: { path: { queue_id: this.queue.id } },
-        body: { lock_ids: batch.map((w) => w.lockId), ...this.fields },
+        body: { lock_ids: batch.map((w) => w.lockId), ...this.fields, ...this.each.fields?.() },
       });
     } catch (error) {
       for (const w of batch) w.reject(error);
       return;
     }
+    await this.each.answered?.(answer);
     const byId = new Map((answer.results ?? []).map((r) => [r.lock_id, r]));
     const what = `POST ${this.route.replace('{queue_id}', encodeURIComponent(this.queue.id))}`;
     for (const w of batch) {

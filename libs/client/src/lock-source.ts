@@ -45,6 +45,8 @@ export interface LockSource<T> {
    * (paused, limited, locked by another consumer, a failed pop), after a pause.
    */
   take(wait: boolean): Promise<Take<T>>;
+  /** Settling waits for company (a batch request): a slot goes on to its next lock meanwhile. */
+  readonly settlesAhead?: boolean;
   acknowledge(lockId: string): Promise<void>;
   release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult>;
   /** Extends a lock a slot holds to the consumer's TTL from now. */

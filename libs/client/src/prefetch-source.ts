@@ -35,6 +35,7 @@ const MIN_LEFT_MS = 1000;
  *   they come back when their locks expire.
  */
 export class PrefetchSource<T extends object> implements LockSource<T> {
+  readonly settlesAhead = true;
   private readonly buffer: Buffered<T>[] = [];
   private popping: Promise<'got' | 'empty' | 'busy'> | undefined;
   /** Whether the last pop brought all it asked for (the queue probably has more). */
@@ -43,7 +44,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private readonly releases = new Map<string, LockBatcher>();
   private readonly extender: NodeJS.Timeout;
   private closed: Promise<void> | undefined;
-  /** Locks taken by slots and not settled (nor lost) yet. */
+  /** Locks taken by slots whose handlers run (not settled, nor lost). */
   private readonly held = new Set<string>();
 
   constructor(
@@ -52,7 +53,17 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     private readonly stopping: AbortSignal,
     private readonly report: Report,
   ) {
-    this.acks = new LockBatcher(queue, '/queue/{queue_id}/acknowledge/batch');
+    // Each acknowledgement request also pops what the buffer has room for, in the same turn.
+    this.acks = new LockBatcher(queue, '/queue/{queue_id}/acknowledge/batch', undefined, {
+      fields: () => {
+        const room = this.room();
+        if (room <= 0 || this.stopping.aborted) return {};
+        return { next: { depth: room, lock_per_item: true, ttl_seconds: options.ttlSeconds, include_headers: options.includeHeaders } };
+      },
+      answered: async (answer) => {
+        if (answer.next) await this.accept(answer.next, this.room());
+      },
+    });
     const everyMs = Math.max(200, Math.min(options.extendEverySeconds * 1000, 5000) / 2);
     this.extender = setInterval(() => void this.extendWaiting(), everyMs);
     this.extender.unref();
@@ -75,11 +86,9 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   }
 
   async acknowledge(lockId: string): Promise<void> {
-    try {
-      await this.acks.settle(lockId);
-    } finally {
-      this.held.delete(lockId);
-    }
+    // Its handler finished: the buffer may refill in its place (in this very request, with `next`).
+    this.held.delete(lockId);
+    await this.acks.settle(lockId);
   }
 
   async release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult> {
@@ -143,7 +152,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
 
   private async pop(wait: boolean): Promise<'got' | 'empty' | 'busy'> {
     const { options } = this;
-    const depth = Math.max(1, Math.min(100, options.concurrency + options.prefetch - this.held.size - this.buffer.length));
+    const depth = Math.max(1, this.room());
     let result: PopResult<T>;
     try {
       result = await this.queue.pop({
@@ -160,6 +169,21 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       await popFailed(error, options, this.stopping, this.report);
       return 'busy';
     }
+    const got = await this.accept(result, depth);
+    // A short poll must not spin on an empty queue.
+    if (got === 'empty' && wait && options.waitSeconds === 0) await idle(options.idleDelayMs, this.stopping);
+    return got;
+  }
+
+  /** Items a pop may ask for now: up to `concurrency + prefetch` locks held, at most 100. */
+  private room(): number {
+    const { concurrency, prefetch } = this.options;
+    return Math.min(100, concurrency + prefetch - this.held.size - this.buffer.length);
+  }
+
+  /** A pop's answer (a pop's, or an acknowledgement's `next`) into the buffer. */
+  private async accept(result: PopResult<T>, depth: number): Promise<'got' | 'empty' | 'busy'> {
+    const { options } = this;
     const lockIds = result.lock_ids ?? [];
     if (lockIds.length > 0 && this.stopping.aborted) {
       // Answered as close() began: straight back, without the queue's retry delay.
@@ -172,7 +196,6 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
         await idle(options.idleDelayMs, this.stopping);
         return 'busy';
       }
-      if (wait && options.waitSeconds === 0) await idle(options.idleDelayMs, this.stopping);
       return 'empty';
     }
     this.full = result.items.length >= depth;

@@ -110,6 +110,8 @@ export interface BatchSettleResult {
   success: boolean;
   items_acknowledged?: number;
   results: LockResult[];
+  /** An acknowledgement with `next`: that pop's answer. */
+  next?: PopResult<never>;
 }
 
 export interface RedriveResult {
