@@ -33,6 +33,11 @@ export interface PushpopClientOptions {
   retry?: RetryOptions;
   /** Extra headers on every call. */
   headers?: Record<string, string>;
+  /**
+   * What the service supports beyond the third version of its contract, when it is known
+   * (default: read once from the service's `GET /openapi.json`; see {@link PushpopClient.capabilities}).
+   */
+  capabilities?: Capabilities;
   /** A `fetch` to send the calls with, instead of Node's `http`/`https` with a keep-alive agent (the default, cheaper per call). */
   fetch?: typeof globalThis.fetch;
 }
@@ -124,6 +129,7 @@ export class PushpopClient {
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
+    if (options.capabilities) this.capabilitiesRead = Promise.resolve({ ...options.capabilities });
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { retries: 5, minDelayMs: 200, maxDelayMs: 30_000, jitter: 0.25, statuses: [429, 503], ...options.retry };
     this.transport = options.fetch ? fetchTransport(options.fetch, this.baseUrl) : nodeTransport(this.baseUrl);
