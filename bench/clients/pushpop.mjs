@@ -6,14 +6,14 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /**
- * The Consumer's options in every pushpop row, besides `concurrency` and `lockMode` (the row's):
- * the one place to change as the client gains options (per-item locks, prefetch, batched
- * acknowledgements). Everything else is the client's default. `waitSeconds` 1 only so that
+ * The Consumer's options in every pushpop row, besides `concurrency` and `lockMode` (the row's).
+ * Everything else is the client's default: on a service with per-item locks, a shared queue's
+ * items are prefetched and acknowledged in batches, an exclusive queue's acknowledged with `next`. `waitSeconds` 1 only so that
  * `close()` at the end of a row is quick (it lets a long poll in flight finish); while a row
  * runs, items are there or come far more often than that.
  */
 export const CONSUMER_OPTIONS = { waitSeconds: 1 };
-/** The Producer of single pushes: the client's defaults. */
+/** The Producer of single pushes: the client's defaults (pushes made while a request is in flight share the next one). */
 export const PRODUCER_OPTIONS = {};
 /** The Producer of the lingering row. */
 export const LINGER_PRODUCER_OPTIONS = { lingerMs: 5 };
@@ -53,7 +53,7 @@ export async function createAdapter({ url, pushpopDir, lockMode }) {
       return {
         start() {
           consumer = client.consume(queue, ({ item }) => onStart(item), { ...CONSUMER_OPTIONS, concurrency, lockMode });
-          consumer.on('completed', ({ items }) => onDone(items.length));
+          consumer.on('completed', () => onDone(1));
           consumer.on('error', (error) => errors.push(String(error?.message ?? error)));
         },
         stop: () => consumer?.close(),

@@ -243,11 +243,36 @@ describe(`PushpopClient and Producer (${databaseKind})`, () => {
     expect(client.requests - before).toBe(1 + 20);
     expect((await producer.queue.info()).count).toBe(219);
 
-    // Without linger, every push is a request of its own; pushMany is one batch per maxBatch.
+    // Pushes awaited one after the other are requests of their own; pushMany is one batch per maxBatch.
     const direct = client.producer<{ n: number }>(uniqueQueueId('direct'), { maxBatch: 50 });
     expect(await direct.push({ n: 1 }, { dedupId: 'one' })).toEqual({ duplicate: false });
     expect(await direct.push({ n: 1 }, { dedupId: 'one' })).toEqual({ duplicate: true });
     const many = await direct.pushMany(Array.from({ length: 120 }, (_, n) => ({ item: { n } })));
     expect(many).toEqual({ count: 120, duplicates: 0 });
+  });
+
+  it('by default a producer sends a lone push at once and gathers the pushes made meanwhile into the next request, in call order', async () => {
+    const client = new PushpopClient({ baseUrl: svc.url });
+    const producer = client.producer<{ n: number }>(uniqueQueueId('adaptive'), { maxBatch: 100 });
+    // A lone push: its request is under way before push() returns, no timer in between.
+    const lone = producer.push({ n: -1 });
+    expect(client.requests).toBe(1);
+    await lone;
+    // 250 at once: they go out by batches of at most 100 (the first alone when nothing is in flight).
+    const results = await Promise.all(Array.from({ length: 250 }, (_, n) => producer.push({ n }, n === 7 ? { dedupId: 'seven' } : {})));
+    expect(results.every((r) => r.duplicate === false)).toBe(true);
+    expect(client.requests - 1).toBeGreaterThanOrEqual(3);
+    expect(client.requests - 1).toBeLessThanOrEqual(4);
+    const popped = await producer.queue.pop({ depth: 100 });
+    expect(popped.items.map((i) => i.n)).toEqual(Array.from({ length: 100 }, (_, n) => n - 1));
+    // A duplicate in a batch where it is the only entry with a dedup id is known as such.
+    const again = await Promise.all([producer.push({ n: 1000 }), producer.push({ n: 1001 }, { dedupId: 'seven' }), producer.push({ n: 1002 })]);
+    expect(again).toEqual([{ duplicate: false }, { duplicate: true }, { duplicate: false }]);
+    expect((await producer.queue.info()).count).toBe(251 - 100 + 2);
+    // batch: false: every push a request of its own.
+    const plain = client.producer<{ n: number }>(uniqueQueueId('plain'), { batch: false });
+    const before = client.requests;
+    await Promise.all(Array.from({ length: 10 }, (_, n) => plain.push({ n })));
+    expect(client.requests - before).toBe(10);
   });
 });

@@ -52,21 +52,35 @@ function fakeService(
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     // An answer comes after I/O, as from a real service: without it the consumer's loop would never let a timer run.
     await new Promise((resolve) => setImmediate(resolve));
-    const path = new URL(input).pathname;
+    const url = new URL(input instanceof Request ? input.url : input);
+    const path = url.pathname;
     if (path === '/openapi.json') return options.openapi ? json(200, options.openapi) : json(404, { statusCode: 404, error_code: 'NOT_FOUND', message: path });
     if (path.endsWith('/settings')) return json(200, settings);
     if (path.endsWith('/pop')) {
       if (held || gone) return json(200, { items: [], count: 0, locked: false });
       held = true;
       delivery++;
+      const lockId = `lock-${delivery}-abcdefghijk`;
       return json(200, {
         items: [{ n: 1 }],
         count: 1,
         locked: true,
-        lock_id: `lock-${delivery}-abcdefghijk`,
+        // with lock_per_item (fourth additions), each item's lock in lock_ids
+        ...(url.searchParams.get('lock_per_item') === 'true' ? { lock_ids: [lockId] } : { lock_id: lockId }),
         lock_expires_at: Date.now() / 1000 + 30,
         delivery_counts: [delivery],
       });
+    }
+    if (path.endsWith('/release/batch') || path.endsWith('/acknowledge/batch')) {
+      // The batch routes answer per lock what the single route answers: recorded and answered as such.
+      const { lock_ids: lockIds, ...fields } = JSON.parse(init?.body as string) as { lock_ids: string[] } & Record<string, unknown>;
+      const single = path.replace('/batch', '');
+      const results = [];
+      for (const lockId of lockIds) {
+        const answer = await fetch(`http://pushpop.invalid${single}`, { method: 'POST', body: JSON.stringify({ lock_id: lockId, ...fields }) });
+        results.push({ lock_id: lockId, status: answer.status, ...((await answer.json()) as Record<string, unknown>) });
+      }
+      return json(200, { success: true, results });
     }
     if (path.endsWith('/release')) {
       const body = JSON.parse(init?.body as string) as Record<string, unknown>;
@@ -252,6 +266,8 @@ describe('the consumer when handlers fail', () => {
       deadLetterRelease: 'dead_letter' in committed.components.schemas.ReleaseRequestDto.properties,
       batchLocks: '/queue/{queue_id}/acknowledge/batch' in committed.paths,
     });
+    // The service of this repository has them all.
+    expect(capabilitiesOf(committed)).toEqual({ lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true });
     expect(capabilitiesOf(FOURTH_ADDITIONS)).toEqual({ lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true });
     expect(capabilitiesOf({})).toEqual({ lockPerItem: false, batchLocks: false, deadLetterRelease: false, acknowledgeNext: false });
   });

@@ -383,7 +383,7 @@ const client = new PushpopClient({ baseUrl: process.env.PUSHPOP_URL });
 client.consume(process.env.QUEUE, async ({ item }) => {
   process.stdout.write('started ' + item.n + '\\n');
   await new Promise(() => {});
-}, { concurrency: 4, ttlSeconds: 2, waitSeconds: 1 });
+}, { concurrency: 4, prefetch: 0, ttlSeconds: 2, waitSeconds: 1 });
 `,
     );
     const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, QUEUE: q }, stdio: ['ignore', 'pipe', 'inherit'] });

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The client's own CPU per single push, against raw fetch and the generated client: 64 pushes in
+// The client's own CPU per single push, against raw fetch and the generated client, and through a Producer: 64 pushes in
 // flight, rounds interleaved in one process (so the machine's load falls on all alike), medians.
 // Point it at a running service, or at a stub that answers every request at once to see the
 // client's cost alone:
@@ -18,6 +18,7 @@ const rounds = Number(process.argv[2] ?? 5);
 const perRound = Number(process.argv[3] ?? 2000);
 const q = `bench-push-cost-${Date.now().toString(36)}`;
 const client = new PushpopClient({ baseUrl: url });
+const producer = client.producer(q);
 const headers = { 'content-type': 'application/json', ...(process.env.PUSHPOP_API_KEY ? { authorization: `Bearer ${process.env.PUSHPOP_API_KEY}` } : {}) };
 const ways = {
   'raw fetch': async (n) => {
@@ -30,6 +31,7 @@ const ways = {
     if (error) throw new Error('push failed');
   },
   '@pushpop/client queue.push': (n) => client.queue(q).push({ n }),
+  '@pushpop/client producer.push (defaults)': (n) => producer.push({ n }),
 };
 
 async function round(push) {

@@ -3,7 +3,7 @@
 import { PushpopClient } from '@pushpop/client';
 
 const client = new PushpopClient();
-const producer = client.producer('orders', { lingerMs: 5 });
+const producer = client.producer('orders');
 
 const started = Date.now();
 const results = await Promise.allSettled(Array.from({ length: 10_000 }, (_, id) => producer.push({ id }, { dedupId: `order-${id}` })));

@@ -2,27 +2,10 @@ import { createPushpopClient, type components, type PushpopClient as GeneratedCl
 import { readCapabilities, type Capabilities } from './capabilities.js';
 import { PushpopError } from './errors.js';
 import { Consumer, type ConsumerOptions, type Handler } from './consumer.js';
-import { peek, type PeekResult } from './peek.js';
 import { Producer, type ProducerOptions } from './producer.js';
-import { activeTraceparent } from './tracing.js';
-import type {
-  Item,
-  PopOptions,
-  FairPopResult,
-  PopResult,
-  PushEntry,
-  PushOptions,
-  QueueInfo,
-  QueueList,
-  Schedule,
-  ScheduleList,
-  ScheduleUpdate,
-  QueueSettings,
-  QueueSettingsUpdate,
-  RedriveResult,
-  ReleaseOptions,
-  ReleaseResult,
-} from './types.js';
+import { popQuery, Queue } from './queue.js';
+import { type Answer, type Exchange, fetchTransport, nodeTransport, type Transport, TransportTimeout } from './transport.js';
+import type { FairPopResult, Item, PopOptions, QueueList, Schedule, ScheduleList, ScheduleUpdate } from './types.js';
 
 type Schemas = components['schemas'];
 
@@ -50,7 +33,12 @@ export interface PushpopClientOptions {
   retry?: RetryOptions;
   /** Extra headers on every call. */
   headers?: Record<string, string>;
-  /** A `fetch` to use instead of the global one. */
+  /**
+   * What the service supports beyond the third version of its contract, when it is known
+   * (default: read once from the service's `GET /openapi.json`; see {@link PushpopClient.capabilities}).
+   */
+  capabilities?: Capabilities;
+  /** A `fetch` to send the calls with, instead of Node's `http`/`https` with a keep-alive agent (the default, cheaper per call). */
   fetch?: typeof globalThis.fetch;
 }
 
@@ -66,6 +54,8 @@ export interface RawCall {
   path: string;
   params?: { path?: Record<string, string>; query?: Record<string, string | number | boolean | undefined> };
   body?: unknown;
+  /** The body already serialized as JSON (instead of `body`). */
+  json?: string;
   /** Headers of this call only. */
   headers?: Record<string, string>;
   /** Added to the timeout (a long poll's wait). */
@@ -124,7 +114,7 @@ export class PushpopClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
-  private readonly fetch: typeof globalThis.fetch;
+  private readonly transport: Transport;
   /** Headers of every call without a body, and of every call with one (built once). */
   private readonly headers: { plain: Record<string, string>; json: Record<string, string> };
   private capabilitiesRead: Promise<Capabilities> | undefined;
@@ -139,9 +129,10 @@ export class PushpopClient {
       ...(options.headers ? { headers: options.headers } : {}),
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
+    if (options.capabilities) this.capabilitiesRead = Promise.resolve({ ...options.capabilities });
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { retries: 5, minDelayMs: 200, maxDelayMs: 30_000, jitter: 0.25, statuses: [429, 503], ...options.retry };
-    this.fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.transport = options.fetch ? fetchTransport(options.fetch, this.baseUrl) : nodeTransport(this.baseUrl);
     const plain: Record<string, string> = { accept: 'application/json', ...options.headers, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) };
     this.headers = { plain, json: { ...plain, 'content-type': 'application/json' } };
   }
@@ -158,7 +149,7 @@ export class PushpopClient {
     return consumer;
   }
 
-  /** A {@link Producer} for `queueId` (with `lingerMs` > 0, concurrent pushes go out in batches). */
+  /** A {@link Producer} for `queueId`: concurrent pushes share `push/batch` requests, a lone push goes out at once. */
   producer<T extends object = Item>(queueId: string, options: ProducerOptions = {}): Producer<T> {
     return new Producer<T>(this.queue<T>(queueId), options);
   }
@@ -245,60 +236,50 @@ export class PushpopClient {
   /**
    * One call: retried on the retry statuses after their `Retry-After` (bounded, jittered),
    * each attempt bounded by the timeout; any other non-2xx answer thrown as a {@link PushpopError}
-   * naming the method and the path called. Plain `fetch`: the generated client's typing is of
-   * no use here (answers are typed by the methods), and its request objects cost more than the
-   * call itself on a busy producer.
+   * naming the method and the path called. Sent by the client's {@link Transport} (Node's
+   * `http`, or the `fetch` option), not the generated client: its typing is of no use here
+   * (answers are typed by the methods), and its request objects cost more than the call itself
+   * on a busy producer.
    * @internal
    */
   async call<R>(request: RawCall): Promise<R> {
     const { signal } = request;
     const path = fillPath(request.path, request.params?.path);
-    const url = this.baseUrl + path + queryString(request.params?.query);
-    const hasBody = request.body !== undefined;
+    const json = request.json ?? (request.body === undefined ? undefined : JSON.stringify(request.body));
+    const hasBody = json !== undefined;
     const base = hasBody ? this.headers.json : this.headers.plain;
-    const init: RequestInit = {
+    const exchange: Exchange = {
       method: request.method,
+      path: path + queryString(request.params?.query),
       headers: request.headers ? { ...base, ...request.headers } : base,
-      ...(hasBody ? { body: JSON.stringify(request.body) } : {}),
+      timeoutMs: this.timeoutMs + (request.extraTimeoutMs ?? 0),
+      ...(hasBody ? { body: json } : {}),
+      ...(signal ? { signal } : {}),
     };
     const what = `${request.method} ${path}`;
     for (let attempt = 0; ; attempt++) {
       if (signal?.aborted) throw abortError(signal);
-      // One controller per attempt, aborted by the caller's signal or the timeout (not
-      // AbortSignal.any, which on Node 20 is slow and keeps composites alive on a long-lived signal).
-      const attempt$ = new AbortController();
-      let timedOut = false;
-      const timeoutMs = this.timeoutMs + (request.extraTimeoutMs ?? 0);
-      const timer = setTimeout(() => {
-        timedOut = true;
-        attempt$.abort();
-      }, timeoutMs);
-      const onAbort = () => attempt$.abort(signal?.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
       this.requests++;
-      let response: Response;
-      let text: string;
+      let answer: Answer;
       try {
-        response = await this.fetch(url, { ...init, signal: attempt$.signal });
-        text = await response.text();
+        answer = await this.transport(exchange);
       } catch (error) {
         if (signal?.aborted) throw abortError(signal);
-        if (timedOut) throw new PushpopError(`no answer from ${this.baseUrl} to ${what} within ${timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
+        if (error instanceof TransportTimeout)
+          throw new PushpopError(`no answer from ${this.baseUrl} to ${what} within ${exchange.timeoutMs} ms`, 0, 'TIMEOUT', undefined, { cause: error });
         throw new PushpopError(`cannot reach ${this.baseUrl} (${what}): ${networkCause(error)}`, 0, 'NETWORK_ERROR', undefined, { cause: error });
-      } finally {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
       }
-      if (response.ok) return (text === '' ? undefined : parseJson(text, text)) as R;
+      const { status, text } = answer;
+      if (status >= 200 && status < 300) return (text === '' ? undefined : parseJson(text, text)) as R;
       const parsed = parseJson(text, undefined);
       const body = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
-      if (this.retry.statuses.includes(response.status) && attempt < this.retry.retries) {
-        await sleep(retryDelayMs(attempt, retryAfterMs(response.headers.get('retry-after')), this.retry), signal);
+      if (this.retry.statuses.includes(status) && attempt < this.retry.retries) {
+        await sleep(retryDelayMs(attempt, retryAfterMs(answer.retryAfter), this.retry), signal);
         continue;
       }
-      const code = typeof body.error_code === 'string' ? body.error_code : `HTTP_${response.status}`;
-      const message = typeof body.message === 'string' ? body.message : text.trim().slice(0, 200) || response.statusText;
-      throw new PushpopError(`${what}: ${response.status} ${code}: ${message}`, response.status, code, body);
+      const code = typeof body.error_code === 'string' ? body.error_code : `HTTP_${status}`;
+      const message = typeof body.message === 'string' ? body.message : text.trim().slice(0, 200) || answer.statusText;
+      throw new PushpopError(`${what}: ${status} ${code}: ${message}`, status, code, body);
     }
   }
 }
@@ -353,148 +334,4 @@ function networkCause(error: unknown): string {
   return unique.length > 0 ? unique.join('; ') : ((error as Error)?.message ?? String(error));
 }
 
-/** The query of a pop, a queue's or a fair one's. */
-function popQuery(options: PopOptions): Record<string, string | number | boolean | undefined> {
-  const query: Record<string, string | number | boolean | undefined> = {};
-  if (options.depth !== undefined) query.depth = options.depth;
-  if (options.requireAck) query.require_ack = true;
-  if (options.ttlSeconds !== undefined) query.ttl_seconds = options.ttlSeconds;
-  if (options.waitSeconds !== undefined) query.wait_seconds = options.waitSeconds;
-  if (options.includeHeaders) query.include_headers = true;
-  return query;
-}
-
-/**
- * One queue of a {@link PushpopClient}, its items typed as `T`. Every method is one call of the
- * service's HTTP API, named after its operation.
- */
-export class Queue<T extends object = Item> {
-  constructor(
-    readonly client: PushpopClient,
-    readonly id: string,
-  ) {}
-
-  private get path() {
-    return { path: { queue_id: this.id } };
-  }
-
-  /**
-   * `POST /queue/{id}/push`: `duplicate` is true when its `dedupId` was seen within the window.
-   * Sends the active OpenTelemetry context's `traceparent` (kept as the item's header), if any.
-   */
-  push(item: T, options: PushOptions & CallOptions = {}): Promise<Schemas['PushResponseDto']> {
-    const body = toEntry({ item, ...options });
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push', params: this.path, body, headers: traceHeaders(), signal: options.signal });
-  }
-
-  /** `POST /queue/{id}/push/batch`: 1–1000 entries, all or nothing, in order; with the active `traceparent`, as {@link push}. */
-  pushBatch(entries: PushEntry<T>[], options: CallOptions = {}): Promise<Schemas['PushBatchResponseDto']> {
-    const body = { items: entries.map(toEntry) };
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/push/batch', params: this.path, body, headers: traceHeaders(), ...options });
-  }
-
-  /** `POST /queue/{id}/pop`. With `requireAck`, hold the items under the answer's `lock_id`; with `waitSeconds`, long-poll. */
-  pop(options: PopOptions & CallOptions = {}): Promise<PopResult<T>> {
-    return this.client.call({
-      method: 'POST',
-      path: '/queue/{queue_id}/pop',
-      params: { ...this.path, query: popQuery(options) },
-      extraTimeoutMs: (options.waitSeconds ?? 0) * 1000,
-      signal: options.signal,
-    });
-  }
-
-  /** `POST /queue/{id}/acknowledge`: the lock's items are gone for good. */
-  acknowledge(lockId: string, options: CallOptions = {}): Promise<Schemas['AcknowledgeResponseDto']> {
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/acknowledge', params: this.path, body: { lock_id: lockId }, ...options });
-  }
-
-  /** `POST /queue/{id}/extend-lock`: the lock now expires `ttlSeconds` from now. */
-  extendLock(lockId: string, ttlSeconds: number, options: CallOptions = {}): Promise<Schemas['ExtendLockResponseDto']> {
-    return this.client.call({
-      method: 'POST',
-      path: '/queue/{queue_id}/extend-lock',
-      params: this.path,
-      body: { lock_id: lockId, ttl_seconds: ttlSeconds },
-      ...options,
-    });
-  }
-
-  /**
-   * `POST /queue/{id}/release`: the items come back now, or after `delaySeconds` (replacing the
-   * queue's retry delay); with `deadLetter`, they go to the queue's dead-letter queue now (a
-   * service with {@link Capabilities.deadLetterRelease} only).
-   */
-  release(lockId: string, options: ReleaseOptions & CallOptions = {}): Promise<ReleaseResult> {
-    const body: Record<string, unknown> = { lock_id: lockId };
-    if (options.delaySeconds !== undefined) body.delay_seconds = options.delaySeconds;
-    if (options.deadLetter) body.dead_letter = true;
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/release', params: this.path, body, signal: options.signal });
-  }
-
-  /**
-   * The next `limit` items (default 10) in pop order, without taking them: read through the
-   * inspection routes (`GET /queue/{id}`, `…/state/{key}`, scope `read`). Items held by locks
-   * and delayed items are not shown; nor are items given back to a shared queue's front
-   * (counted in `hidden`).
-   */
-  peek(limit = 10, options: CallOptions = {}): Promise<PeekResult<T>> {
-    return peek(this, limit, options);
-  }
-
-  /** `GET /queue/{id}`: counts, priorities, settings, lock(s). */
-  info(options: CallOptions = {}): Promise<QueueInfo> {
-    return this.client.call({ method: 'GET', path: '/queue/{queue_id}', params: this.path, ...options });
-  }
-
-  /** `GET /queue/{id}/state/{key}`: the raw state under a seed key name. */
-  state(key: string, options: CallOptions = {}): Promise<unknown> {
-    return this.client.call({ method: 'GET', path: '/queue/{queue_id}/state/{key}', params: { path: { queue_id: this.id, key } }, ...options });
-  }
-
-  /** `GET /queue/{id}/settings`. */
-  settings(options: CallOptions = {}): Promise<QueueSettings> {
-    return this.client.call({ method: 'GET', path: '/queue/{queue_id}/settings', params: this.path, ...options });
-  }
-
-  /** `PUT /queue/{id}/settings`: changes the given settings (creating the queue if needed), answers all of them. */
-  updateSettings(settings: QueueSettingsUpdate, options: CallOptions = {}): Promise<QueueSettings> {
-    return this.client.call({ method: 'PUT', path: '/queue/{queue_id}/settings', params: this.path, body: settings, ...options });
-  }
-
-  /** Pauses pops (`paused: true`). */
-  pause(options: CallOptions = {}): Promise<QueueSettings> {
-    return this.updateSettings({ paused: true }, options);
-  }
-
-  resume(options: CallOptions = {}): Promise<QueueSettings> {
-    return this.updateSettings({ paused: false }, options);
-  }
-
-  /** `POST /queue/{id}/redrive`: moves items (of a dead-letter queue) to `destination` or back where they came from. */
-  redrive(body: { destination?: string; max_items?: number } = {}, options: CallOptions = {}): Promise<RedriveResult> {
-    return this.client.call({ method: 'POST', path: '/queue/{queue_id}/redrive', params: this.path, body, ...options });
-  }
-
-  /** `DELETE /queue/{id}`: the queue, its items and lock(s). */
-  delete(options: CallOptions = {}): Promise<Schemas['DeleteQueueResponseDto']> {
-    return this.client.call({ method: 'DELETE', path: '/queue/{queue_id}', params: this.path, ...options });
-  }
-}
-
-/** The contract's snake_case body of one push entry. */
-export function toEntry<T>(entry: PushEntry<T>): Record<string, unknown> {
-  const body: Record<string, unknown> = { item: entry.item };
-  if (entry.priority !== undefined) body.priority = entry.priority;
-  if (entry.dedupId !== undefined) body.dedup_id = entry.dedupId;
-  if (entry.delaySeconds !== undefined) body.delay_seconds = entry.delaySeconds;
-  if (entry.deliverAt !== undefined) body.deliver_at = entry.deliverAt;
-  if (entry.headers !== undefined) body.headers = entry.headers;
-  return body;
-}
-
-/** The active OpenTelemetry context's `traceparent` as a request header; undefined when there is none. */
-function traceHeaders(): Record<string, string> | undefined {
-  const traceparent = activeTraceparent();
-  return traceparent === undefined ? undefined : { traceparent };
-}
+export { Queue, toEntry } from './queue.js';

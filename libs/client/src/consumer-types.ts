@@ -33,6 +33,15 @@ export interface ConsumerOptions {
    * waits for its slowest item.
    */
   batchSize?: number;
+  /**
+   * Shared queues, on a service with per-item locks and batch settling: items popped ahead of
+   * the handlers, each under its own lock (default `concurrency`, at least 8: the consumer then
+   * holds at most `concurrency + prefetch` locks besides those of finished items whose
+   * acknowledgement is on its way). More means more items per round trip, and more items waiting
+   * (their locks extended) where another consumer could have taken them; 0 pops one item per
+   * slot as a service without per-item locks makes it. `close()` gives them back at once.
+   */
+  prefetch?: number;
   /** The lock's time to live, 1–300 (default 30). */
   ttlSeconds?: number;
   /** Extend each lock this often while its handlers run (default a third of `ttlSeconds`). */

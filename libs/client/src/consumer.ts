@@ -58,8 +58,11 @@ type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
  * retry delay, dead-letter queue, `max_deliveries`) and the service's {@link Capabilities}.
  */
 export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEvents<T>> {
-  private readonly options: Required<Omit<ConsumerOptions, 'maxProcessingSeconds' | 'extendEverySeconds' | 'batchSize' | 'maxAttempts' | 'backoff'>> & {
+  private readonly options: Required<
+    Omit<ConsumerOptions, 'maxProcessingSeconds' | 'extendEverySeconds' | 'batchSize' | 'maxAttempts' | 'backoff' | 'prefetch'>
+  > & {
     maxProcessingSeconds?: number;
+    prefetch?: number;
     extendEverySeconds: number;
     batchSize?: number;
     maxAttempts?: number;
@@ -68,6 +71,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   /** Aborted by close(): no new pops, and a waiting long poll is cut. */
   private readonly stopping = new AbortController();
   private readonly working = new Set<Work<T>>();
+  /** Settlements of finished locks that their slots did not wait for ({@link LockSource.settlesAhead}). */
+  private readonly settlements = new Set<Promise<void>>();
   private run: Promise<void> | undefined;
   private source: LockSource<T> | undefined;
   private rules: FailureRules | undefined;
@@ -99,6 +104,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     if (batchSize !== undefined && (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100))
       throw new RangeError('batchSize must be an integer from 1 to 100');
     if (maxAttempts !== undefined && (!Number.isInteger(maxAttempts) || maxAttempts < 1)) throw new RangeError('maxAttempts must be a positive integer');
+    const { prefetch } = this.options;
+    if (prefetch !== undefined && (!Number.isInteger(prefetch) || prefetch < 0)) throw new RangeError('prefetch must be an integer from 0');
     if (!isRetryDelay(backoff.delaySeconds) || !isRetryDelay(backoff.maxDelaySeconds)) {
       throw new RangeError('backoff.delaySeconds and backoff.maxDelaySeconds are whole seconds from 0 to 900');
     }
@@ -117,8 +124,10 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       if (mode === 'shared' && this.options.batchSize !== undefined && this.options.batchSize > 1) {
         this.warn(`batchSize applies to exclusive queues; queue ${this.queue.id} is shared, so every item has a lock of its own`);
       }
+      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(8, this.options.concurrency)) : 0;
       const source = createLockSource(
         this.queue,
+        mode,
         capabilities,
         {
           depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
@@ -126,6 +135,9 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
           waitSeconds: this.options.waitSeconds,
           includeHeaders: this.options.includeHeaders,
           idleDelayMs: this.options.idleDelayMs,
+          concurrency: this.options.concurrency,
+          prefetch,
+          extendEverySeconds: this.options.extendEverySeconds,
         },
         this.stopping.signal,
         (error) => this.report(error),
@@ -133,6 +145,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       this.source = source;
       const slots = mode === 'shared' ? this.options.concurrency : 1;
       await Promise.all(Array.from({ length: slots }, () => this.slot(source)));
+      while (this.settlements.size > 0) await Promise.all([...this.settlements]);
     })();
   }
 
@@ -153,12 +166,15 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   close(timeoutMs = this.options.closeTimeoutMs): Promise<void> {
     this.closing ??= (async () => {
       this.stopping.abort('shutdown');
+      // What was popped ahead of the handlers goes back now, not after they finish.
+      const givenBack = this.source?.close();
       let timer: NodeJS.Timeout | undefined;
       const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
       const outcome = await Promise.race([this.run, timedOut]);
       clearTimeout(timer);
       if (outcome === 'timeout') await Promise.all([...this.working].map((work) => this.giveUp(work, 'shutdown')));
       await this.run;
+      await givenBack;
       await this.source?.close();
     })();
     return this.closing;
@@ -249,18 +265,29 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       this.options.maxProcessingSeconds !== undefined
         ? setTimeout(() => void this.giveUp(work, 'timeout'), this.options.maxProcessingSeconds * 1000)
         : undefined;
+    let settling: Promise<void> | undefined;
     try {
       const outcomes = Promise.all(lock.deliveries.map((delivery) => this.handle(work, delivery)));
       // A lock given up on settles without waiting for its handlers (they may ignore their signal).
       const settled = await Promise.race([outcomes, work.abandoned]);
       clearInterval(extender);
       clearTimeout(maxTimer);
-      if (settled && !work.givenUp && !work.lost) await this.settle(work, settled);
-      else if (work.settling) await work.settling;
+      if (settled && !work.givenUp && !work.lost) {
+        // Its handlers finished: from here on it is settled, never given up on.
+        work.givenUp = true;
+        settling = work.settling = this.settle(work, settled).finally(() => this.working.delete(work));
+        if (source.settlesAhead) {
+          // The slot takes its next item while the settlement waits for its batch.
+          this.settlements.add(settling);
+          void settling.finally(() => this.settlements.delete(settling!));
+          return;
+        }
+        await settling;
+      } else if (work.settling) await work.settling;
     } finally {
       clearInterval(extender);
       clearTimeout(maxTimer);
-      this.working.delete(work);
+      if (!settling) this.working.delete(work);
     }
   }
 

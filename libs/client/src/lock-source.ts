@@ -1,6 +1,7 @@
 import type { Capabilities } from './capabilities.js';
 import type { Queue } from './client.js';
 import { isPushpopError } from './errors.js';
+import { PrefetchSource } from './prefetch-source.js';
 import type { PopResult, ReleaseOptions, ReleaseResult } from './types.js';
 
 /** One item handed to a consumer. */
@@ -44,6 +45,8 @@ export interface LockSource<T> {
    * (paused, limited, locked by another consumer, a failed pop), after a pause.
    */
   take(wait: boolean): Promise<Take<T>>;
+  /** Settling waits for company (a batch request): a slot goes on to its next lock meanwhile. */
+  readonly settlesAhead?: boolean;
   acknowledge(lockId: string): Promise<void>;
   release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult>;
   /** Extends a lock a slot holds to the consumer's TTL from now. */
@@ -61,26 +64,69 @@ export interface SourceOptions {
 }
 
 /** Reports an error the source recovered from (the consumer's `error` event). */
-type Report = (error: unknown) => void;
+export type Report = (error: unknown) => void;
 
-/** The lock source for what the service supports; today's API only, for now (see {@link LockSource}). */
+/**
+ * The lock source for the queue's mode and what the service supports: a shared queue on a
+ * service with per-item locks and batch settling prefetches ({@link PrefetchSource}); an
+ * exclusive queue on a service with `next` on acknowledge pops its next lock in the
+ * acknowledging request ({@link NextSource}); otherwise {@link PollingSource}.
+ */
 export function createLockSource<T extends object>(
   queue: Queue<T>,
-  _capabilities: Capabilities,
-  options: SourceOptions,
+  mode: 'exclusive' | 'shared',
+  capabilities: Capabilities,
+  options: SourceOptions & { concurrency: number; prefetch: number; extendEverySeconds: number },
   stopping: AbortSignal,
   report: Report,
 ): LockSource<T> {
+  if (mode === 'shared' && options.prefetch > 0 && capabilities.lockPerItem && capabilities.batchLocks)
+    return new PrefetchSource(queue, options, stopping, report);
+  if (mode === 'exclusive' && capabilities.acknowledgeNext) return new NextSource(queue, options, stopping, report);
   return new PollingSource(queue, options, stopping, report);
+}
+
+/**
+ * After a failed pop: drops `include_headers` for a service that refuses it by name, waits for
+ * another consumer's exclusive lock (until it expires, or `idleDelayMs`), else reports the error
+ * and pauses `idleDelayMs`.
+ */
+export async function popFailed(error: unknown, options: SourceOptions, stopping: AbortSignal, report: Report): Promise<void> {
+  if (options.includeHeaders && isPushpopError(error, 'VALIDATION_FAILED') && /include_headers/.test(error.message)) {
+    // A service older than item headers refuses the parameter by name: pop without it.
+    options.includeHeaders = false;
+  } else if (isPushpopError(error, 'QUEUE_LOCKED')) {
+    // Another consumer holds the exclusive lock: come back when it expires, or sooner.
+    const expiresAt = Number(error.body?.lock_expires_at);
+    const untilExpiry = Number.isFinite(expiresAt) ? expiresAt * 1000 - Date.now() : options.idleDelayMs;
+    await idle(Math.max(50, Math.min(untilExpiry, options.idleDelayMs)), stopping);
+  } else {
+    report(error);
+    await idle(options.idleDelayMs, stopping);
+  }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+export function idle(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** Today's API: one `pop` of `depth` items under one lock per `take`, settled one lock at a time. */
 export class PollingSource<T extends object> implements LockSource<T> {
   constructor(
-    private readonly queue: Queue<T>,
-    private readonly options: SourceOptions,
-    private readonly stopping: AbortSignal,
-    private readonly report: Report,
+    protected readonly queue: Queue<T>,
+    protected readonly options: SourceOptions,
+    protected readonly stopping: AbortSignal,
+    protected readonly report: Report,
   ) {}
 
   async take(wait: boolean): Promise<Take<T>> {
@@ -100,22 +146,18 @@ export class PollingSource<T extends object> implements LockSource<T> {
       });
     } catch (error) {
       if (this.stopping.aborted) return { stopped: true };
-      if (options.includeHeaders && isPushpopError(error, 'VALIDATION_FAILED') && /include_headers/.test(error.message)) {
-        // A service older than item headers refuses the parameter by name: pop without it.
-        options.includeHeaders = false;
-        return { nothing: 'busy' };
-      }
-      if (isPushpopError(error, 'QUEUE_LOCKED')) {
-        // Another consumer holds the exclusive lock: come back when it expires, or sooner.
-        const expiresAt = Number(error.body?.lock_expires_at);
-        const untilExpiry = Number.isFinite(expiresAt) ? expiresAt * 1000 - Date.now() : options.idleDelayMs;
-        await this.idle(Math.max(50, Math.min(untilExpiry, options.idleDelayMs)));
-      } else {
-        this.report(error);
-        await this.idle(options.idleDelayMs);
-      }
+      await popFailed(error, options, this.stopping, this.report);
       return this.stopping.aborted ? { stopped: true } : { nothing: 'busy' };
     }
+    const taken = await this.taken(result);
+    // A short poll must not spin on an empty queue.
+    if ('nothing' in taken && taken.nothing === 'empty' && wait && options.waitSeconds === 0) await idle(options.idleDelayMs, this.stopping);
+    return taken;
+  }
+
+  /** What a pop's answer gives a slot. */
+  protected async taken(result: PopResult<T>): Promise<Take<T>> {
+    const { options } = this;
     if (result.lock_id && this.stopping.aborted) {
       // Answered as close() began: the items go straight back, without the queue's retry delay.
       await this.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
@@ -123,11 +165,9 @@ export class PollingSource<T extends object> implements LockSource<T> {
     }
     if (!result.lock_id || result.items.length === 0) {
       if (result.paused || result.limited) {
-        await this.idle(options.idleDelayMs);
+        await idle(options.idleDelayMs, this.stopping);
         return { nothing: 'busy' };
       }
-      // A short poll must not spin on an empty queue.
-      if (wait && options.waitSeconds === 0) await this.idle(options.idleDelayMs);
       return { nothing: 'empty' };
     }
     const deliveries = result.items.map((item, i) => ({
@@ -151,19 +191,42 @@ export class PollingSource<T extends object> implements LockSource<T> {
   }
 
   async close(): Promise<void> {}
+}
 
-  /** Waits `ms`, or less when the consumer stops. */
-  private idle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.stopping;
-      if (signal.aborted) return resolve();
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
+/**
+ * An exclusive queue on a service with `next` on acknowledge: each acknowledgement pops the
+ * queue's next lock in the same request, so a slot moves one item per round trip. The pop's
+ * answer is what the slot's next `take` gives (an empty answer tells it the queue ran dry);
+ * `close` gives back a lock so popped that no slot took.
+ */
+export class NextSource<T extends object> extends PollingSource<T> {
+  private ready: PopResult<T> | undefined;
+
+  override async take(wait: boolean): Promise<Take<T>> {
+    const next = this.ready;
+    this.ready = undefined;
+    return next ? this.taken(next) : super.take(wait);
+  }
+
+  override async acknowledge(lockId: string): Promise<void> {
+    if (this.stopping.aborted) {
+      await this.queue.acknowledge(lockId);
+      return;
+    }
+    const { depth, ttlSeconds, includeHeaders } = this.options;
+    const answer = await this.queue.acknowledge(lockId, { next: { depth, ttlSeconds, includeHeaders } });
+    if (!answer.next) return;
+    if (this.stopping.aborted) await this.giveBack(answer.next);
+    else this.ready = answer.next;
+  }
+
+  override async close(): Promise<void> {
+    const next = this.ready;
+    this.ready = undefined;
+    if (next) await this.giveBack(next);
+  }
+
+  private async giveBack(result: PopResult<T>): Promise<void> {
+    if (result.lock_id) await this.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
   }
 }

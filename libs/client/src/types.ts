@@ -37,6 +37,11 @@ export interface PopOptions {
   waitSeconds?: number;
   /** Answer each item's headers. */
   includeHeaders?: boolean;
+  /**
+   * With `requireAck` on a shared queue: each item under a lock of its own (`lock_ids`, parallel
+   * to `items`), the contract's fourth additions ({@link Capabilities.lockPerItem}).
+   */
+  lockPerItem?: boolean;
 }
 
 /** A pop's answer, items typed; `paused` and `limited` mean "nothing now, poll again". */
@@ -45,6 +50,8 @@ export interface PopResult<T> {
   count: number;
   locked?: boolean;
   lock_id?: string;
+  /** A pop with `lockPerItem`: each item's lock, parallel to `items` (and no `lock_id`). */
+  lock_ids?: string[];
   lock_expires_at?: number;
   delivery_counts?: number[];
   headers?: Record<string, string>[];
@@ -75,6 +82,41 @@ export interface ReleaseOptions {
    * `delaySeconds`. See {@link Capabilities.deadLetterRelease}.
    */
   deadLetter?: boolean;
+}
+
+/** What `acknowledge` pops in the same request once the acknowledgement succeeded (`next`, {@link Capabilities.acknowledgeNext}). */
+export interface NextPop {
+  depth?: number;
+  ttlSeconds?: number;
+  lockPerItem?: boolean;
+  includeHeaders?: boolean;
+}
+
+export interface AcknowledgeResult<T> {
+  success: boolean;
+  items_acknowledged?: number;
+  /** With `next`: that pop's answer. */
+  next?: PopResult<T>;
+}
+
+/** One lock's result in an `acknowledge/batch` or `release/batch` answer: what the single call would answer for it. */
+export interface LockResult {
+  lock_id: string;
+  status: number;
+  error_code?: string;
+  message?: string;
+  items_acknowledged?: number;
+  items_returned?: number;
+  items_delayed?: number;
+  items_dead_lettered?: number;
+}
+
+export interface BatchSettleResult {
+  success: boolean;
+  items_acknowledged?: number;
+  results: LockResult[];
+  /** An acknowledgement with `next`: that pop's answer. */
+  next?: PopResult<never>;
 }
 
 export interface RedriveResult {

@@ -161,6 +161,8 @@ describe('QueueCore', () => {
               }
               expect(model.lock, label).toBeUndefined();
               if ('unavailable' in outcome || 'busy' in outcome) continue;
+              // No lock per item is asked for here: an exclusive-mode queue never refuses this pop.
+              if ('perItemRefused' in outcome) throw new Error(`${label}: a pop without locks per item refused as one`);
               const expected = model.pop(outcome.items.length);
               // Items carry where they were pushed and their deliveries besides; the model knows priority and JSON.
               expect(

@@ -1,0 +1,86 @@
+import type { Queue } from './client.js';
+import { PushpopError } from './errors.js';
+import type { BatchSettleResult, LockResult } from './types.js';
+
+interface Waiting {
+  lockId: string;
+  resolve(result: LockResult): void;
+  reject(error: unknown): void;
+}
+
+/** At most this many lock ids per request (the contract's limit). */
+const MAX_LOCKS = 1000;
+
+/**
+ * Settles locks of one queue through a batch route (`acknowledge/batch`, `release/batch`), with
+ * the same body fields for all (a release's delay, `dead_letter`): a lock settled while none of
+ * this batcher's requests is in flight goes out at once; locks settled while one is in flight go
+ * out together once it is answered. No timer: settling never waits for company. Each caller
+ * gets its own lock's result, or a {@link PushpopError} made of it when its status is not 200.
+ */
+export class LockBatcher {
+  private waiting: Waiting[] = [];
+  private inFlight: Promise<void> | undefined;
+
+  constructor(
+    private readonly queue: Queue<object>,
+    private readonly route: '/queue/{queue_id}/acknowledge/batch' | '/queue/{queue_id}/release/batch',
+    private readonly fields: Record<string, unknown> = {},
+    /** More fields, decided as each request goes out (an acknowledgement's `next`), and what to do with its whole answer. */
+    private readonly each: { fields?: () => Record<string, unknown>; answered?: (answer: BatchSettleResult) => Promise<void> } = {},
+  ) {}
+
+  /** Settles `lockId`; resolves with its result when it is 200, rejects with its error otherwise. */
+  settle(lockId: string): Promise<LockResult> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ lockId, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Settles many locks; each one's result or error, in order. */
+  settleAll(lockIds: string[]): Promise<PromiseSettledResult<LockResult>[]> {
+    return Promise.allSettled(lockIds.map((lockId) => this.settle(lockId)));
+  }
+
+  /** Resolves when nothing is waiting or in flight. */
+  async idle(): Promise<void> {
+    while (this.inFlight) await this.inFlight;
+  }
+
+  private pump(): void {
+    if (this.inFlight || this.waiting.length === 0) return;
+    const batch = this.waiting.splice(0, MAX_LOCKS);
+    this.inFlight = this.send(batch).finally(() => {
+      this.inFlight = undefined;
+      this.pump();
+    });
+  }
+
+  private async send(batch: Waiting[]): Promise<void> {
+    let answer: BatchSettleResult;
+    try {
+      answer = await this.queue.client.call({
+        method: 'POST',
+        path: this.route,
+        params: { path: { queue_id: this.queue.id } },
+        body: { lock_ids: batch.map((w) => w.lockId), ...this.fields, ...this.each.fields?.() },
+      });
+    } catch (error) {
+      for (const w of batch) w.reject(error);
+      return;
+    }
+    await this.each.answered?.(answer);
+    const byId = new Map((answer.results ?? []).map((r) => [r.lock_id, r]));
+    const what = `POST ${this.route.replace('{queue_id}', encodeURIComponent(this.queue.id))}`;
+    for (const w of batch) {
+      const result = byId.get(w.lockId);
+      if (!result) w.reject(new PushpopError(`${what}: no result for lock ${w.lockId}`, 0, 'NO_RESULT'));
+      else if (result.status >= 200 && result.status < 300) w.resolve(result);
+      else {
+        const code = result.error_code ?? `HTTP_${result.status}`;
+        w.reject(new PushpopError(`${what}: lock ${w.lockId}: ${result.status} ${code}: ${result.message ?? ''}`.trim(), result.status, code, { ...result }));
+      }
+    }
+  }
+}

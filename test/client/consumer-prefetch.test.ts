@@ -1,0 +1,228 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Consumer, type ConsumerOptions, type Handler, PushpopClient } from '@pushpop/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { buildClient, type ClientBuild, waitFor } from './client-support.js';
+
+interface Job {
+  n: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * What the service has (the committed openapi.json says so: consumer-failures.test.ts). The
+ * service these tests start in-process documents its DTOs' fields without the Nest CLI's
+ * OpenAPI plugin, so its own document does not show them: the clients are told.
+ */
+const FOURTH = { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true };
+
+/**
+ * The Consumer on a service with the contract's fourth additions: a shared queue's items popped
+ * many at a time under per-item locks into a prefetch, acknowledged in batches; an exclusive
+ * queue acknowledged with `next`.
+ */
+describe(`Consumer with per-item locks and batch acknowledgements (${databaseKind})`, () => {
+  let svc: TestService;
+  let client: PushpopClient;
+  let build: ClientBuild;
+  const consumers: Consumer<Job>[] = [];
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
+    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH });
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(consumers.map((c) => c.close(100)));
+    await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+    build?.remove();
+  });
+
+  async function fill(queueId: string, count: number): Promise<void> {
+    const queue = client.queue<Job>(queueId);
+    for (let i = 0; i < count; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ item: { n: i + k } })));
+  }
+
+  async function settled(queueId: string): Promise<{ count: number; locked: number; delayed: number }> {
+    const info = await client.queue(queueId).info();
+    return { count: info.count, locked: info.lock?.item_count ?? info.locks?.item_count ?? 0, delayed: info.delayed };
+  }
+
+  function consume(on: PushpopClient, queueId: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
+    const consumer = on.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
+    consumers.push(consumer);
+    return consumer;
+  }
+
+  for (const mode of ['shared', 'exclusive'] as const) {
+    it(`concurrency 8, 10% failing once (${mode}): each item succeeds exactly once, the failed ones once more after the backoff, none lost`, async () => {
+      const q = uniqueQueueId(`trial4-${mode}`);
+      const total = mode === 'exclusive' ? 200 : 1000;
+      await client.queue(q).updateSettings({ lock_mode: mode });
+      await fill(q, total);
+      const fails = (n: number) => n % 10 === 3;
+      const calls = new Map<number, number[]>();
+      const successes = new Map<number, number>();
+      const consumer = consume(
+        client,
+        q,
+        async ({ item, deliveryCount }) => {
+          calls.set(item.n, [...(calls.get(item.n) ?? []), deliveryCount]);
+          await sleep(Math.random() * 2);
+          if (fails(item.n) && deliveryCount === 1) throw new Error(`item ${item.n} fails once`);
+          successes.set(item.n, (successes.get(item.n) ?? 0) + 1);
+        },
+        { concurrency: 8 },
+      );
+      consumer.on('warning', () => undefined);
+      await waitFor('every item done', () => consumer.stats.completed === total, 90_000);
+      await consumer.close();
+      expect(successes.size).toBe(total);
+      expect([...successes.values()].every((n) => n === 1)).toBe(true);
+      for (const [n, deliveries] of calls) expect(deliveries).toEqual(fails(n) ? [1, 2] : [1]);
+      expect(consumer.stats).toMatchObject({ completed: total, retrying: total / 10, failed: 0, lockLost: 0 });
+      expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
+    });
+  }
+
+  it('no item is acknowledged before its handler finished: every lock id an acknowledgement request carries is of a finished handler', async () => {
+    const q = uniqueQueueId('ack-after');
+    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    const total = 400;
+    await fill(q, total);
+    const finished = new Set<string>();
+    const early: string[] = [];
+    const acknowledged: string[] = [];
+    const routes: string[] = [];
+    // The consumer's own requests, seen as they leave: an acknowledgement names finished locks only.
+    const watched = new PushpopClient({
+      baseUrl: svc.url,
+      capabilities: FOURTH,
+      fetch: async (input, init) => {
+        const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+        routes.push(new URL(url).pathname.replace(`/queue/${q}`, ''));
+        if (/\/acknowledge(\/batch)?$/.test(url) && typeof init?.body === 'string') {
+          const body = JSON.parse(init.body) as { lock_id?: string; lock_ids?: string[] };
+          for (const lockId of body.lock_ids ?? [body.lock_id!]) {
+            acknowledged.push(lockId);
+            if (!finished.has(lockId)) early.push(lockId);
+          }
+        }
+        return fetch(input, init);
+      },
+    });
+    const consumer = consume(
+      watched,
+      q,
+      async ({ lockId }) => {
+        await sleep(Math.random() * 3);
+        finished.add(lockId);
+      },
+      { concurrency: 8 },
+    );
+    await waitFor('all handled', () => consumer.stats.completed === total, 60_000);
+    await consumer.close();
+    expect(early).toEqual([]);
+    expect(acknowledged).toHaveLength(total);
+    expect(new Set(acknowledged).size).toBe(total);
+    // Many items per round trip: pops of many per-item locks, acknowledgements in batches.
+    expect(routes.filter((r) => r === '/acknowledge/batch').length).toBeLessThan(total / 2);
+    expect(routes.filter((r) => r === '/pop').length).toBeLessThan(total / 4);
+    expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
+  });
+
+  it('close() gives the prefetched items back at once, while the running handler finishes and is acknowledged', async () => {
+    const q = uniqueQueueId('close-prefetch');
+    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await fill(q, 30);
+    const started: number[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const consumer = consume(
+      client,
+      q,
+      async ({ item }) => {
+        started.push(item.n);
+        await gate;
+      },
+      { concurrency: 1, prefetch: 10 },
+    );
+    await waitFor('the first handler running', () => started.length === 1);
+    // One running, ten prefetched: eleven locked.
+    await waitFor('the prefetch filled', async () => (await settled(q)).locked === 11, 5_000);
+    const closing = consumer.close();
+    // The ten waiting come back while the running handler still runs.
+    await waitFor('the prefetched items back', async () => (await settled(q)).count === 29, 3_000);
+    expect((await settled(q)).locked).toBe(1);
+    release();
+    await closing;
+    expect(started).toEqual([0]);
+    expect(consumer.stats.completed).toBe(1);
+    expect(await settled(q)).toEqual({ count: 29, locked: 0, delayed: 0 });
+    // They were given back without a failure: their delivery count is not held against them.
+    const popped = await client.queue<Job>(q).pop({ depth: 1, requireAck: true });
+    expect(popped.items).toEqual([{ n: 1 }]);
+  });
+
+  it('a consumer killed with SIGKILL holding prefetched items and finished, unacknowledged ones loses none: they come back after the TTL', async () => {
+    const q = uniqueQueueId('killed-prefetch');
+    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await fill(q, 40);
+    const dir = mkdtempSync(join(tmpdir(), 'pushpop-consumer-'));
+    const script = join(dir, 'consumer.mjs');
+    // Its acknowledgements never leave (a fetch that holds them): its handlers finish, their items stay locked.
+    writeFileSync(
+      script,
+      `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
+const client = new PushpopClient({
+  baseUrl: process.env.PUSHPOP_URL,
+  capabilities: ${JSON.stringify(FOURTH)},
+  fetch: (input, init) => (String(input).includes('/acknowledge') ? new Promise(() => {}) : fetch(input, init)),
+});
+client.consume(process.env.QUEUE, ({ item }) => void process.stdout.write('finished ' + item.n + '\\n'), { concurrency: 4, prefetch: 12, ttlSeconds: 2, waitSeconds: 1 });
+`,
+    );
+    const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, QUEUE: q }, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor('the child finishing items', () => output.split('\n').filter(Boolean).length >= 4);
+    const held = await settled(q);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+    const finishedInChild = output.split('\n').filter(Boolean).length;
+    // It held more than it finished: prefetched ones too.
+    expect(held.locked).toBeGreaterThan(4);
+    expect(held.count + held.locked).toBe(40);
+    await waitFor('the items back after the TTL', async () => (await settled(q)).count === 40, 15_000);
+
+    const handled = new Map<number, number>();
+    const consumer = consume(client, q, ({ item, deliveryCount }) => void handled.set(item.n, deliveryCount), { concurrency: 4, ttlSeconds: 2 });
+    await waitFor('all forty handled', () => consumer.stats.completed === 40, 30_000);
+    await consumer.close();
+    expect([...handled.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, n) => n));
+    expect(finishedInChild).toBeGreaterThanOrEqual(4);
+    expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
+  });
+
+  it('an exclusive queue: one request per item, acknowledging and popping the next together, in order', async () => {
+    const q = uniqueQueueId('ack-next');
+    await fill(q, 50);
+    const order: number[] = [];
+    const watched = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH });
+    const consumer = consume(watched, q, ({ item }) => void order.push(item.n));
+    await waitFor('all handled', () => consumer.stats.completed === 50, 30_000);
+    await consumer.close();
+    expect(order).toEqual(Array.from({ length: 50 }, (_, n) => n));
+    // settings, the first pop, then an acknowledgement per item (carrying the next pop), and the look that finds it empty
+    expect(watched.requests).toBeLessThanOrEqual(50 + 6);
+    expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
+  });
+});
