@@ -35,11 +35,14 @@ export interface ConsumerOptions {
   batchSize?: number;
   /**
    * Shared queues, on a service with per-item locks and batch settling: items popped ahead of
-   * the handlers, each under its own lock (default `concurrency`, at least 8: the consumer then
-   * holds at most `concurrency + prefetch` locks besides those of finished items whose
-   * acknowledgement is on its way). More means more items per round trip, and more items waiting
-   * (their locks extended) where another consumer could have taken them; 0 pops one item per
-   * slot as a service without per-item locks makes it. `close()` gives them back at once.
+   * the handlers, each under its own lock (default twice `concurrency`, at least 64: the consumer
+   * then holds at most `concurrency + prefetch` locks besides those of finished items whose
+   * acknowledgement is on its way). More means more items per round trip (measured at
+   * concurrency 1 on one machine: prefetch 16, 32, 64 moved about 2,100, 3,000, 4,300 items/s with
+   * no-op handlers), and more items waiting (their locks extended) where another consumer could
+   * have taken them: with handlers that take seconds, or several consumers sharing a short
+   * queue, keep it near `concurrency`. 0 pops one item per slot as a service without per-item
+   * locks makes it. `close()` gives them back at once.
    */
   prefetch?: number;
   /** The lock's time to live, 1–300 (default 30). */

@@ -124,7 +124,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       if (mode === 'shared' && this.options.batchSize !== undefined && this.options.batchSize > 1) {
         this.warn(`batchSize applies to exclusive queues; queue ${this.queue.id} is shared, so every item has a lock of its own`);
       }
-      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(8, this.options.concurrency)) : 0;
+      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(64, 2 * this.options.concurrency)) : 0;
       const source = createLockSource(
         this.queue,
         mode,
