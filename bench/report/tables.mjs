@@ -8,6 +8,7 @@ import { runRows } from '../common/results.mjs';
 import { median } from '../common/util.mjs';
 import { ACK_TTL_SECONDS } from '../scenarios/ackpop.mjs';
 import { sqlEnqueueTable } from '../scenarios/sqlenq.mjs';
+import { fairTable } from '../scenarios/fair.mjs';
 import { clientTables } from './clients.mjs';
 import { IDLE_TRANSACTIONS_TARGET } from '../scenarios/idle.mjs';
 
@@ -184,6 +185,7 @@ export function sideTables(targets) {
     },
     { title: longPollTitle(), mdTitle: `${longPollTitle()}.`, headers: LONGPOLL_HEADERS, rows: longPollCells(targets), right: LONGPOLL_RIGHT },
     { title: idleTitle(), mdTitle: `${idleTitle()}.`, headers: IDLE_HEADERS, rows: idleCells(targets), right: IDLE_HEADERS.map((_, i) => i > 0) },
+    fairTable(targets),
     sqlEnqueueTable(targets),
     ...clientTables(),
   ];

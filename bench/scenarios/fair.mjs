@@ -9,7 +9,7 @@ import pg from 'pg';
 import { CONFIG } from '../common/config.mjs';
 import { fmtNum } from '../common/format.mjs';
 import { problems, runRows, runState } from '../common/results.mjs';
-import { errorText, forEachLimit, progress, round, summarize } from '../common/util.mjs';
+import { errorText, forEachLimit, median, progress, round, summarize } from '../common/util.mjs';
 import { pushpopDatabaseUrl } from '../targets/postgres.mjs';
 
 /** Sizes, each configurable (bench/common/config.mjs): the full run is long (a million queues); a smoke run sets them small. */
@@ -165,4 +165,40 @@ export async function scenarioFair(target, roundNo) {
   } finally {
     await db.end().catch(() => undefined);
   }
+}
+
+/** The fair rows of the report: per target, medians over the rounds of each measurement and of the two ratios. */
+export function fairTable(targets) {
+  const rowsOut = [];
+  for (const t of targets) {
+    const rows = runRows.filter((r) => r.target === t.name && r.scenario === 'fair' && !r.failed);
+    if (rows.length === 0) continue;
+    const of = (name) => rows.filter((r) => r.name === name);
+    const pops = (name) => median(of(name).map((r) => r.pops_per_s));
+    const cell = (name) =>
+      of(name).length === 0
+        ? '-'
+        : `${fmtNum(pops(name))} (${round(median(of(name).map((r) => r.latency_ms.p50)), 1)} / ${round(median(of(name).map((r) => r.latency_ms.p99)), 1)})`;
+    const ratio = (a, b) => (of(a).length === 0 || of(b).length === 0 ? '-' : `${round(pops(a) / pops(b), 2)}×`);
+    rowsOut.push([
+      t.name,
+      cell('fair-prefix'),
+      cell('known-ids'),
+      ratio('fair-prefix', 'known-ids'),
+      cell('empty-none'),
+      cell('empty-many'),
+      ratio('empty-none', 'empty-many'),
+    ]);
+  }
+  const title = `Fair pops (pushpop only): POST /queues/pop?prefix= with ${CONFIG.fairConnections} connections; ${fmtNum(FAIR.ready)} ready among ${fmtNum(FAIR.queues)} queues against pops on those known ids, then ${fmtNum(FAIR.ready)} ready queues alone against the same with ${fmtNum(FAIR.empty)} empty queues under the prefix; pops/s (p50 / p99 ms), medians over ${CONFIG.rounds} round(s); goals: fair ≥ 0.8× known ids, none ÷ many ≤ 1.2×`;
+  const headers = [
+    'target',
+    'fair pops',
+    'pops on known ids',
+    'fair / known',
+    'fair, no empty queues',
+    `fair, ${fmtNum(FAIR.empty)} empty queues`,
+    'none / many',
+  ];
+  return { title, mdTitle: `${title}.`, headers, rows: rowsOut, right: headers.map((_, i) => i > 0) };
 }
