@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { ValidationFailedError } from '../common/errors.js';
 import { Clock } from '../common/clock.js';
 import { popOp, releaseOp } from './core/queue-ops.js';
 import type { PopResponseDto } from './dto/queue-responses.dto.js';
@@ -53,7 +52,6 @@ export class FairPopService {
 
   /** Pops from the next ready queue under `prefix`: a queue pop's answer plus `queue_id`, or no items (and no `queue_id`). */
   async pop(prefix: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
-    if (options.lockPerItem && !options.requireAck) throw new ValidationFailedError('lock_per_item needs require_ack=true');
     const poll = options.waitSeconds > 0 ? this.events.registerPrefix(prefix, clientGone) : undefined;
     const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
     try {
@@ -77,7 +75,7 @@ export class FairPopService {
 
   /** One pass over the prefix's candidates, from where its round stands. */
   private async pass(prefix: string, options: PopOptions, clientGone?: AbortSignal): Promise<Pass> {
-    const ack = options.requireAck ? this.turns.ack(options.depth, options.ttlSeconds, options.lockPerItem) : undefined;
+    const ack = this.turns.popAck(options);
     const take = popOp(options.depth, ack, clientGone);
     // Candidates read before this pass may miss queues that became ready since: the pass ends
     // when a candidate read during it comes round again (all the ring seen), or none is ready.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
-import { QueueBusyError } from '../common/errors.js';
+import { QueueBusyError, ValidationFailedError } from '../common/errors.js';
 import type { PopAck, PopOutcome } from './core/queue-core.js';
 import type { PushOutcome } from './core/outcomes.js';
 import type { NewItem } from './core/types.js';
@@ -55,6 +55,12 @@ export class QueueTurns {
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     const lock = { lockId: newLockId(), ttlMs: ttlSeconds * 1000, maxLocks };
     return lockPerItem ? { ...lock, itemLockIds: Array.from({ length: depth }, newLockId) } : lock;
+  }
+
+  /** The lock (or locks) a pop asks for; none without `requireAck`, and `lockPerItem` without it is 400. */
+  popAck(options: PopHow & { readonly depth: number; readonly ttlSeconds: number }): PopAck | undefined {
+    if (options.lockPerItem && !options.requireAck) throw new ValidationFailedError('lock_per_item needs require_ack=true');
+    return options.requireAck ? this.ack(options.depth, options.ttlSeconds, options.lockPerItem) : undefined;
   }
 
   /** A pop's answer; one limited by a delivery limit is counted by its reason. */

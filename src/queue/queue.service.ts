@@ -179,10 +179,9 @@ export class QueueService {
    * without delay (a release with `delayMs` 0), rather than holding the items for its TTL.
    */
   async pop(queueId: string, options: PopOptions, clientGone?: AbortSignal): Promise<PopResponseDto> {
-    if (options.lockPerItem && !options.requireAck) throw new ValidationFailedError('lock_per_item needs require_ack=true');
+    const ack = this.turns.popAck(options);
     const poll = options.waitSeconds > 0 ? this.events.register(queueId, clientGone) : undefined;
     const deadline = this.clock.now() + (poll ? options.waitSeconds * 1000 : 0);
-    const ack = options.requireAck ? this.turns.ack(options.depth, options.ttlSeconds, options.lockPerItem) : undefined;
     const take = popOp(options.depth, ack, clientGone);
     try {
       // Found empty by the first look: what a turn on the empty queue would have taken. Not for
