@@ -7,7 +7,11 @@ export const METRICS = {
   operationDuration: { name: 'pushpop_operation_duration_seconds', help: 'HTTP operation latency, including long-poll waits', labels: ['operation'] },
   itemsPushed: { name: 'pushpop_items_pushed_total', help: 'Items pushed (committed)' },
   itemsPopped: { name: 'pushpop_items_popped_total', help: 'Items popped, with or without acknowledgement' },
-  acknowledgements: { name: 'pushpop_acknowledgements_total', help: 'Acknowledge calls by result (ok or the error_code)', labels: ['result'] },
+  acknowledgements: {
+    name: 'pushpop_acknowledgements_total',
+    help: 'Locks named by acknowledge and acknowledge/batch, one per lock id, by result: ok or the error_code that lock was answered',
+    labels: ['result'],
+  },
   itemsAcknowledged: { name: 'pushpop_items_acknowledged_total', help: 'Items removed for good by acknowledgement' },
   lockExpirations: { name: 'pushpop_lock_expirations_total', help: 'Acknowledgement locks that expired' },
   itemsRedelivered: {

@@ -14,13 +14,11 @@ export class MetricsService implements OnModuleInit {
   readonly registry: Registry;
   readonly operations: Counter;
   readonly operationDuration: Histogram;
-  readonly acknowledgements: Counter;
 
   constructor(metricsRegistry: MetricsRegistry) {
     const registers = [(this.registry = metricsRegistry.registry)];
     this.operations = new Counter({ ...METRICS.operations, labelNames: METRICS.operations.labels, registers });
     this.operationDuration = new Histogram({ ...METRICS.operationDuration, labelNames: METRICS.operationDuration.labels, buckets: LATENCY_BUCKETS, registers });
-    this.acknowledgements = new Counter({ ...METRICS.acknowledgements, labelNames: METRICS.acknowledgements.labels, registers });
   }
 
   onModuleInit(): void {

@@ -58,6 +58,5 @@ export class OperationMetrics implements OnModuleInit {
     const outcome = reply.statusCode < 400 ? 'ok' : (this.errorCodes.get(request) ?? (reply.statusCode < 500 ? 'CLIENT_ERROR' : 'INTERNAL_ERROR'));
     this.metrics.operations.inc({ operation, outcome });
     this.metrics.operationDuration.observe({ operation }, reply.elapsedTime / 1000);
-    if (operation === 'acknowledge') this.metrics.acknowledgements.inc({ result: outcome });
   }
 }

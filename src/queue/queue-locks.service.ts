@@ -83,9 +83,11 @@ export class QueueLocksService {
 
   /** Removes the lock's items for good; with `next`, then pops in the same turn. */
   async acknowledge(queueId: string, lockId: unknown, next?: NextPopOptions): Promise<AcknowledgeResponseDto> {
+    if (typeof lockId !== 'string' || lockId === '') this.countAcknowledgement('LOCK_ID_REQUIRED');
     const id = requireLockId(lockId);
     const done = await this.turns.run(queueId, acknowledgeOp([id], this.nextPop(next)));
     if (done.perItemRefused) throw new ValidationFailedError('next.lock_per_item needs a queue in lock_mode shared');
+    this.countAcknowledgement(done.acknowledged[0]);
     const count = lockResult(done.acknowledged[0]);
     this.stats.itemsAcknowledged += count;
     const answer = QueueMapper.acknowledge(count);
@@ -104,6 +106,7 @@ export class QueueLocksService {
     let total = 0;
     const results = lockIds.map((lockId): AcknowledgeResultDto => {
       const result = lockId === '' ? 'LOCK_ID_REQUIRED' : byId.get(lockId)!;
+      this.countAcknowledgement(result);
       if (isProblem(result)) return problemResult(lockId, result);
       total += result;
       return { lock_id: lockId, status: 200, items_acknowledged: result };
@@ -111,6 +114,13 @@ export class QueueLocksService {
     this.stats.itemsAcknowledged += total;
     const popped = 'next' in done && done.next ? this.nextAnswer(done.next, next) : undefined;
     return QueueMapper.acknowledgeBatch(total, results, popped);
+  }
+
+  /** Counts one lock id an acknowledgement named, by its result (`pushpop_acknowledgements_total`). */
+  private countAcknowledgement(result: number | Problem): void {
+    const tally = this.stats.acknowledgements;
+    if (!isProblem(result)) tally.ok += 1;
+    else if (result !== 'NO_DEAD_LETTER_QUEUE') tally[result] += 1;
   }
 
   /** Sets the lock's expiry to now + ttl. */

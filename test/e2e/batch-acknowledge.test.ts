@@ -75,6 +75,8 @@ describe(`batch acknowledge and release, dead letters on purpose, acknowledge th
       const [l0, l1] = await perItem(svc.http, q, 2);
       const many = await lockItems(svc.http, q, { depth: 2 });
       const before = await metric(svc.http, 'pushpop_items_acknowledged_total');
+      const byResult = async (result: string): Promise<number> => metric(svc.http, `pushpop_acknowledgements_total{result="${result}"}`);
+      const [okBefore, notFoundBefore, requiredBefore] = [await byResult('ok'), await byResult('LOCK_NOT_FOUND'), await byResult('LOCK_ID_REQUIRED')];
       const res = await ackBatch(svc.http, q, { lock_ids: [many.lockId, 'no-such-lock', l1, '', l0] });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -89,6 +91,8 @@ describe(`batch acknowledge and release, dead letters on purpose, acknowledge th
         ],
       });
       expect(await metric(svc.http, 'pushpop_items_acknowledged_total')).toBe(before + 4);
+      // Each lock id named is counted by its result, as a single acknowledge of it would be.
+      expect([await byResult('ok'), await byResult('LOCK_NOT_FOUND'), await byResult('LOCK_ID_REQUIRED')]).toEqual([okBefore + 3, notFoundBefore + 1, requiredBefore + 1]);
       // Acknowledged twice: each is 404 now, as a single acknowledge answers.
       expect((await ackBatch(svc.http, q, { lock_ids: [l0, l1] })).body).toEqual({
         success: true,

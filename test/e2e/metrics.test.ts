@@ -47,6 +47,7 @@ describe('/metrics counts the queue operations', () => {
       pushed: sample(text, 'pushpop_items_pushed_total'),
       popped: sample(text, 'pushpop_items_popped_total'),
       acknowledged: sample(text, 'pushpop_items_acknowledged_total'),
+      acknowledgementsOk: sample(text, 'pushpop_acknowledgements_total{result="ok"}'),
     }).toEqual({
       pushOk: 1,
       pushInvalid: 1,
@@ -59,6 +60,7 @@ describe('/metrics counts the queue operations', () => {
       pushed: 3,
       popped: 3,
       acknowledged: 1,
+      acknowledgementsOk: 1,
     });
   });
 });

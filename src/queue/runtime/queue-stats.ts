@@ -10,6 +10,8 @@ export class QueueStats {
   itemsPushed = 0;
   itemsPopped = 0;
   itemsAcknowledged = 0;
+  /** Lock ids acknowledge and acknowledge/batch named, by result: `ok` or the error_code the lock was answered. */
+  readonly acknowledgements = { ok: 0, LOCK_ID_REQUIRED: 0, INVALID_LOCK_ID: 0, LOCK_NOT_FOUND: 0, LOCK_EXPIRED: 0 };
   lockExpirations = 0;
   /** Delayed items that came due and joined their priorities. */
   delayedItemsDue = 0;

@@ -24,6 +24,7 @@ export class RuntimeMetrics implements OnModuleInit {
     collectors.counter(METRICS.itemsPushed, () => stats.itemsPushed);
     collectors.counter(METRICS.itemsPopped, () => stats.itemsPopped);
     collectors.counter(METRICS.itemsAcknowledged, () => stats.itemsAcknowledged);
+    collectors.counter(METRICS.acknowledgements, () => stats.acknowledgements);
     collectors.counter(METRICS.lockExpirations, () => stats.lockExpirations);
     collectors.counter(METRICS.delayedItemsDue, () => stats.delayedItemsDue);
     collectors.counter(METRICS.duplicatesSkipped, () => stats.duplicatesSkipped);
