@@ -160,7 +160,7 @@ describe('batches of acknowledgements and releases', () => {
   it('as operations: declare their lock ids and weight, and the front when they pop after', () => {
     expect(acknowledgeOp(['a', 'b'])).toEqual({ kind: 'acknowledgeBatch', lockIds: ['a', 'b'], weight: 2 });
     const next = { depth: 3, ack: { lockId: 'n', ttlMs: 100 } };
-    expect(acknowledgeOp(['a'], next)).toEqual({ kind: 'acknowledgeBatch', lockIds: ['a'], weight: 1, next, readsFront: true });
+    expect(acknowledgeOp(['a'], next)).toEqual({ kind: 'acknowledgeBatch', lockIds: ['a'], weight: 1 + next.depth, next, readsFront: true });
     expect(releaseOp(['a', 'b', 'c'], { deadLetter: true })).toEqual({ kind: 'releaseBatch', lockIds: ['a', 'b', 'c'], weight: 3, deadLetter: true });
     expect(JSON.parse(JSON.stringify(releaseOp(['a'], { delayMs: 0 })))).toEqual(releaseOp(['a'], { delayMs: 0 }));
   });

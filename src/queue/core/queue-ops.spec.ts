@@ -42,6 +42,9 @@ describe('queue operations as data', () => {
       dedupIds: ['a', 'b'],
     });
     expect(popOp(5)).toEqual({ kind: 'pop', depth: 5, readsFront: true });
+    // Under a lock the items are written again (the lock's rows): they weigh on the turn as pushed items do.
+    expect(popOp(5, { lockId: 'L', ttlMs: 1000 })).toMatchObject({ weight: 5 });
+    expect(popOp(1, { lockId: 'L', ttlMs: 1000 })).not.toHaveProperty('weight');
     expect(redriveOp({ queueId: 'q', limit: 250, skip: 3 })).toMatchObject({ weight: 250 });
     expect(deleteQueueOp()).toEqual({ kind: 'deleteQueue', endsTurn: true });
   });

@@ -94,14 +94,19 @@ export function pushOp(items: readonly NewItem[], dedupWindowMs: number): QueueO
   return { kind: 'push', items, dedupWindowMs, ...(items.length !== 1 ? { weight: items.length } : {}), ...(dedupIds.length > 0 ? { dedupIds } : {}) };
 }
 
-/** A pop of up to `depth` items (under a new lock, or a lock per item, with `ack`), declaring that it reads the front. */
+/** What a pop of up to `depth` items adds to a turn's weight: under a lock it writes the items again (the lock's rows), else only takes them. */
+const popWeight = (depth: number, ack: PopAck | undefined): number => (ack ? depth : 1);
+
+/** A pop of up to `depth` items (under a new lock, or a lock per item, with `ack`), declaring that it reads the front and its weight. */
 export function popOp(depth: number, ack?: PopAck, clientGone?: ClientGone): QueueOp & { readonly kind: 'pop' } {
-  return { kind: 'pop', depth, readsFront: true, ...(ack ? { ack } : {}), ...(clientGone ? { clientGone } : {}) };
+  const weight = popWeight(depth, ack);
+  return { kind: 'pop', depth, readsFront: true, ...(weight !== 1 ? { weight } : {}), ...(ack ? { ack } : {}), ...(clientGone ? { clientGone } : {}) };
 }
 
-/** Acknowledging locks (then popping with `next`), declaring their ids, and the front when it pops. */
+/** Acknowledging locks (then popping with `next`), declaring their ids, the front when it pops, and the weight of both. */
 export function acknowledgeOp(lockIds: readonly string[], next?: NextPop): QueueOp & { readonly kind: 'acknowledgeBatch' } {
-  return { kind: 'acknowledgeBatch', lockIds, weight: lockIds.length, ...(next ? { next, readsFront: true } : {}) };
+  const weight = lockIds.length + (next ? popWeight(next.depth, next.ack) : 0);
+  return { kind: 'acknowledgeBatch', lockIds, weight, ...(next ? { next, readsFront: true } : {}) };
 }
 
 /** Releasing locks, declaring their ids. */
