@@ -92,7 +92,11 @@ describe(`batch acknowledge and release, dead letters on purpose, acknowledge th
       });
       expect(await metric(svc.http, 'pushpop_items_acknowledged_total')).toBe(before + 4);
       // Each lock id named is counted by its result, as a single acknowledge of it would be.
-      expect([await byResult('ok'), await byResult('LOCK_NOT_FOUND'), await byResult('LOCK_ID_REQUIRED')]).toEqual([okBefore + 3, notFoundBefore + 1, requiredBefore + 1]);
+      expect([await byResult('ok'), await byResult('LOCK_NOT_FOUND'), await byResult('LOCK_ID_REQUIRED')]).toEqual([
+        okBefore + 3,
+        notFoundBefore + 1,
+        requiredBefore + 1,
+      ]);
       // Acknowledged twice: each is 404 now, as a single acknowledge answers.
       expect((await ackBatch(svc.http, q, { lock_ids: [l0, l1] })).body).toEqual({
         success: true,
