@@ -187,7 +187,8 @@ export class QueueService {
       // Found empty by the first look: what a turn on the empty queue would have taken. Not for
       // locks per item: only a turn knows whether the queue's lock mode allows them.
       const look = poll && !options.lockPerItem && !(await this.wakeUps.needsTurn(queueId));
-      let looked: Extract<PopOutcome, { items: unknown }> | undefined = look ? { items: [] } : undefined;
+      // What the first look found, or the outcome of the pop a push's turn ran for this poll.
+      let looked: PopOutcome | undefined = look ? { items: [] } : undefined;
       for (;;) {
         const outcome = looked ?? (await this.turn(queueId, take));
         if ('perItemRefused' in outcome) throw new ValidationFailedError('lock_per_item needs a queue in lock_mode shared');
@@ -206,7 +207,12 @@ export class QueueService {
         if (!poll || outcome.items.length > 0 || remaining <= 0) return this.turns.popAnswer(outcome, options);
         // Waiting for pop budget: it comes with time, not with a wake-up, so the poll looks again when it is due.
         const retryInMs = 'retryInMs' in outcome ? outcome.retryInMs : undefined;
-        const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining);
+        // Waiting for items (not for budget), it offers its pop to a push's turn (see QueueEvents.handOff).
+        const end = await poll.wait(retryInMs !== undefined ? Math.min(remaining, retryInMs) : remaining, retryInMs === undefined ? take : undefined);
+        if (end === 'joined') {
+          looked = ((await poll.joined) as PopOutcome | undefined) ?? { items: [] };
+          continue;
+        }
         if (end === 'woken' || (end === 'timeout' && retryInMs !== undefined && deadline - this.clock.now() > 0)) continue;
         // Nothing came for the whole wait: the next poll on the queue may skip its first look.
         if (end === 'timeout' && outcome.items.length === 0 && !('paused' in outcome && outcome.paused) && !('limited' in outcome && outcome.limited))

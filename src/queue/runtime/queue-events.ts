@@ -1,11 +1,18 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { AppConfig } from '../../config/app-config.js';
+import type { Pending } from './turn-lines.js';
+import type { TurnOp } from './turn-op.js';
 
 /** What woke a long poll: a turn of this process left items, another process's push (a notification), or the periodic re-check. */
 export type WakeCause = 'local' | 'notification' | 'recheck';
 
-/** How a long poll's wait ended. */
-export type WaitEnd = 'woken' | 'timeout' | 'closed';
+/**
+ * How a long poll's wait ended. `joined`: a push of this process handed it items, its pop
+ * (the operation it offered, see {@link LongPoll.wait}) ran in the push's turn; its outcome is
+ * {@link LongPoll.joined}.
+ */
+export type WaitEnd = 'woken' | 'timeout' | 'closed' | 'joined';
 
 /**
  * A long poll, registered for its whole life: between its turns it waits with {@link wait}.
@@ -13,8 +20,14 @@ export type WaitEnd = 'woken' | 'timeout' | 'closed';
  * read and the wait (the turn may have read the queue before the push committed).
  */
 export interface LongPoll {
-  /** Resolves when woken, after `ms`, or on shutdown (at once if a wake-up came during the turn). */
-  wait(ms: number): Promise<WaitEnd>;
+  /**
+   * Resolves when woken, after `ms`, or on shutdown (at once if a wake-up came during the turn).
+   * With `take`, a push of this process to the queue may run it in its own turn, right after
+   * the push (one commit for both): the wait then ends `joined`.
+   */
+  wait(ms: number, take?: TurnOp): Promise<WaitEnd>;
+  /** The outcome of the operation that ran in a push's turn, after a wait ended `joined`; a turn that failed took nothing: undefined. */
+  readonly joined: Promise<unknown> | undefined;
   /**
    * The poll answers empty after waiting its whole time, nothing having woken it: its queue is
    * known to be empty (see {@link QueueEvents.isQuiet}) until something wakes it.
@@ -29,6 +42,9 @@ class Poll implements LongPoll {
   state: 'turn' | 'waiting' | 'closed' = 'turn';
   /** A wake-up that came during a look or a turn. */
   pending?: WakeCause;
+  /** While waiting: the operation it offers to run in a push's turn, and the async context to run it in. */
+  offer?: { op: TurnOp; context: <R>(fn: () => R) => R };
+  joined: Promise<unknown> | undefined;
   private timer?: NodeJS.Timeout;
   private resolve?: (end: WaitEnd) => void;
 
@@ -44,13 +60,15 @@ class Poll implements LongPoll {
     signal?.addEventListener('abort', this.onAbort, { once: true });
   }
 
-  wait(ms: number): Promise<WaitEnd> {
+  wait(ms: number, take?: TurnOp): Promise<WaitEnd> {
+    this.joined = undefined;
     if (this.state === 'closed' || this.events.closed || this.signal?.aborted) return Promise.resolve('closed');
     if (this.pending) {
       this.events.countWakeUp(this.pending);
       this.pending = undefined;
       return Promise.resolve('woken');
     }
+    this.offer = take ? { op: take, context: AsyncLocalStorage.snapshot() } : undefined;
     this.state = 'waiting';
     this.events.parked += 1;
     return new Promise((resolve) => {
@@ -59,10 +77,24 @@ class Poll implements LongPoll {
     });
   }
 
+  /**
+   * Ends the wait with its offered operation put in a push's turn: the operation to put in the
+   * line, answering {@link joined}.
+   */
+  join(): Pending {
+    const { op, context } = this.offer!;
+    let pending!: Pending;
+    // A turn that failed wrote nothing: for the poll, nothing was taken (it waits on).
+    this.joined = new Promise<unknown>((resolve) => (pending = { op, context, resolve, reject: () => resolve(undefined) }));
+    this.end('joined');
+    return pending;
+  }
+
   /** Ends the wait (the poll goes back to a turn, or answers). */
   end(how: WaitEnd): void {
     if (this.state !== 'waiting') return;
     clearTimeout(this.timer);
+    this.offer = undefined;
     this.state = 'turn';
     this.events.parked -= 1;
     const resolve = this.resolve!;
@@ -205,6 +237,26 @@ export class QueueEvents implements OnModuleDestroy {
       }
     }
     return woken;
+  }
+
+  /**
+   * A push of this process is joining its queue's line with `items` items to hand out: up to
+   * that many of the queue's waiting polls that offered an operation (the longest waiting
+   * first) end their wait `joined`, and their operations join the line right behind the push,
+   * so that the push's turn hands them the items (one commit instead of two, and no wake-up in
+   * between). The polls it passes over are woken as usual once the turn committed.
+   */
+  handOff(queueId: string, items: number): Pending[] {
+    const set = this.polls.get(queueId);
+    if (!set || items <= 0) return [];
+    const joiners: Pending[] = [];
+    for (const poll of set) {
+      if (joiners.length >= items) break;
+      if (poll.state !== 'waiting' || !poll.offer) continue;
+      this.countWakeUp('local');
+      joiners.push(poll.join());
+    }
+    return joiners;
   }
 
   /** @internal */

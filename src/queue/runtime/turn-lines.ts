@@ -36,6 +36,12 @@ const MAX_TURN_WEIGHT = 1000;
 export type RunTurn = (queueId: string, batch: Pending[]) => Promise<void>;
 
 /**
+ * Operations that join the line right behind one just put in it, in the same tick (so that a
+ * turn taking the one takes them too, bounds allowing): long polls handed a push's items.
+ */
+export type Joiners = (queueId: string, op: TurnOp) => Pending[];
+
+/**
  * The queues' lines: where an operation waits for a turn of its queue, and the one place it
  * waits. A line exists while a drain of it is under way; the drain runs turns one after the
  * other, each taking every operation waiting then, up to a bound (group commit), until it finds
@@ -55,16 +61,19 @@ export class TurnLines {
    * @param turns - the queues' mutex, held by a drain
    * @param runTurn - runs one turn over a batch taken from the line
    * @param failed - told of a turn that threw instead of answering its operations (the drain goes on)
+   * @param joiners - operations that join right behind an operation put in a line (not bounded by `maxPending`: they were waiting already)
    */
   constructor(
     private readonly maxPending: number,
     private readonly turns: KeyedMutex,
     private readonly runTurn: RunTurn,
     private readonly failed: (queueId: string, error: unknown) => void,
+    private readonly joiners: Joiners = () => [],
   ) {}
 
   /**
-   * Puts an operation in its queue's line, starting a drain if none is under way.
+   * Puts an operation in its queue's line, and those that join behind it (see {@link Joiners}),
+   * starting a drain if none is under way.
    * @throws QueueLineFull when `maxPending` operations already wait on the queue
    */
   add(queueId: string, pending: Pending): void {
@@ -72,10 +81,11 @@ export class TurnLines {
     if (line) {
       if (line.length >= this.maxPending) throw new QueueLineFull(queueId);
       pending.context = AsyncLocalStorage.snapshot();
-      line.push(pending);
+      line.push(pending, ...this.joiners(queueId, pending.op));
       return;
     }
-    this.lines.set(queueId, [pending]);
+    // Before the drain starts: its first turn takes the joiners with the operation.
+    this.lines.set(queueId, [pending, ...this.joiners(queueId, pending.op)]);
     // Errors are caught turn by turn inside the drain; this catch is for a bug in the drain itself.
     this.turns.run(queueId, () => this.drain(queueId)).catch((error: unknown) => this.failed(queueId, error));
   }

@@ -5,6 +5,7 @@ import { pushOp } from '../core/queue-ops.js';
 import type { NewItem, SegmentFetch } from '../core/types.js';
 import { ActorRegistry } from './actor-registry.js';
 import { AfterCommit } from './after-commit.js';
+import { QueueEvents } from './queue-events.js';
 import { QueueStats } from './queue-stats.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import { TurnAttempt } from './turn-attempt.js';
@@ -33,6 +34,8 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  *   expired locks) and then the operations run in arrival order against the queue's core, which
  *   decides everything in memory; the turn's changes are written in one statement, applied only
  *   if the queue's row still has the version the core was computed from, else attempted again;
+ * - **hand-off**: a push joining its queue's line brings the queue's waiting long polls in
+ *   behind it ({@link QueueEvents.handOff}), so the push's turn hands them its items;
  * - **after the commit** ({@link AfterCommit}): only then does any operation get its outcome (a
  *   refusal is an outcome like any other); counters, logs, wake-ups and notifications follow;
  * - **the offload carriage** (`OffloadCarriage`, used by the last two): segments saved to the
@@ -55,6 +58,7 @@ export class TurnRunner {
     private readonly attempts: TurnAttempt,
     private readonly afterCommit: AfterCommit,
     private readonly stats: QueueStats,
+    events: QueueEvents,
     @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
     @Optional() @Inject(TRACING) private readonly tracing?: Tracing,
   ) {
@@ -64,6 +68,8 @@ export class TurnRunner {
       registry.turns,
       (queueId, batch) => this.turn(queueId, batch),
       (queueId, error) => this.logger.error(`Turn of queue ${queueId} failed unexpectedly: ${message(error)}`),
+      // A push hands its items to the queue's waiting long polls in its own turn.
+      (queueId, op) => (op.kind === 'push' ? events.handOff(queueId, op.items.filter((item) => !item.delayMs).length) : []),
     );
   }
 
