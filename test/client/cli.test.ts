@@ -258,6 +258,53 @@ describe(`pushpop command line (${databaseKind})`, () => {
     expect({ count: info.count, lock: info.lock }).toEqual({ count: 0, lock: null });
   });
 
+  it('consume --prefix runs the command per item of the shared queues under the prefix, each event and PUSHPOP_QUEUE naming its queue', async () => {
+    const prefix = `${uniqueQueueId('cli-prefix')}:`;
+    const queues = [`${prefix}a`, `${prefix}b`];
+    for (const q of queues) {
+      await client.queue(q).updateSettings({ lock_mode: 'shared' });
+      await client.queue(q).pushBatch([1, 2, 3].map((n) => ({ item: { q, n } })));
+    }
+    const outside = prefix.slice(0, -1);
+    await client.queue(outside).push({ q: outside, n: 0 });
+    const out = join(dir, 'consumed-prefix.txt');
+    const child = spawn(
+      process.execPath,
+      [build.cliJs, '--json', 'consume', '--prefix', prefix, '--ttl', '5', '--wait', '1', '--', `echo "$PUSHPOP_QUEUE $(cat)" >> ${out}`],
+      {
+        env: { ...process.env, PUSHPOP_URL: svc.url },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await waitFor('six completed', () => stdout.split('\n').filter((l) => l.includes('"completed"')).length === 6);
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.once('exit', r))).toBe(0);
+    expect(stderr).toBe('');
+    const completed = stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { event: string; queue_id?: string; item?: { q: string; n: number } })
+      .filter((e) => e.event === 'completed');
+    expect(completed.every((e) => e.queue_id === e.item?.q)).toBe(true);
+    expect(completed.map((e) => `${e.item?.q} ${e.item?.n}`).sort()).toEqual(queues.flatMap((q) => [1, 2, 3].map((n) => `${q} ${n}`)));
+    const lines = readFileSync(out, 'utf8').trim().split('\n');
+    expect(lines).toHaveLength(6);
+    for (const line of lines) {
+      const [queueId, json] = [line.slice(0, line.indexOf(' ')), line.slice(line.indexOf(' ') + 1)];
+      expect((JSON.parse(json) as { q: string }).q).toBe(queueId);
+    }
+    for (const q of queues) expect((await client.queue(q).info()).count).toBe(0);
+    expect((await client.queue(outside).info()).count).toBe(1);
+    // Neither a queue nor --prefix: refused.
+    const refused = await pushpop(['consume']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('consume needs a queue, or --prefix');
+  });
+
   it('tail prints items as they are pushed', async () => {
     const q = uniqueQueueId('cli-tail');
     const child = spawn(process.execPath, [build.cliJs, '--json', 'tail', q], {

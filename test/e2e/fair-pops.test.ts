@@ -140,26 +140,39 @@ describe(`fair pops (${databaseKind})`, () => {
   it('a long poll wakes within 200 ms of a push to a queue created meanwhile under the prefix, and not for one outside it', async () => {
     const prefix = `${uniqueQueueId('fair-wait')}-`;
     const events = svc.app.get(QueueEvents);
-    const before = events.waiting;
-    const started = Date.now();
-    const polled = svc.http.post('/queues/pop').query({ prefix, wait_seconds: 10 });
-    const answered = new Promise<{ at: number; body: FairAnswer }>((resolve, reject) => {
-      polled.then((res) => resolve({ at: Date.now(), body: res.body as FairAnswer }), reject);
-    });
-    expect(await until(() => events.waiting > before, 10_000)).toBe(true);
+    /** A long poll on the prefix, once registered; `answered` resolves with when it was answered and its answer. */
+    const longPoll = async (): Promise<{ answered: Promise<{ at: number; body: FairAnswer }> }> => {
+      const before = events.waiting;
+      const polled = svc.http.post('/queues/pop').query({ prefix, wait_seconds: 10 });
+      const answered = new Promise<{ at: number; body: FairAnswer }>((resolve, reject) => {
+        polled.then((res) => resolve({ at: performance.now(), body: res.body as FairAnswer }), reject);
+      });
+      expect(await until(() => events.waiting > before, 10_000)).toBe(true);
+      return { answered };
+    };
+    const first = await longPoll();
     // A push to a queue outside the prefix (one that shares all but its last character) wakes nothing.
+    const waiting = events.waiting;
     await push(svc.http, prefix.slice(0, -1) + 'x');
     await new Promise((r) => setTimeout(r, 300));
-    expect(events.waiting).toBe(before + 1);
-    const queue = `${prefix}new`;
-    await push(svc.http, queue);
-    const pushed = Date.now();
-    const { at, body } = await answered;
-    expect(body).toEqual({ items: [{ q: queue }], count: 1, queue_id: queue });
-    // 200 ms is the contract's bound (the push's own commit wakes the poll); a loaded machine gets
-    // slack here, but a poll that only looked again on its own (every 5 s) would not pass.
-    expect(at - pushed).toBeLessThan(1000);
-    expect(at - started).toBeLessThan(10_000);
+    expect(events.waiting).toBe(waiting);
+    const latencies: number[] = [];
+    for (let trial = 0; trial < 7; trial++) {
+      const { answered } = trial === 0 ? first : await longPoll();
+      const queue = `${prefix}new-${trial}`;
+      const pushedAt = performance.now();
+      await push(svc.http, queue);
+      const { at, body } = await answered;
+      expect(body).toEqual({ items: [{ q: queue }], count: 1, queue_id: queue });
+      latencies.push(at - pushedAt);
+    }
+    latencies.sort((x, y) => x - y);
+    console.info(`fair-pop wake-up (${databaseKind}): ${latencies.map((l) => l.toFixed(1)).join(', ')} ms`);
+    // 200 ms is the contract's bound (the push's own commit wakes the poll; 13-21 ms on a quiet
+    // machine). The median of seven trials holds it; each trial gets slack for a loaded machine,
+    // but a poll that only looked again on its own (every 5 s) would fail both.
+    expect(latencies[3], `latencies ${latencies.map((l) => l.toFixed(0)).join(', ')} ms`).toBeLessThan(200);
+    expect(latencies.at(-1), `latencies ${latencies.map((l) => l.toFixed(0)).join(', ')} ms`).toBeLessThan(1000);
   });
 
   it('a long poll that finds nothing answers empty after its wait_seconds', async () => {

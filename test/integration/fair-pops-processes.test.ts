@@ -107,8 +107,9 @@ describe(`fair pops across processes (${databaseKind})`, () => {
     }
     latencies.sort((a, b) => a - b);
     console.info(`fair-pop cross-process wake-up (${databaseKind}): p50 ${percentile(latencies, 50).toFixed(1)} ms, max ${latencies.at(-1)!.toFixed(1)} ms`);
-    // 200 ms is the target; a loaded machine gets slack here, but the fallback re-check (5 s) would not pass.
-    expect(percentile(latencies, 50)).toBeLessThan(400);
+    // 200 ms is the contract's bound: the median of the ten holds it; each one gets slack for a
+    // loaded machine, but the fallback re-check (5 s) would pass neither.
+    expect(percentile(latencies, 50)).toBeLessThan(200);
     expect(latencies.at(-1)).toBeLessThan(1000);
   });
 });

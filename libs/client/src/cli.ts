@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { PushpopClient } from './client.js';
+import type { Handler } from './consumer.js';
 import { isPushpopError, PushpopError } from './errors.js';
 import type { Item, PopResult, QueueSettingsUpdate, Schedule } from './types.js';
 
@@ -320,22 +321,32 @@ export function program(json = false): Command {
   cli
     .command('consume')
     .description(
-      'run a shell command per item, the item as JSON on stdin: exit 0 acknowledges, anything else gives it back (retried with backoff, dead-lettered after --max-attempts)',
+      'run a shell command per item, the item as JSON on stdin: exit 0 acknowledges, anything else gives it back (retried with backoff, dead-lettered after --max-attempts). ' +
+        "With --prefix, of the shared queues whose ids start with it, taken in turn (fair pops): PUSHPOP_QUEUE and each event name the item's queue",
     )
-    .argument('<queue>')
-    .argument('<command...>', 'after --, the command and its arguments')
+    .argument('[queue]', 'the queue (none with --prefix)')
+    .argument('[command...]', 'after --, the command and its arguments')
+    .option('--prefix <prefix>', 'consume every shared queue whose id starts with this instead of one queue')
     .option('-c, --concurrency <n>', 'commands at once (shared queues; an exclusive queue takes one item at a time)', integer, 1)
     .option('--ttl <seconds>', 'lock time to live (extended while a command runs)', integer, 30)
     .option('--wait <seconds>', 'long-poll wait', integer, 20)
     .option('--max-attempts <n>', "attempts per item before it is dead-lettered (default: the queue's max_deliveries, else 5)", integer)
-    .action(async (queueId: string, command: string[], o: { concurrency: number; ttl: number; wait: number; maxAttempts?: number }) => {
-      const { client, opts } = connect();
-      const shell = command.join(' ');
-      let done = 0;
-      let failed = 0;
-      const consumer = client.consume(
-        queueId,
-        ({ item, deliveryCount, signal }) =>
+    .action(
+      async (
+        queueOrCommand: string | undefined,
+        rest: string[],
+        o: { prefix?: string; concurrency: number; ttl: number; wait: number; maxAttempts?: number },
+      ) => {
+        // With --prefix there is no queue: the first word after -- is the command's.
+        const prefix = o.prefix;
+        const words = prefix !== undefined && queueOrCommand !== undefined ? [queueOrCommand, ...rest] : rest;
+        if (prefix === undefined && queueOrCommand === undefined) throw new InvalidArgumentError('consume needs a queue, or --prefix');
+        if (words.length === 0) throw new InvalidArgumentError('consume needs the command to run per item, after --');
+        const { client, opts } = connect();
+        const shell = words.join(' ');
+        let done = 0;
+        let failed = 0;
+        const handler: Handler<Item> = ({ item, deliveryCount, signal, queueId }) =>
           new Promise<void>((resolve, reject) => {
             const child = spawn(shell, {
               shell: true,
@@ -350,45 +361,61 @@ export function program(json = false): Command {
             });
             child.stdin.on('error', () => {});
             child.stdin.end(`${JSON.stringify(item)}\n`);
-          }),
-        { concurrency: o.concurrency, ttlSeconds: o.ttl, waitSeconds: o.wait, ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}) },
-      );
-      const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-      const line = (value: Record<string, unknown>, text: string) => {
-        if (opts.json) print(true, value, () => '');
-        else process.stderr.write(`${text}\n`);
-      };
-      consumer.on('completed', ({ item, deliveryCount, lockId }) => {
-        done++;
-        if (opts.json) print(true, { event: 'completed', item, delivery_count: deliveryCount, lock_id: lockId }, () => '');
-        progress(`done ${done}, failed ${failed}`);
-      });
-      consumer.on('retrying', ({ item, deliveryCount, lockId, error, delaySeconds }) =>
-        line(
-          { event: 'retrying', item, delivery_count: deliveryCount, lock_id: lockId, delay_seconds: delaySeconds, error: message(error) },
-          `${message(error)}: retrying in ${delaySeconds} s`,
-        ),
-      );
-      consumer.on('failed', ({ item, deliveryCount, lockId, error, deadLettered, delaySeconds }) => {
-        failed++;
-        line(
-          { event: 'failed', item, delivery_count: deliveryCount, lock_id: lockId, dead_lettered: deadLettered, error: message(error) },
-          `${message(error)}: gave up after ${deliveryCount} attempt(s)${deadLettered ? ', dead-lettered' : `, no dead-letter queue: back in ${delaySeconds} s`}`,
+          });
+        const options = {
+          concurrency: o.concurrency,
+          ttlSeconds: o.ttl,
+          waitSeconds: o.wait,
+          ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}),
+        };
+        const consumer = prefix !== undefined ? client.consumePrefix(prefix, handler, options) : client.consume(queueOrCommand!, handler, options);
+        const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+        const line = (value: Record<string, unknown>, text: string) => {
+          if (opts.json) print(true, value, () => '');
+          else process.stderr.write(`${text}\n`);
+        };
+        // Of a prefix, every line names the item's queue.
+        const from = (queueId: string) => (prefix !== undefined ? `${queueId}: ` : '');
+        consumer.on('completed', ({ item, deliveryCount, lockId, queueId }) => {
+          done++;
+          const event = { event: 'completed', queue_id: queueId, item, delivery_count: deliveryCount, lock_id: lockId };
+          if (opts.json) print(true, event, () => '');
+          else if (prefix !== undefined) line(event, `${from(queueId)}done (delivery ${deliveryCount})`);
+          progress(`done ${done}, failed ${failed}`);
+        });
+        consumer.on('retrying', ({ item, deliveryCount, lockId, queueId, error, delaySeconds }) =>
+          line(
+            { event: 'retrying', queue_id: queueId, item, delivery_count: deliveryCount, lock_id: lockId, delay_seconds: delaySeconds, error: message(error) },
+            `${from(queueId)}${message(error)}: retrying in ${delaySeconds} s`,
+          ),
         );
-      });
-      consumer.on('deadLettered', ({ item, deliveryCount, lockId, deadLetterQueue }) => {
-        if (opts.json)
-          print(true, { event: 'dead_lettered', item, delivery_count: deliveryCount, lock_id: lockId, dead_letter_queue: deadLetterQueue }, () => '');
-      });
-      consumer.on('drained', () => {
-        if (opts.json) print(true, { event: 'drained' }, () => '');
-      });
-      consumer.on('error', (error) => line({ event: 'error', error: errorJson(error) }, message(error)));
-      consumer.on('warning', (warning) => line({ event: 'warning', message: warning }, `warning: ${warning}`));
-      consumer.on('lockLost', ({ lockId, items }) => line({ event: 'lock_lost', lock_id: lockId, items }, `lock ${lockId} lost`));
-      onStopSignal(() => consumer.close());
-      await new Promise(() => {});
-    });
+        consumer.on('failed', ({ item, deliveryCount, lockId, queueId, error, deadLettered, delaySeconds }) => {
+          failed++;
+          line(
+            { event: 'failed', queue_id: queueId, item, delivery_count: deliveryCount, lock_id: lockId, dead_lettered: deadLettered, error: message(error) },
+            `${from(queueId)}${message(error)}: gave up after ${deliveryCount} attempt(s)${deadLettered ? ', dead-lettered' : `, no dead-letter queue: back in ${delaySeconds} s`}`,
+          );
+        });
+        consumer.on('deadLettered', ({ item, deliveryCount, lockId, queueId, deadLetterQueue }) => {
+          if (opts.json)
+            print(
+              true,
+              { event: 'dead_lettered', queue_id: queueId, item, delivery_count: deliveryCount, lock_id: lockId, dead_letter_queue: deadLetterQueue },
+              () => '',
+            );
+        });
+        consumer.on('drained', () => {
+          if (opts.json) print(true, { event: 'drained' }, () => '');
+        });
+        consumer.on('error', (error) => line({ event: 'error', error: errorJson(error) }, message(error)));
+        consumer.on('warning', (warning) => line({ event: 'warning', message: warning }, `warning: ${warning}`));
+        consumer.on('lockLost', ({ lockId, queueId, items }) =>
+          line({ event: 'lock_lost', queue_id: queueId, lock_id: lockId, items }, `${from(queueId)}lock ${lockId} lost`),
+        );
+        onStopSignal(() => consumer.close());
+        await new Promise(() => {});
+      },
+    );
 
   cli
     .command('tail')

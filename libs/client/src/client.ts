@@ -149,6 +149,21 @@ export class PushpopClient {
     return consumer;
   }
 
+  /**
+   * Starts a {@link Consumer} of the queues whose ids start with `prefix` (1–200 characters of the
+   * queue id alphabet): fair pops (`POST /queues/pop?prefix=`) take the queues that have items in
+   * turn, each item under a lock of its own, prefetched; each is settled through its own queue,
+   * with that queue's retry delay, dead-letter queue and `max_deliveries` (read when one of its
+   * items first fails). A handler's `queueId` names the item's queue. Serves the shared queues
+   * under the prefix: the service passes exclusive ones over in such pops. Stop it with `close()`.
+   */
+  consumePrefix<T extends object = Item>(prefix: string, handler: Handler<T>, options: ConsumerOptions = {}): Consumer<T> {
+    if (!/^[A-Za-z0-9._:@-]{1,200}$/.test(prefix)) throw new RangeError('prefix must be 1-200 characters of A-Z a-z 0-9 . _ : @ -');
+    const consumer = new Consumer<T>({ client: this, prefix }, handler, options);
+    consumer.start();
+    return consumer;
+  }
+
   /** A {@link Producer} for `queueId`: concurrent pushes share `push/batch` requests, a lone push goes out at once. */
   producer<T extends object = Item>(queueId: string, options: ProducerOptions = {}): Producer<T> {
     return new Producer<T>(this.queue<T>(queueId), options);
@@ -213,7 +228,6 @@ export class PushpopClient {
     return this.call({ method: 'GET', path: '/whoami', ...options });
   }
 
-  /** `GET /health/ready`: resolves when the service and its database answer. */
   /**
    * `POST /queues/pop?prefix=`: pops from the next queue whose id starts with `prefix` and has
    * items to hand out (round robin over them); `queue_id` names it, and its lock is that queue's
@@ -229,6 +243,7 @@ export class PushpopClient {
     });
   }
 
+  /** `GET /health/ready`: resolves when the service and its database answer. */
   ready(options: CallOptions = {}): Promise<Record<string, unknown>> {
     return this.call({ method: 'GET', path: '/health/ready', ...options });
   }

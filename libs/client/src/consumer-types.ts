@@ -9,6 +9,7 @@ export interface Message<T> {
   headers: Record<string, string>;
   /** Fires when the consumer gives up on this handler: its lock was lost, `maxProcessingSeconds` passed, or `close()` timed out. */
   signal: AbortSignal;
+  /** The queue the item came from (of a consumer of a prefix, the queue its fair pop served). */
   queueId: string;
   lockId: string;
 }
@@ -85,6 +86,8 @@ export interface ItemEvent<T> {
   item: T;
   deliveryCount: number;
   lockId: string;
+  /** The queue the item came from. */
+  queueId: string;
   headers: Record<string, string>;
 }
 
@@ -105,7 +108,7 @@ export interface ConsumerEvents<T> {
   /** The queue had nothing more for this consumer and no handler runs (once after each run of work). */
   drained: [];
   /** A lock expired or disappeared while its handlers ran: their items will be delivered again. */
-  lockLost: [info: { lockId: string; items: T[]; error: unknown }];
+  lockLost: [info: { lockId: string; queueId: string; items: T[]; error: unknown }];
   /** A pop, acknowledge, extend or release failed (after the client's retries). */
   error: [error: unknown];
   /**

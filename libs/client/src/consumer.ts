@@ -7,12 +7,14 @@ import {
   deadLetteredByQueue,
   DEFAULT_QUEUE_POLICY,
   type FailureRules,
+  QueuePolicies,
   type QueuePolicy,
   queuePolicyOf,
 } from './failure-policy.js';
 import { createLockSource, type Delivery, type HeldLock, type LockSource } from './lock-source.js';
+import { PrefetchSource, prefixPops } from './prefetch-source.js';
 import { inItemSpan } from './tracing.js';
-import type { Queue } from './client.js';
+import type { PushpopClient, Queue } from './client.js';
 import type { Item, ReleaseOptions, ReleaseResult } from './types.js';
 import type { ConsumerEvents, ConsumerOptions, ConsumerStats, GiveUpReason, Handler, ItemEvent } from './consumer-types.js';
 
@@ -42,13 +44,20 @@ class Work<T> {
   }
 }
 
+/** The queues under a prefix, consumed through fair pops ({@link PushpopClient.consumePrefix}). */
+export interface PrefixTarget {
+  client: PushpopClient;
+  prefix: string;
+}
+
 /** A handler's outcome. */
 type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
 
 /**
- * A long-polling consumer of one queue: takes items with `require_ack`, runs their handlers,
- * extends each lock while its handlers run, acknowledges each item on success and gives it back
- * with a delay on failure, dead-lettering it after `maxAttempts`. Made by {@link PushpopClient.consume}.
+ * A long-polling consumer of one queue, or of the queues under a prefix: takes items with
+ * `require_ack`, runs their handlers, extends each lock while its handlers run, acknowledges each
+ * item on success and gives it back with a delay on failure, dead-lettering it after
+ * `maxAttempts`. Made by {@link PushpopClient.consume} and {@link PushpopClient.consumePrefix}.
  *
  * Per-item outcomes: on a shared queue every item has a lock of its own, so one item's failure
  * never sends another back. An exclusive queue hands out one lock at a time: the consumer takes
@@ -56,6 +65,11 @@ type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
  *
  * When it starts it reads the queue's settings once (`GET /queue/{id}/settings`: lock mode,
  * retry delay, dead-letter queue, `max_deliveries`) and the service's {@link Capabilities}.
+ *
+ * Of a prefix, it takes items by fair pops (`POST /queues/pop?prefix=`, per-item locks, into a
+ * prefetch buffer): it serves the shared queues under the prefix (the service passes exclusive
+ * ones over), settles each item through its own queue, and reads a queue's settings (its retry
+ * delay, dead-letter queue, `max_deliveries`) when one of its items first fails, keeping them.
  */
 export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEvents<T>> {
   private readonly options: Required<
@@ -75,20 +89,44 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   private readonly settlements = new Set<Promise<void>>();
   private run: Promise<void> | undefined;
   private source: LockSource<T> | undefined;
-  private rules: FailureRules | undefined;
+  /** The service's `dead_letter` on release, once known. */
+  private deadLetterRelease = false;
+  /** Each queue's failure settings: the queue's read when it starts; of a prefix, each queue's when first needed. */
+  private readonly policies: QueuePolicies;
   private closing: Promise<void> | undefined;
   /** Whether items were handled since the last `drained`. */
   private busy = false;
-  /** The queue's lock mode, once known. */
+  /** The queue's lock mode, once known (`shared` for a prefix). */
   lockMode: 'exclusive' | 'shared' | undefined;
   readonly stats: ConsumerStats = { completed: 0, retrying: 0, failed: 0, deadLettered: 0, lockLost: 0, released: 0 };
+  /** The queue consumed (undefined for a prefix). */
+  readonly queue: Queue<T> | undefined;
+  /** The prefix whose queues are consumed (undefined for one queue). */
+  readonly prefix: string | undefined;
+  readonly client: PushpopClient;
 
   constructor(
-    readonly queue: Queue<T>,
+    target: Queue<T> | PrefixTarget,
     private readonly handler: Handler<T>,
     options: ConsumerOptions = {},
   ) {
     super();
+    if ('prefix' in target) {
+      this.prefix = target.prefix;
+      this.client = target.client;
+    } else {
+      this.queue = target;
+      this.client = target.client;
+    }
+    this.policies = new QueuePolicies(async (queueId) => {
+      try {
+        return queuePolicyOf(await this.client.queue(queueId).settings({ signal: this.stopping.signal }));
+      } catch (error) {
+        // Deleted meanwhile, or no read scope: the contract's defaults.
+        if (isPushpopError(error, 'QUEUE_NOT_FOUND') || isPushpopError(error, 'FORBIDDEN')) return DEFAULT_QUEUE_POLICY;
+        throw error;
+      }
+    });
     const ttlSeconds = options.ttlSeconds ?? DEFAULTS.ttlSeconds;
     this.options = {
       ...DEFAULTS,
@@ -118,30 +156,29 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       if (!prepared) return;
       const { mode, policy, capabilities } = prepared;
       this.lockMode = mode;
-      const maxAttempts = this.options.maxAttempts ?? policy.maxDeliveries ?? DEFAULT_MAX_ATTEMPTS;
-      this.rules = { maxAttempts, backoff: this.options.backoff, policy, deadLetterRelease: capabilities.deadLetterRelease };
+      this.deadLetterRelease = capabilities.deadLetterRelease;
+      if (this.queue && policy) this.policies.set(this.queue.id, policy);
       if (mode === 'exclusive') this.warnIfExclusiveConcurrency();
       if (mode === 'shared' && this.options.batchSize !== undefined && this.options.batchSize > 1) {
-        this.warn(`batchSize applies to exclusive queues; queue ${this.queue.id} is shared, so every item has a lock of its own`);
+        const what = this.queue ? `queue ${this.queue.id} is shared` : `the queues of prefix ${this.prefix} are consumed as shared ones`;
+        this.warn(`batchSize applies to exclusive queues; ${what}, so every item has a lock of its own`);
       }
       const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(64, 2 * this.options.concurrency)) : 0;
-      const source = createLockSource(
-        this.queue,
-        mode,
-        capabilities,
-        {
-          depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
-          ttlSeconds: this.options.ttlSeconds,
-          waitSeconds: this.options.waitSeconds,
-          includeHeaders: this.options.includeHeaders,
-          idleDelayMs: this.options.idleDelayMs,
-          concurrency: this.options.concurrency,
-          prefetch,
-          extendEverySeconds: this.options.extendEverySeconds,
-        },
-        this.stopping.signal,
-        (error) => this.report(error),
-      );
+      const sourceOptions = {
+        depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
+        ttlSeconds: this.options.ttlSeconds,
+        waitSeconds: this.options.waitSeconds,
+        includeHeaders: this.options.includeHeaders,
+        idleDelayMs: this.options.idleDelayMs,
+        concurrency: this.options.concurrency,
+        prefetch,
+        extendEverySeconds: this.options.extendEverySeconds,
+      };
+      const report = (error: unknown) => this.report(error);
+      // A prefix's queues are popped fairly with per-item locks, into a buffer (of `concurrency` locks at least).
+      const source = this.queue
+        ? createLockSource(this.queue, mode, capabilities, sourceOptions, this.stopping.signal, report)
+        : new PrefetchSource(prefixPops<T>(this.client, this.prefix!), sourceOptions, this.stopping.signal, report);
       this.source = source;
       const slots = mode === 'shared' ? this.options.concurrency : 1;
       await Promise.all(Array.from({ length: slots }, () => this.slot(source)));
@@ -180,16 +217,21 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     return this.closing;
   }
 
-  /** The queue's lock mode and failure settings, and the service's capabilities; undefined when closed first. */
-  private async prepare(): Promise<{ mode: 'exclusive' | 'shared'; policy: QueuePolicy; capabilities: Capabilities } | undefined> {
+  /**
+   * The queue's lock mode and failure settings, and the service's capabilities; undefined when
+   * closed first. A prefix: shared (fair pops with per-item locks), each queue's settings read later.
+   */
+  private async prepare(): Promise<{ mode: 'exclusive' | 'shared'; policy?: QueuePolicy; capabilities: Capabilities } | undefined> {
     const signal = this.stopping.signal;
-    const capabilities = this.queue.client.capabilities().catch(() => ({ ...BASE_CAPABILITIES }));
+    const capabilities = this.client.capabilities().catch(() => ({ ...BASE_CAPABILITIES }));
+    const queue = this.queue;
+    if (!queue) return { mode: 'shared', capabilities: await capabilities };
     const fallbackMode = this.options.lockMode === 'shared' ? 'shared' : 'exclusive';
     while (!signal.aborted) {
       try {
-        const settings = await this.queue.settings({ signal });
+        const settings = await queue.settings({ signal });
         if (this.options.lockMode !== 'auto' && this.options.lockMode !== settings.lock_mode) {
-          this.warn(`lockMode '${this.options.lockMode}' was given, but queue ${this.queue.id} is ${settings.lock_mode}: the consumer follows the queue`);
+          this.warn(`lockMode '${this.options.lockMode}' was given, but queue ${queue.id} is ${settings.lock_mode}: the consumer follows the queue`);
         }
         return { mode: settings.lock_mode, policy: queuePolicyOf(settings), capabilities: await capabilities };
       } catch (error) {
@@ -210,7 +252,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   private warnIfExclusiveConcurrency(): void {
     const { concurrency, batchSize } = this.options;
     if (concurrency <= 1 || batchSize !== undefined) return;
-    const id = this.queue.id;
+    const id = this.queue!.id;
     this.warn(
       `queue ${id} is exclusive (one lock at a time, FIFO), so this consumer handles its items one at a time, not ${concurrency} at once. ` +
         `For ${concurrency} at once with each item acknowledged on its own, make the queue shared: ` +
@@ -293,9 +335,10 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
 
   private async handle(work: Work<T>, delivery: Delivery<T>): Promise<Outcome<T>> {
     const { item, deliveryCount, headers } = delivery;
+    const { queueId, lockId } = work.lock;
     try {
-      await inItemSpan(this.queue.id, headers, deliveryCount, async () =>
-        this.handler({ item, deliveryCount, headers, signal: work.controller.signal, queueId: this.queue.id, lockId: work.lock.lockId }),
+      await inItemSpan(queueId, headers, deliveryCount, async () =>
+        this.handler({ item, deliveryCount, headers, signal: work.controller.signal, queueId, lockId }),
       );
       return { delivery, ok: true };
     } catch (error) {
@@ -309,11 +352,10 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
    * it is to be dead-lettered (a lock is released as a whole).
    */
   private async settle(work: Work<T>, outcomes: Outcome<T>[]): Promise<void> {
-    const { lockId } = work.lock;
     const failures = outcomes.filter((o) => !o.ok);
     try {
       if (failures.length === 0) {
-        await this.source!.acknowledge(lockId);
+        await this.source!.acknowledge(work.lock);
         for (const { delivery } of outcomes) {
           this.stats.completed++;
           this.emit('completed', this.itemEvent(work, delivery));
@@ -327,8 +369,22 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     }
   }
 
+  /** The failure rules of a queue's items (reading its settings, of a prefix, when first needed). */
+  private async rules(queueId: string): Promise<FailureRules> {
+    let policy: QueuePolicy;
+    try {
+      policy = await this.policies.get(queueId);
+    } catch (error) {
+      // Unreadable now: this failure goes by the defaults, and the next one reads again.
+      this.report(error);
+      policy = DEFAULT_QUEUE_POLICY;
+    }
+    const maxAttempts = this.options.maxAttempts ?? policy.maxDeliveries ?? DEFAULT_MAX_ATTEMPTS;
+    return { maxAttempts, backoff: this.options.backoff, policy, deadLetterRelease: this.deadLetterRelease };
+  }
+
   private async giveBack(work: Work<T>, outcomes: Outcome<T>[], failures: Outcome<T>[]): Promise<void> {
-    const rules = this.rules!;
+    const rules = await this.rules(work.lock.queueId);
     const verdicts = new Map(failures.map((f) => [f, decide(rules, f.delivery.deliveryCount, f.error)]));
     const all = [...verdicts.values()];
     // A lock is given back as a whole: to the dead letters only when every item of it goes there,
@@ -339,13 +395,13 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     let how: ReleaseOptions = deadLetterAll ? { deadLetter: true } : delayed;
     let answer: ReleaseResult;
     try {
-      answer = await this.source!.release(work.lock.lockId, how);
+      answer = await this.source!.release(work.lock, how);
     } catch (error) {
       // The dead-letter queue was removed since the settings were read: give the items back instead.
       if (!deadLetterAll || !isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) throw error;
       this.report(error);
       how = delayed;
-      answer = await this.source!.release(work.lock.lockId, how);
+      answer = await this.source!.release(work.lock, how);
     }
     const serviceDeadLettered = (answer.items_dead_lettered ?? 0) > 0;
     for (const outcome of outcomes) {
@@ -371,13 +427,14 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   }
 
   private itemEvent(work: Work<T>, delivery: Delivery<T>): ItemEvent<T> {
-    return { item: delivery.item, deliveryCount: delivery.deliveryCount, lockId: work.lock.lockId, headers: delivery.headers };
+    const { lockId, queueId } = work.lock;
+    return { item: delivery.item, deliveryCount: delivery.deliveryCount, lockId, queueId, headers: delivery.headers };
   }
 
   private async extend(source: LockSource<T>, work: Work<T>): Promise<void> {
     if (work.lost || work.givenUp) return;
     try {
-      await source.extend(work.lock.lockId);
+      await source.extend(work.lock);
     } catch (error) {
       if (work.lost || work.givenUp) return;
       if (isLockGone(error)) {
@@ -391,7 +448,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     if (work.lost) return;
     work.lost = true;
     this.stats.lockLost += work.lock.deliveries.length;
-    this.emit('lockLost', { lockId: work.lock.lockId, items: work.lock.deliveries.map((d) => d.item), error });
+    this.emit('lockLost', { lockId: work.lock.lockId, queueId: work.lock.queueId, items: work.lock.deliveries.map((d) => d.item), error });
   }
 
   /**
@@ -410,7 +467,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
           const outcomes = work.lock.deliveries.map((delivery) => ({ delivery, error, ok: false }));
           await this.giveBack(work, outcomes, outcomes);
         } else {
-          await this.source!.release(work.lock.lockId, { delaySeconds: 0 });
+          await this.source!.release(work.lock, { delaySeconds: 0 });
           this.stats.released += work.lock.deliveries.length;
         }
       } catch (error) {

@@ -97,3 +97,34 @@ export function decide(rules: FailureRules, deliveryCount: number, error: unknow
 export function deadLetteredByQueue(policy: QueuePolicy, deliveryCount: number): boolean {
   return policy.deadLetterQueue !== null && policy.maxDeliveries !== null && deliveryCount >= policy.maxDeliveries;
 }
+
+/**
+ * Each queue's failure settings, read when first needed and kept (at most `max` queues, the
+ * oldest read forgotten first): a consumer of a prefix meets many queues, and reads a queue's
+ * settings only when one of its items fails. A read that fails is not kept.
+ */
+export class QueuePolicies {
+  private readonly known = new Map<string, Promise<QueuePolicy>>();
+
+  constructor(
+    private readonly read: (queueId: string) => Promise<QueuePolicy>,
+    private readonly max = 10_000,
+  ) {}
+
+  /** What is known of `queueId` already (read when the consumer started). */
+  set(queueId: string, policy: QueuePolicy): void {
+    this.known.set(queueId, Promise.resolve(policy));
+  }
+
+  get(queueId: string): Promise<QueuePolicy> {
+    const kept = this.known.get(queueId);
+    if (kept) return kept;
+    if (this.known.size >= this.max) this.known.delete(this.known.keys().next().value!);
+    const reading = this.read(queueId);
+    this.known.set(queueId, reading);
+    reading.catch(() => {
+      if (this.known.get(queueId) === reading) this.known.delete(queueId);
+    });
+    return reading;
+  }
+}

@@ -10,6 +10,7 @@ export {
   type Handler,
   type ItemEvent,
   type Message,
+  type PrefixTarget,
 } from './consumer.js';
 export type { BackoffOptions } from './failure-policy.js';
 export type { PeekResult } from './peek.js';

@@ -43,6 +43,11 @@ export class LockBatcher {
     return Promise.allSettled(lockIds.map((lockId) => this.settle(lockId)));
   }
 
+  /** Whether a lock waits or a request is in flight. */
+  get busy(): boolean {
+    return this.inFlight !== undefined || this.waiting.length > 0;
+  }
+
   /** Resolves when nothing is waiting or in flight. */
   async idle(): Promise<void> {
     while (this.inFlight) await this.inFlight;

@@ -1,7 +1,7 @@
 import type { Capabilities } from './capabilities.js';
 import type { Queue } from './client.js';
 import { isPushpopError } from './errors.js';
-import { PrefetchSource } from './prefetch-source.js';
+import { PrefetchSource, queuePops } from './prefetch-source.js';
 import type { PopResult, ReleaseOptions, ReleaseResult } from './types.js';
 
 /** One item handed to a consumer. */
@@ -15,6 +15,8 @@ export interface Delivery<T> {
 /** A lock a consumer holds: one item (shared queues), or a batch (an exclusive queue's lock). */
 export interface HeldLock<T> {
   lockId: string;
+  /** The queue the lock is of (for a consumer of a prefix, the queue its fair pop served). */
+  queueId: string;
   deliveries: Delivery<T>[];
 }
 
@@ -47,10 +49,10 @@ export interface LockSource<T> {
   take(wait: boolean): Promise<Take<T>>;
   /** Settling waits for company (a batch request): a slot goes on to its next lock meanwhile. */
   readonly settlesAhead?: boolean;
-  acknowledge(lockId: string): Promise<void>;
-  release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult>;
+  acknowledge(lock: HeldLock<T>): Promise<void>;
+  release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult>;
   /** Extends a lock a slot holds to the consumer's TTL from now. */
-  extend(lockId: string): Promise<void>;
+  extend(lock: HeldLock<T>): Promise<void>;
   /** Gives back what the source holds that no slot has taken (nothing, for the polling source). */
   close(): Promise<void>;
 }
@@ -81,7 +83,7 @@ export function createLockSource<T extends object>(
   report: Report,
 ): LockSource<T> {
   if (mode === 'shared' && options.prefetch > 0 && capabilities.lockPerItem && capabilities.batchLocks)
-    return new PrefetchSource(queue, options, stopping, report);
+    return new PrefetchSource(queuePops(queue), options, stopping, report);
   if (mode === 'exclusive' && capabilities.acknowledgeNext) return new NextSource(queue, options, stopping, report);
   return new PollingSource(queue, options, stopping, report);
 }
@@ -160,7 +162,7 @@ export class PollingSource<T extends object> implements LockSource<T> {
     const { options } = this;
     if (result.lock_id && this.stopping.aborted) {
       // Answered as close() began: the items go straight back, without the queue's retry delay.
-      await this.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
+      await this.queue.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
       return { stopped: true };
     }
     if (!result.lock_id || result.items.length === 0) {
@@ -175,19 +177,19 @@ export class PollingSource<T extends object> implements LockSource<T> {
       deliveryCount: result.delivery_counts?.[i] ?? 1,
       headers: result.headers?.[i] ?? {},
     }));
-    return { lock: { lockId: result.lock_id, deliveries } };
+    return { lock: { lockId: result.lock_id, queueId: this.queue.id, deliveries } };
   }
 
-  async acknowledge(lockId: string): Promise<void> {
-    await this.queue.acknowledge(lockId);
+  async acknowledge(lock: HeldLock<T>): Promise<void> {
+    await this.queue.acknowledge(lock.lockId);
   }
 
-  release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult> {
-    return this.queue.release(lockId, how);
+  release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult> {
+    return this.queue.release(lock.lockId, how);
   }
 
-  async extend(lockId: string): Promise<void> {
-    await this.queue.extendLock(lockId, this.options.ttlSeconds);
+  async extend(lock: HeldLock<T>): Promise<void> {
+    await this.queue.extendLock(lock.lockId, this.options.ttlSeconds);
   }
 
   async close(): Promise<void> {}
@@ -208,13 +210,13 @@ export class NextSource<T extends object> extends PollingSource<T> {
     return next ? this.taken(next) : super.take(wait);
   }
 
-  override async acknowledge(lockId: string): Promise<void> {
+  override async acknowledge(lock: HeldLock<T>): Promise<void> {
     if (this.stopping.aborted) {
-      await this.queue.acknowledge(lockId);
+      await this.queue.acknowledge(lock.lockId);
       return;
     }
     const { depth, ttlSeconds, includeHeaders } = this.options;
-    const answer = await this.queue.acknowledge(lockId, { next: { depth, ttlSeconds, includeHeaders } });
+    const answer = await this.queue.acknowledge(lock.lockId, { next: { depth, ttlSeconds, includeHeaders } });
     if (!answer.next) return;
     if (this.stopping.aborted) await this.giveBack(answer.next);
     else this.ready = answer.next;
@@ -227,6 +229,6 @@ export class NextSource<T extends object> extends PollingSource<T> {
   }
 
   private async giveBack(result: PopResult<T>): Promise<void> {
-    if (result.lock_id) await this.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
+    if (result.lock_id) await this.queue.release(result.lock_id, { delaySeconds: 0 }).catch((error: unknown) => this.report(error));
   }
 }

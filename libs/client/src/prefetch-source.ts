@@ -1,8 +1,8 @@
-import type { Queue } from './client.js';
+import type { PushpopClient, Queue } from './client.js';
 import { isPushpopError } from './errors.js';
 import { LockBatcher } from './lock-batcher.js';
 import { idle, popFailed, type Delivery, type HeldLock, type LockSource, type Report, type SourceOptions, type Take } from './lock-source.js';
-import type { PopResult, ReleaseOptions, ReleaseResult } from './types.js';
+import type { PopOptions, PopResult, ReleaseOptions, ReleaseResult } from './types.js';
 import { releaseFields } from './queue.js';
 
 /** A lock popped ahead of the handlers, waiting in the buffer. */
@@ -18,52 +18,82 @@ interface Buffered<T> {
 const MIN_LEFT_MS = 1000;
 
 /**
- * A shared queue on a service with per-item locks and batch settling (the contract's fourth
+ * Where a {@link PrefetchSource} pops: one queue ({@link queuePops}), or the queues under a
+ * prefix through fair pops ({@link prefixPops}).
+ */
+export interface Pops<T extends object> {
+  /** A pop (with `lock_per_item`), and the queue its items come from (undefined when there are none). */
+  pop(options: PopOptions & { signal: AbortSignal }): Promise<{ result: PopResult<T>; queueId: string | undefined }>;
+  /** A queue popped locks may be of, to extend and settle them through. */
+  queue(queueId: string): Queue<T>;
+  /**
+   * The one queue popped, whose acknowledgements pop its next items in the same request (`next`).
+   * Undefined for a prefix: there the prefix's round robin picks the queue of each pop.
+   */
+  readonly only?: Queue<T>;
+}
+
+/** Pops of one queue. */
+export function queuePops<T extends object>(queue: Queue<T>): Pops<T> {
+  return { only: queue, queue: () => queue, pop: async (options) => ({ result: await queue.pop(options), queueId: queue.id }) };
+}
+
+/** Fair pops over the queues whose ids start with `prefix` (`POST /queues/pop?prefix=`). */
+export function prefixPops<T extends object>(client: PushpopClient, prefix: string): Pops<T> {
+  return {
+    queue: (queueId) => client.queue<T>(queueId),
+    pop: async (options) => {
+      const result = await client.popFair<T>(prefix, options);
+      return { result, queueId: result.queue_id };
+    },
+  };
+}
+
+/**
+ * Shared queues on a service with per-item locks and batch settling (the contract's fourth
  * additions): one pop of up to `depth` items, each under a lock of its own (`lock_per_item`),
- * fills a buffer that the consumer's slots take from, so a round trip brings many items.
+ * fills a buffer that the consumer's slots take from, so a round trip brings many items. It pops
+ * one queue, or the queues under a prefix (fair pops: each answer's items come from one queue,
+ * the queues with items taken in turn; exclusive queues are passed over by the service).
  *
  * - The buffer holds at most `prefetch` locks beyond those the slots work on: a pop asks for
  *   what is missing up to `concurrency + prefetch`, at most 100. One pop is in flight at a time;
- *   slots that find the buffer empty wait for it (a long poll when the queue was empty).
+ *   slots that find the buffer empty wait for it (a long poll when nothing was found).
+ * - The buffer hands its locks out by queue in turn (one queue's: first in, first out), so the
+ *   many items one fair pop brings from a queue do not hold up those of the next one.
  * - Locks waiting in the buffer are extended when they have waited `extendEverySeconds`; one
  *   too close to its expiry is dropped (the service takes it back then), never handed out.
- * - `acknowledge` goes through `acknowledge/batch` requests: one at once when none is in
- *   flight, else together with the others made meanwhile. A slot calls it only once its
+ * - `acknowledge` goes through each queue's `acknowledge/batch` requests: one at once when none
+ *   is in flight, else together with the others made meanwhile. A slot calls it only once its
  *   handler finished, so no item is acknowledged before that. Releases likewise, through
- *   `release/batch` (one batcher per delay or dead-lettering).
+ *   `release/batch` (one batcher per queue and delay or dead-lettering). Of one queue, each
+ *   acknowledgement request also pops what the buffer has room for (`next`); of a prefix, the
+ *   buffer refills by fair pops only, so that the round robin decides which queue is next.
  * - `close` gives the buffered locks back at once (`release/batch`, no delay); after a crash
  *   they come back when their locks expire.
  */
 export class PrefetchSource<T extends object> implements LockSource<T> {
   readonly settlesAhead = true;
-  private readonly buffer: Buffered<T>[] = [];
+  /** Buffered locks by queue, the queue to take from next first. */
+  private readonly buffer = new Map<string, Buffered<T>[]>();
+  private buffered = 0;
   private popping: Promise<'got' | 'empty' | 'busy'> | undefined;
-  /** Whether the last pop brought all it asked for (the queue probably has more). */
+  /** Whether the last pop suggests there is more to pop now (it brought items; of one queue, all it asked for). */
   private full = false;
-  private readonly acks: LockBatcher;
+  /** Batchers by queue (acknowledgements), by queue and how (releases); idle ones are dropped now and then. */
+  private readonly acks = new Map<string, LockBatcher>();
   private readonly releases = new Map<string, LockBatcher>();
   private readonly extender: NodeJS.Timeout;
   private closed: Promise<void> | undefined;
   /** Locks taken by slots whose handlers run (not settled, nor lost). */
-  private readonly held = new Set<string>();
+  private readonly held = new Set<HeldLock<T>>();
 
   constructor(
-    private readonly queue: Queue<T>,
+    private readonly pops: Pops<T>,
     private readonly options: SourceOptions & { concurrency: number; prefetch: number; extendEverySeconds: number },
     private readonly stopping: AbortSignal,
     private readonly report: Report,
   ) {
-    // Each acknowledgement request also pops what the buffer has room for, in the same turn.
-    this.acks = new LockBatcher(queue, '/queue/{queue_id}/acknowledge/batch', undefined, {
-      fields: () => {
-        const room = this.room();
-        if (room <= 0 || this.stopping.aborted) return {};
-        return { next: { depth: room, lock_per_item: true, ttl_seconds: options.ttlSeconds, include_headers: options.includeHeaders } };
-      },
-      answered: async (answer) => {
-        if (answer.next) await this.accept(answer.next, this.room());
-      },
-    });
     const everyMs = Math.max(200, Math.min(options.extendEverySeconds * 1000, 5000) / 2);
     this.extender = setInterval(() => void this.extendWaiting(), everyMs);
     this.extender.unref();
@@ -74,8 +104,8 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       if (this.stopping.aborted) return { stopped: true };
       const next = this.next();
       if (next) {
-        this.held.add(next.lockId);
-        if (this.full && this.buffer.length < this.options.prefetch / 2) void this.fill(false);
+        this.held.add(next);
+        if (this.full && this.buffered < this.options.prefetch / 2) void this.fill(false);
         return { lock: next };
       }
       const outcome = await this.fill(wait);
@@ -85,16 +115,16 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     }
   }
 
-  async acknowledge(lockId: string): Promise<void> {
-    // Its handler finished: the buffer may refill in its place (in this very request, with `next`).
-    this.held.delete(lockId);
-    await this.acks.settle(lockId);
+  async acknowledge(lock: HeldLock<T>): Promise<void> {
+    // Its handler finished: the buffer may refill in its place (of one queue, in this very request, with `next`).
+    this.held.delete(lock);
+    await this.acknowledger(lock.queueId).settle(lock.lockId);
   }
 
-  async release(lockId: string, how: ReleaseOptions): Promise<ReleaseResult> {
+  async release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult> {
     try {
-      const result = await this.releaser(how).settle(lockId);
-      this.held.delete(lockId);
+      const result = await this.releaser(lock.queueId, how).settle(lock.lockId);
+      this.held.delete(lock);
       return {
         success: true,
         items_returned: result.items_returned ?? 0,
@@ -103,16 +133,16 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       };
     } catch (error) {
       // A dead-lettering refused for want of a dead-letter queue leaves the lock held: it is released again.
-      if (!isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) this.held.delete(lockId);
+      if (!isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) this.held.delete(lock);
       throw error;
     }
   }
 
-  async extend(lockId: string): Promise<void> {
+  async extend(lock: HeldLock<T>): Promise<void> {
     try {
-      await this.queue.extendLock(lockId, this.options.ttlSeconds);
+      await this.pops.queue(lock.queueId).extendLock(lock.lockId, this.options.ttlSeconds);
     } catch (error) {
-      if (isPushpopError(error) && error.status >= 400 && error.status < 500) this.held.delete(lockId);
+      if (isPushpopError(error) && error.status >= 400 && error.status < 500) this.held.delete(lock);
       throw error;
     }
   }
@@ -122,25 +152,71 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     this.closed ??= (async () => {
       clearInterval(this.extender);
       await this.popping?.catch(() => undefined);
-      await this.giveBack(this.buffer.splice(0).map((b) => b.lock.lockId));
-      await this.acks.idle();
-      for (const batcher of this.releases.values()) await batcher.idle();
+      const waiting = [...this.buffer];
+      this.buffer.clear();
+      this.buffered = 0;
+      await Promise.all(
+        waiting.map(([queueId, list]) =>
+          this.giveBack(
+            queueId,
+            list.map((b) => b.lock.lockId),
+          ),
+        ),
+      );
+      for (const batcher of [...this.acks.values(), ...this.releases.values()]) await batcher.idle();
     })();
     return this.closed;
   }
 
-  /** The next buffered lock with time left; drops those without. */
+  /** The next buffered lock with time left, of the queue whose turn it is; drops those without. */
   private next(): HeldLock<T> | undefined {
     const now = Date.now();
-    for (let b = this.buffer.shift(); b; b = this.buffer.shift()) if (b.expiresAt - now > MIN_LEFT_MS) return b.lock;
+    for (const [queueId, list] of this.buffer) {
+      // Taken out and, while it has more, put back last: the queues take turns.
+      this.buffer.delete(queueId);
+      for (let b = list.shift(); b; b = list.shift()) {
+        this.buffered -= 1;
+        if (b.expiresAt - now <= MIN_LEFT_MS) continue;
+        if (list.length > 0) this.buffer.set(queueId, list);
+        return b.lock;
+      }
+    }
     return undefined;
   }
 
-  private releaser(how: ReleaseOptions): LockBatcher {
+  private acknowledger(queueId: string): LockBatcher {
+    let batcher = this.acks.get(queueId);
+    if (batcher) return batcher;
+    const only = this.pops.only;
+    const queue = this.pops.queue(queueId);
+    // Of one queue, each acknowledgement request also pops what the buffer has room for, in the same turn.
+    batcher = new LockBatcher(
+      queue,
+      '/queue/{queue_id}/acknowledge/batch',
+      undefined,
+      only
+        ? {
+            fields: () => {
+              const room = this.room();
+              if (room <= 0 || this.stopping.aborted) return {};
+              const { ttlSeconds, includeHeaders } = this.options;
+              return { next: { depth: room, lock_per_item: true, ttl_seconds: ttlSeconds, include_headers: includeHeaders } };
+            },
+            answered: async (answer) => {
+              if (answer.next) await this.accept(answer.next, only.id, this.room());
+            },
+          }
+        : {},
+    );
+    this.acks.set(queueId, batcher);
+    return batcher;
+  }
+
+  private releaser(queueId: string, how: ReleaseOptions): LockBatcher {
     const fields = releaseFields(how);
-    const key = JSON.stringify(fields);
+    const key = `${queueId}\n${JSON.stringify(fields)}`;
     let batcher = this.releases.get(key);
-    if (!batcher) this.releases.set(key, (batcher = new LockBatcher(this.queue, '/queue/{queue_id}/release/batch', fields)));
+    if (!batcher) this.releases.set(key, (batcher = new LockBatcher(this.pops.queue(queueId), '/queue/{queue_id}/release/batch', fields)));
     return batcher;
   }
 
@@ -153,9 +229,9 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private async pop(wait: boolean): Promise<'got' | 'empty' | 'busy'> {
     const { options } = this;
     const depth = Math.max(1, this.room());
-    let result: PopResult<T>;
+    let popped: Awaited<ReturnType<Pops<T>['pop']>>;
     try {
-      result = await this.queue.pop({
+      popped = await this.pops.pop({
         depth,
         requireAck: true,
         lockPerItem: true,
@@ -169,7 +245,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       await popFailed(error, options, this.stopping, this.report);
       return 'busy';
     }
-    const got = await this.accept(result, depth);
+    const got = await this.accept(popped.result, popped.queueId, depth);
     // A short poll must not spin on an empty queue.
     if (got === 'empty' && wait && options.waitSeconds === 0) await idle(options.idleDelayMs, this.stopping);
     return got;
@@ -178,19 +254,19 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   /** Items a pop may ask for now: up to `concurrency + prefetch` locks held, at most 100. */
   private room(): number {
     const { concurrency, prefetch } = this.options;
-    return Math.min(100, concurrency + prefetch - this.held.size - this.buffer.length);
+    return Math.min(100, concurrency + prefetch - this.held.size - this.buffered);
   }
 
   /** A pop's answer (a pop's, or an acknowledgement's `next`) into the buffer. */
-  private async accept(result: PopResult<T>, depth: number): Promise<'got' | 'empty' | 'busy'> {
+  private async accept(result: PopResult<T>, queueId: string | undefined, depth: number): Promise<'got' | 'empty' | 'busy'> {
     const { options } = this;
     const lockIds = result.lock_ids ?? [];
-    if (lockIds.length > 0 && this.stopping.aborted) {
+    if (lockIds.length > 0 && queueId !== undefined && this.stopping.aborted) {
       // Answered as close() began: straight back, without the queue's retry delay.
-      await this.giveBack(lockIds);
+      await this.giveBack(queueId, lockIds);
       return 'busy';
     }
-    if (lockIds.length === 0 || result.items.length === 0) {
+    if (lockIds.length === 0 || result.items.length === 0 || queueId === undefined) {
       this.full = false;
       if (result.paused || result.limited) {
         await idle(options.idleDelayMs, this.stopping);
@@ -198,38 +274,48 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       }
       return 'empty';
     }
-    this.full = result.items.length >= depth;
+    // Of a prefix, another queue may have items even when this one had fewer than asked.
+    this.full = this.pops.only ? result.items.length >= depth : true;
     const now = Date.now();
     const expiresAt = result.lock_expires_at !== undefined ? result.lock_expires_at * 1000 : now + options.ttlSeconds * 1000;
+    let list = this.buffer.get(queueId);
+    if (!list) this.buffer.set(queueId, (list = []));
     result.items.forEach((item, i) => {
       const delivery: Delivery<T> = { item, deliveryCount: result.delivery_counts?.[i] ?? 1, headers: result.headers?.[i] ?? {} };
-      this.buffer.push({ lock: { lockId: lockIds[i], deliveries: [delivery] }, expiresAt, renewedAt: now });
+      list.push({ lock: { lockId: lockIds[i], queueId, deliveries: [delivery] }, expiresAt, renewedAt: now });
     });
+    this.buffered += result.items.length;
     return 'got';
   }
 
-  /** Extends the buffered locks that have waited `extendEverySeconds` since they were popped or last extended. */
+  /** Extends the buffered locks that have waited `extendEverySeconds` since they were popped or last extended; drops idle batchers. */
   private async extendWaiting(): Promise<void> {
+    for (const batchers of [this.acks, this.releases]) for (const [key, batcher] of batchers) if (!batcher.busy) batchers.delete(key);
     const due = Date.now() - this.options.extendEverySeconds * 1000;
-    for (const b of this.buffer.filter((x) => x.renewedAt <= due)) {
+    const waiting = [...this.buffer.values()].flatMap((list) => list.filter((b) => b.renewedAt <= due).map((b) => ({ b, list })));
+    for (const { b, list } of waiting) {
       try {
-        const answer = await this.queue.extendLock(b.lock.lockId, this.options.ttlSeconds);
+        const answer = await this.pops.queue(b.lock.queueId).extendLock(b.lock.lockId, this.options.ttlSeconds);
         b.renewedAt = Date.now();
         const expiresAt = (answer as { lock_expires_at?: number }).lock_expires_at;
         b.expiresAt = expiresAt !== undefined ? expiresAt * 1000 : b.renewedAt + this.options.ttlSeconds * 1000;
       } catch (error) {
         // Gone (expired, or the queue was deleted): drop it; the service has the item back.
-        const at = this.buffer.indexOf(b);
-        if (at >= 0) this.buffer.splice(at, 1);
+        const at = list.indexOf(b);
+        if (at >= 0) {
+          list.splice(at, 1);
+          this.buffered -= 1;
+        }
         this.report(error);
       }
     }
   }
 
-  private async giveBack(lockIds: string[]): Promise<void> {
+  private async giveBack(queueId: string, lockIds: string[]): Promise<void> {
+    const queue = this.pops.queue(queueId);
     for (let i = 0; i < lockIds.length; i += 1000) {
       try {
-        await this.queue.releaseBatch(lockIds.slice(i, i + 1000), { delaySeconds: 0 });
+        await queue.releaseBatch(lockIds.slice(i, i + 1000), { delaySeconds: 0 });
       } catch (error) {
         this.report(error);
       }
