@@ -11,6 +11,8 @@ import { DelaySweeper } from '../../src/delay/delay-sweeper.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { QueueLocksService } from '../../src/queue/queue-locks.service.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
+import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
+import type { PopResponseDto } from '../../src/queue/dto/queue-responses.dto.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
 import { LockRepository } from '../../src/storage/lock.repository.js';
@@ -237,6 +239,33 @@ describe(`turn engine (${databaseKind})`, () => {
     expect(writes.mock.calls.length, 'turns for 66 concurrent acknowledgements').toBeLessThan(66);
     expect(reads.mock.calls.length, 'one lock read per turn at most').toBeLessThanOrEqual(writes.mock.calls.length);
     expect((await queues.getQueue(q)).locks).toMatchObject({ count: 0, item_count: 0 });
+  });
+
+  it("a push hands its items to the queue's waiting long polls in its own turn: one write for the push and the pops it answers", async () => {
+    const q = uniqueQueueId('hand-off');
+    await queues.putSettings(q, { lockMode: 'shared' });
+    await queues.push(q, { warm: true }, 0);
+    await queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 });
+    const events = svc.app.get(QueueEvents);
+    const poll = (n: number): Promise<PopResponseDto> => queues.pop(q, { depth: n, requireAck: true, ttlSeconds: 30, waitSeconds: 10 });
+    const first = poll(1);
+    const second = poll(1);
+    await vi.waitFor(() => expect(events.waiting, 'both polls wait').toBe(2));
+    const writes = vi.spyOn(segments, 'writeTurn');
+    // Three items for two polls: each poll gets one in the push's turn, the third stays.
+    const pushed = await queues.pushBatch(q, [{ item: { n: 1 } }, { item: { n: 2 } }, { item: { n: 3 } }]);
+    expect(pushed.count).toBe(3);
+    const [a, b] = await Promise.all([first, second]);
+    expect([a.items, b.items], 'the longest waiting first, in push order').toEqual([[{ n: 1 }], [{ n: 2 }]]);
+    expect(writes.mock.calls.length, 'one turn wrote the push and both pops').toBe(1);
+    expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items, 'the third stayed').toEqual([{ n: 3 }]);
+    // A poll is not handed a delayed item: it keeps waiting, and answers when an item comes.
+    const third = poll(1);
+    await vi.waitFor(() => expect(events.waiting).toBe(1));
+    await queues.push(q, { later: true }, 0, { delaySeconds: 60 });
+    expect(events.waiting, 'still waiting').toBe(1);
+    await queues.push(q, { n: 4 }, 0);
+    expect((await third).items).toEqual([{ n: 4 }]);
   });
 
   it('concurrent operations on one queue share turns, answer in arrival order, and FIFO holds', async () => {
