@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Clock } from '../common/clock.js';
-import { popOp, releaseOp } from './core/queue-ops.js';
+import { popOp } from './core/queue-ops.js';
 import type { PopResponseDto } from './dto/queue-responses.dto.js';
 import { withQueueId } from './pop-body.js';
 import { QueueTurns } from './queue-turns.js';
@@ -121,9 +121,7 @@ export class FairPopService {
         continue;
       }
       if (clientGone?.aborted && options.requireAck) {
-        // Nobody will receive the lock id: the items go back at once.
-        const lockIds = outcome.locks ? outcome.locks.map((l) => l.lockId) : [outcome.lock!.lockId];
-        await this.runner.run(queueId, releaseOp(lockIds, { delayMs: 0 }));
+        await this.turns.giveBackUnreceived(queueId, outcome);
         break;
       }
       this.stats.itemsPopped += outcome.items.length;

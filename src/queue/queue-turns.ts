@@ -3,6 +3,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { QueueBusyError, ValidationFailedError } from '../common/errors.js';
 import type { PopAck, PopOutcome } from './core/queue-core.js';
+import { releaseOp } from './core/queue-ops.js';
 import type { PushOutcome } from './core/outcomes.js';
 import type { NewItem } from './core/types.js';
 import type { PopResponseDto } from './dto/queue-responses.dto.js';
@@ -55,6 +56,16 @@ export class QueueTurns {
     const maxLocks = this.config.env.MAX_LOCKS_PER_QUEUE;
     const lock = { lockId: newLockId(), ttlMs: ttlSeconds * 1000, maxLocks };
     return lockPerItem ? { ...lock, itemLockIds: Array.from({ length: depth }, newLockId) } : lock;
+  }
+
+  /**
+   * Gives back at once (no retry delay) the items a pop took under a lock or locks for a client
+   * that went away meanwhile: nobody will receive the locks' ids. Not refused when the queue's
+   * line is full: the items must not wait out their TTL.
+   */
+  async giveBackUnreceived(queueId: string, outcome: Extract<PopOutcome, { items: unknown }>): Promise<void> {
+    const lockIds = outcome.locks ? outcome.locks.map((l) => l.lockId) : outcome.lock ? [outcome.lock.lockId] : [];
+    if (lockIds.length > 0) await this.runner.run(queueId, releaseOp(lockIds, { delayMs: 0 }));
   }
 
   /** The lock (or locks) a pop asks for; none without `requireAck`, and `lockPerItem` without it is 400. */

@@ -12,7 +12,7 @@ import {
   ValidationFailedError,
 } from '../common/errors.js';
 import { QueueListingRepository } from '../storage/queue-listing.repository.js';
-import { deleteQueueOp, popOp, redriveOp, releaseOp } from './core/queue-ops.js';
+import { deleteQueueOp, popOp, redriveOp } from './core/queue-ops.js';
 import type { NewItem, SettingsPatch } from './core/types.js';
 import type { PopOutcome } from './core/queue-core.js';
 import type {
@@ -197,9 +197,7 @@ export class QueueService {
         if ('unavailable' in outcome) throw new SegmentUnavailableError(queueId, outcome.unavailable.priority, outcome.unavailable.segment);
         looked = undefined;
         if (clientGone?.aborted && options.requireAck && outcome.items.length > 0) {
-          // Nobody will receive the locks' ids: their items are back at once.
-          const lockIds = outcome.locks ? outcome.locks.map((l) => l.lockId) : [outcome.lock!.lockId];
-          await this.turn(queueId, releaseOp(lockIds, { delayMs: 0 }));
+          await this.turns.giveBackUnreceived(queueId, outcome);
           return this.turns.popAnswer({ items: [] }, options);
         }
         this.stats.itemsPopped += outcome.items.length;
