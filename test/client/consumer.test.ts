@@ -195,6 +195,34 @@ describe(`Consumer (${databaseKind})`, () => {
     });
   }
 
+  for (const mode of ['exclusive', 'shared'] as const) {
+    it(`drained comes once the queue runs dry and the last item is acknowledged, not when a long poll's wait runs out (${mode})`, async () => {
+      const q = uniqueQueueId(`drained-${mode}`);
+      // As the client's README shows it: a few items, a share of the consumers (max_in_flight) below the concurrency.
+      await client.queue(q).updateSettings({ lock_mode: mode, max_in_flight: 4 });
+      await fill(q, 3);
+      const started = Date.now();
+      // Acknowledgements that take their time (a slow network): the queue is found empty while the last ones are in flight.
+      const slowAcks = new PushpopClient({
+        baseUrl: svc.url,
+        // The service's fourth additions (its in-process OpenAPI document here lacks some fields): per-item locks and batches.
+        capabilities: { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true },
+        fetch: (input, init) =>
+          (input instanceof Request ? input.url : input.toString()).includes('/acknowledge') ? sleep(300).then(() => fetch(input, init)) : fetch(input, init),
+      });
+      // The default wait of 20 s: a drained that waited for a long poll would come after it.
+      const consumer = slowAcks.consume<Job>(q, async () => undefined, { concurrency: 8, waitSeconds: 20 });
+      consumers.push(consumer);
+      let drainedAt: number | undefined;
+      consumer.on('drained', () => (drainedAt ??= Date.now()));
+      await waitFor('drained', () => drainedAt !== undefined, 10_000);
+      expect(consumer.stats.completed).toBe(3);
+      expect(drainedAt! - started, 'ms to drain 3 items').toBeLessThan(5_000);
+      expect(await settled(q), 'every item acknowledged by then').toEqual({ count: 0, locked: 0, delayed: 0 });
+      await consumer.close();
+    });
+  }
+
   it('a shared queue: a slow item does not hold up the others', async () => {
     const q = uniqueQueueId('slow-one');
     await client.queue(q).updateSettings({ lock_mode: 'shared' });

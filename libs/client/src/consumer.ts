@@ -96,6 +96,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   private closing: Promise<void> | undefined;
   /** Whether items were handled since the last `drained`. */
   private busy = false;
+  /** A look found the queue empty while locks were still being worked on or settled: `drained` comes when the last is settled. */
+  private drainedOnSettle = false;
   /** The queue's lock mode, once known (`shared` for a prefix). */
   lockMode: 'exclusive' | 'shared' | undefined;
   readonly stats: ConsumerStats = { completed: 0, retrying: 0, failed: 0, deadLettered: 0, lockLost: 0, released: 0 };
@@ -287,15 +289,32 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
         continue;
       }
       this.busy = true;
+      this.drainedOnSettle = false;
       await this.work(source, taken.lock);
       wait = false;
     }
   }
 
+  /**
+   * A look found the queue empty: `drained` once nothing is being worked on either. Locks whose
+   * settlements are still in flight (they wait for their batch) hold it back until the last of
+   * them is settled ({@link settled}), not until a long poll's wait runs out.
+   */
   private noteEmpty(): void {
-    if (!this.busy || this.working.size > 0) return;
+    if (!this.busy) return;
+    if (this.working.size > 0) {
+      this.drainedOnSettle = true;
+      return;
+    }
     this.busy = false;
+    this.drainedOnSettle = false;
     this.emitSafely(() => this.emit('drained'));
+  }
+
+  /** A lock left the work in hand: if the queue was found empty meanwhile and it was the last one, the consumer drained. */
+  private settled(work: Work<T>): void {
+    this.working.delete(work);
+    if (this.drainedOnSettle && this.working.size === 0) this.noteEmpty();
   }
 
   /** Runs a lock's handlers (extending it meanwhile) and settles it; returns when it is settled, given up on or lost. */
@@ -317,7 +336,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       if (settled && !work.givenUp && !work.lost) {
         // Its handlers finished: from here on it is settled, never given up on.
         work.givenUp = true;
-        settling = work.settling = this.settle(work, settled).finally(() => this.working.delete(work));
+        settling = work.settling = this.settle(work, settled).finally(() => this.settled(work));
         if (source.settlesAhead) {
           // The slot takes its next item while the settlement waits for its batch.
           this.settlements.add(settling);
@@ -329,7 +348,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     } finally {
       clearInterval(extender);
       clearTimeout(maxTimer);
-      if (!settling) this.working.delete(work);
+      if (!settling) this.settled(work);
     }
   }
 
