@@ -235,6 +235,11 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     await refused('$1, $2::jsonb', [q, '[1]'], 'item');
     await refused('$1, $2::jsonb', [q, null], 'item');
     await refused('$1, $2::jsonb', [q, deep], 'item');
+    // The same depth in a value stored compressed (a column of the application's): its stored form is small.
+    await db.query(`CREATE TEMP TABLE deep_items (item jsonb)`);
+    await db.query(`INSERT INTO deep_items VALUES (jsonb_set($1::jsonb, '{pad}', to_jsonb(repeat('x', 4000))))`, [deep]);
+    expect((await db.query(`SELECT pg_column_size(item) < 520 AS small FROM deep_items`)).rows[0].small).toBe(true);
+    await refused('$1, (SELECT item FROM deep_items)', [q], 'item');
     await refused('$1, $2::jsonb', [q, JSON.stringify({ s: 'x'.repeat(262_144) })], 'item');
     await refused('$1, $2::jsonb, $3', [q, '{}', 256], 'priority');
     await refused('$1, $2::jsonb, $3', [q, '{}', -1], 'priority');
