@@ -20,6 +20,7 @@ import { DropOldWriteTurnForms1764100000013 } from './migrations/1764100000013-d
 import { SqlEnqueue1764100000016 } from './migrations/1764100000016-sql-enqueue.js';
 import { SqlEnqueueWakeUps1764100000017 } from './migrations/1764100000017-sql-enqueue-wake-ups.js';
 import { ReadyQueues1764100000020 } from './migrations/1764100000020-ready-queues.js';
+import { SqlEnqueueDepthCheck1764100000021 } from './migrations/1764100000021-sql-enqueue-depth-check.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -58,6 +59,7 @@ export const MIGRATIONS = [
   SqlEnqueue1764100000016,
   SqlEnqueueWakeUps1764100000017,
   ReadyQueues1764100000020,
+  SqlEnqueueDepthCheck1764100000021,
 ];
 
 /** Settings every connection of the service gets, the pool's and the notification listener's. */

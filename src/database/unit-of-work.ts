@@ -16,6 +16,12 @@ export interface DbSession {
   query<R>(text: string, values?: readonly unknown[], name?: string): Promise<R[]>;
 }
 
+/**
+ * Statements a repository builds to run in a transaction it does not own (a turn's, see
+ * `TurnRunner.push`): they commit with it or not at all. Only the runner gives them the session.
+ */
+export type InTurnCommit = (session: DbSession) => Promise<void>;
+
 /** A lost or refused connection becomes StoreUnavailableError (503 with Retry-After); anything else stays as it is. */
 function unavailable(error: unknown): unknown {
   return isConnectionFailure(error) ? new StoreUnavailableError(error) : error;

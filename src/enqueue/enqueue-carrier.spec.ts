@@ -5,7 +5,7 @@ import type { ItemNotifications } from '../database/item-notifications.js';
 import type { NewItem } from '../queue/core/types.js';
 import type { EnqueuedRow, EnqueueInboxRepository } from '../storage/enqueue-inbox.repository.js';
 import type { SweepClock } from '../sweeps/sweep-clock.js';
-import { CARRY_BATCH, carriedDedupId, EnqueueCarrier, PUSH_MAX } from './enqueue-carrier.js';
+import { CARRY_BATCH, EnqueueCarrier, PUSH_MAX } from './enqueue-carrier.js';
 import { EnqueueStats } from './enqueue-stats.js';
 import type { TurnRunner } from '../queue/runtime/turn-runner.js';
 
@@ -22,11 +22,20 @@ const row = (seq: number, queueId: string, extra: Partial<EnqueuedRow> = {}): En
   ...extra,
 });
 
-/** The carrier over an inbox holding `rows` (the lock taken unless `locked`), pushing through `append`. */
+/**
+ * The carrier over an inbox holding `rows` (the lock taken unless `locked`), pushing through
+ * `append`; a push runs its statements in commit (the deletion of its rows) once `append`
+ * resolved, as a turn does after its write.
+ */
 function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: readonly NewItem[]) => Promise<unknown>, locked = false) {
   const inbox = {
     rows: [...rows],
+    /** Rows deleted, by a push's commit or by the carriage. */
     removed: [] as string[],
+    /** Rows deleted by the carriage itself (dropped ones). */
+    droppedByCarriage: [] as string[],
+    /** Transactions the carriages asked to forget once they have no row left. */
+    forgotten: [] as string[],
     anyCommitted: async () => inbox.rows.length > 0,
     /** Looks after a carriage that found nothing; `committing` for as many looks as `committingLooks`. */
     committingLooks: 0,
@@ -40,11 +49,23 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
       return inbox.rows.length > 0 ? 'rows' : 'idle';
     },
     underCarrierLock: async <T>(fn: (session: unknown) => Promise<T>) => (locked ? undefined : fn({})),
-    next: async (_session: unknown, limit: number) => inbox.rows.slice(0, limit),
-    remove: async (_session: unknown, done: readonly Pick<EnqueuedRow, 'seq'>[]) => {
-      const seqs = new Set(done.map((d) => d.seq));
+    next: async (_session: unknown, limit: number) => {
+      const rows = inbox.rows.slice(0, limit);
+      return { rows, xids: [...new Set(rows.map((r) => r.xid))] };
+    },
+    claim: (part: readonly Pick<EnqueuedRow, 'seq'>[]) => async () => {
+      const seqs = new Set(part.map((d) => d.seq));
+      const left = inbox.rows.filter((r) => !seqs.has(r.seq));
+      if (inbox.rows.length - left.length !== seqs.size) throw new Error('carried already');
       inbox.removed.push(...seqs);
+      inbox.rows = left;
+    },
+    remove: async (_session: unknown, dropped: readonly Pick<EnqueuedRow, 'seq'>[], xids: readonly string[]) => {
+      const seqs = new Set(dropped.map((d) => d.seq));
+      inbox.removed.push(...seqs);
+      inbox.droppedByCarriage.push(...seqs);
       inbox.rows = inbox.rows.filter((r) => !seqs.has(r.seq));
+      inbox.forgotten.push(...xids);
     },
   };
   const stats = new EnqueueStats();
@@ -52,7 +73,12 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
     { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9 } } as AppConfig,
     { ready: Promise.resolve() } as DatabaseProvider,
     inbox as unknown as EnqueueInboxRepository,
-    { push: append } as unknown as TurnRunner,
+    {
+      push: async (queueId: string, items: readonly NewItem[], inCommit?: (session: unknown) => Promise<void>) => {
+        await append(queueId, items);
+        await inCommit?.({});
+      },
+    } as unknown as TurnRunner,
     stats,
     { onItems: () => undefined, onListening: () => undefined } as unknown as ItemNotifications,
     { register: () => ({ stopped: false, stop: async () => undefined }) } as unknown as SweepClock,
@@ -61,7 +87,7 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
 }
 
 describe('EnqueueCarrier', () => {
-  it('pushes each queue’s rows as one push in commit order, each with its own dedup id or one of its row, then deletes them', async () => {
+  it('pushes each queue’s rows as one push in commit order, whose commit deletes them; a dedup id only where the row has one', async () => {
     const pushes: [string, NewItem[]][] = [];
     const { carrier, inbox, stats } = carrierOver(
       [row(1, 'a'), row(2, 'b', { dedupId: 'order-2', priority: 3, delayMs: 1500, headers: '{"tenant": "acme"}' }), row(3, 'a')],
@@ -72,14 +98,36 @@ describe('EnqueueCarrier', () => {
       [
         'a',
         [
-          { priority: 0, json: '{"seq":1}', delayMs: 0, dedupId: carriedDedupId('1') },
-          { priority: 0, json: '{"seq":3}', delayMs: 0, dedupId: carriedDedupId('3') },
+          { priority: 0, json: '{"seq":1}', delayMs: 0 },
+          { priority: 0, json: '{"seq":3}', delayMs: 0 },
         ],
       ],
       ['b', [{ priority: 3, json: '{"seq":2}', headers: '{"tenant":"acme"}', delayMs: 1500, dedupId: 'order-2' }]],
     ]);
     expect(inbox.rows).toEqual([]);
+    expect(inbox.droppedByCarriage).toEqual([]);
+    expect(inbox.forgotten).toEqual(['1000']);
     expect(stats.rowsCarried).toBe(3);
+  });
+
+  it('rows are deleted only by the commit of the push that carries them: a push that never committed leaves them all', async () => {
+    const { carrier, inbox } = carrierOver([row(1, 'a'), row(2, 'a'), row(3, 'b')], async (queueId) => {
+      // The turn failed before its commit (its write lost, the connection gone): its statements in commit never ran.
+      if (queueId === 'a') throw new Error('connection terminated');
+    });
+    expect(await carrier.carry()).toEqual({ taken: 3, removed: 1 });
+    expect(inbox.rows.map((r) => r.seq)).toEqual(['1', '2']);
+    expect(inbox.droppedByCarriage).toEqual([]);
+  });
+
+  it('a push whose rows another carriage carried meanwhile fails in its commit and counts nothing', async () => {
+    const { carrier, inbox, stats } = carrierOver([row(1, 'a'), row(2, 'a')], async () => {
+      // Another carriage's push committed these rows' deletion first.
+      inbox.rows = inbox.rows.filter((r) => r.seq !== '2');
+    });
+    expect(await carrier.carry()).toEqual({ taken: 2, removed: 0 });
+    expect(stats.rowsCarried).toBe(0);
+    expect(inbox.rows.map((r) => r.seq)).toEqual(['1']);
   });
 
   it('a queue whose push fails keeps all its rows for the next carriage; the other queues’ rows go', async () => {
@@ -114,7 +162,19 @@ describe('EnqueueCarrier', () => {
     await carrier.carry();
     expect(pushes.map((items) => items.map((i) => i.json))).toEqual([['{"seq":3}']]);
     expect(inbox.rows).toEqual([]);
+    // deleted with the push of their queue's part
+    expect(inbox.droppedByCarriage).toEqual([]);
     expect(stats.rowsDropped).toBe(2);
+  });
+
+  it('a part none of whose rows this process can push is deleted by the carriage itself', async () => {
+    const pushes: NewItem[][] = [];
+    const { carrier, inbox, stats } = carrierOver([row(1, 'a', { priority: 10 }), row(2, 'b')], async (_q, items) => void pushes.push([...items]));
+    expect(await carrier.carry()).toEqual({ taken: 2, removed: 2 });
+    expect(pushes.map((items) => items.map((i) => i.json))).toEqual([['{"seq":2}']]);
+    expect(inbox.droppedByCarriage).toEqual(['1']);
+    expect(inbox.rows).toEqual([]);
+    expect(stats.rowsDropped).toBe(1);
   });
 
   it('nothing is pushed while another carriage holds the carrier lock; a carriage takes at most a batch', async () => {

@@ -29,9 +29,6 @@ export const SETTLE_MAX_MS = 1000;
  */
 export const IDLE_INTERVAL_MS = 5_000;
 
-/** The dedup id of a row enqueued without one: its sequence number, unique in the schema. */
-export const carriedDedupId = (seq: string): string => `pushpop-enqueue:${seq}`;
-
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
@@ -43,8 +40,9 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * `ENQUEUE_COMMITTED`): the next commit then finds none waiting and wakes it. An idle process
  * probes every {@link IDLE_INTERVAL_MS} with the sweeps' one statement, in case a wake-up was
  * lost. One process at a time carries up to {@link CARRY_BATCH} rows, in commit order, each
- * queue's share as one push (or several of {@link PUSH_MAX}, in order) through the queue runtime (`TurnRunner.push`, as an HTTP batch
- * push: dedup ids checked in the turn, delays, headers), and deletes them.
+ * queue's share as one push (or several of {@link PUSH_MAX}, in order) through the queue
+ * runtime (`TurnRunner.push`, as an HTTP batch push: the application's dedup ids checked in the
+ * turn, delays, headers), whose commit deletes them.
  *
  * **One carrier at a time.** A carriage runs in a transaction holding the schema's carrier lock
  * (a transaction-scoped advisory lock; another process finding it taken skips its turn). The
@@ -58,20 +56,21 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * in the order their transactions became visible, even when they called the function in the
  * other order.
  *
- * **Exactly once.** The push (its own transaction: a turn commits under the queue's version
- * check and group commit, and cannot share the carriage's) commits before the rows are deleted
- * in the carriage's transaction. Every push carries a dedup id: the row's own, else
- * `pushpop-enqueue:<seq>`, unique to the row. A carriage that dies between the push's commit and
- * its own (a crash, SIGKILL, a lost connection) leaves its rows and releases the lock; the next
- * carriage pushes them again, the queue answers `duplicate` for every one that made it, and the
- * rows are deleted then. A failed push (a queue whose line is full, an unreachable database)
- * leaves that queue's rows, and nothing later of that queue is pushed before them. The limit of
- * this: a carriage that dies after its push, with no process running again before the dedup
- * window (`DEDUP_WINDOW_SECONDS`, 300 s by default) has passed, enqueues those items a second
- * time, as the schedules' firings would.
+ * **Exactly once.** The deletion of a push's rows is a statement in the push's own commit
+ * (`EnqueueInboxRepository.claim`, run by the turn in the transaction of its write): a carriage
+ * cut short (a crash, SIGKILL, a lost connection) pushed and deleted a row, or did neither and
+ * leaves it to the next carriage. No row needs a dedup id for that: a row without the
+ * application's own is pushed without one. The deletion fails the push when a row is gone
+ * already (carried by another carriage, which can only happen when a carriage's connection was
+ * lost while its push was still committing): nothing of it is written. A failed push (a queue
+ * whose line is full, an unreachable database) leaves that queue's rows, and nothing later of
+ * that queue is pushed before them. The carriage's own transaction deletes the
+ * `enqueue_commits` rows of transactions with no row left once the pushes ended (and those a
+ * carriage cut short left, at the next one).
  *
  * A row this process cannot push (its limits are lower than those of the process whose limits
- * the function checked) is dropped with a warning rather than holding up its queue forever.
+ * the function checked) is dropped with a warning rather than holding up its queue forever: with
+ * its queue's push, or by the carriage when none of its part is pushed.
  */
 @Injectable()
 export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
@@ -188,14 +187,16 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   async carry(probe = true): Promise<{ taken: number; removed: number } | undefined> {
     if (probe && !(await this.inbox.anyCommitted())) return { taken: 0, removed: 0 };
     return this.inbox.underCarrierLock(async (session) => {
-      const rows = await this.inbox.next(session, CARRY_BATCH);
+      const { rows, xids } = await this.inbox.next(session, CARRY_BATCH);
       const byQueue = new Map<string, EnqueuedRow[]>();
       for (const row of rows) {
         const queueRows = byQueue.get(row.queueId);
         if (queueRows) queueRows.push(row);
         else byQueue.set(row.queueId, [row]);
       }
-      const carried: EnqueuedRow[] = [];
+      let removed = 0;
+      /** Rows no push deletes: all those of a part none of whose rows this process can push. */
+      const dropped: EnqueuedRow[] = [];
       await Promise.all(
         [...byQueue].map(async ([queueId, queueRows]) => {
           for (let from = 0; from < queueRows.length; from += PUSH_MAX) {
@@ -206,20 +207,22 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
               if (item) items.push(item);
             }
             try {
-              if (items.length > 0) await this.runner.push(queueId, items);
+              // The part's rows, dropped ones included, are deleted in the push's commit.
+              if (items.length > 0) await this.runner.push(queueId, items, this.inbox.claim(part));
+              else dropped.push(...part);
             } catch (error) {
               // This part and the queue's later ones stay, in order, for the next carriage.
               this.logger.warn(`Could not carry ${queueRows.length - from} SQL-enqueued item(s) into queue ${queueId}, trying again: ${message(error)}`);
               return;
             }
-            carried.push(...part);
+            removed += part.length;
             this.stats.rowsCarried += items.length;
             this.stats.rowsDropped += part.length - items.length;
           }
         }),
       );
-      await this.inbox.remove(session, carried);
-      return { taken: rows.length, removed: carried.length };
+      await this.inbox.remove(session, dropped, xids);
+      return { taken: rows.length, removed };
     });
   }
 
@@ -234,7 +237,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
         json: encodeItem(JSON.parse(row.item), MAX_ITEM_BYTES),
         ...(headers === undefined ? {} : { headers }),
         delayMs: row.delayMs,
-        dedupId: row.dedupId ?? carriedDedupId(row.seq),
+        ...(row.dedupId === null ? {} : { dedupId: row.dedupId }),
       };
     } catch (error) {
       this.logger.warn(`Dropped SQL-enqueued item ${row.seq} of queue ${row.queueId}: ${message(error)}`);

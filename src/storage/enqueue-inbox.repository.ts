@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ENQUEUE_GATE } from '../database/functions/enqueue.function.js';
-import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
+import { UnitOfWork, type DbSession, type InTurnCommit } from '../database/unit-of-work.js';
 
 /** A committed row of `enqueued_items`, as the carrier takes it. */
 export interface EnqueuedRow {
@@ -23,9 +23,26 @@ export const ENQUEUE_QUESTIONS = {
   enqueuedCommitted: (): string => `EXISTS (SELECT 1 FROM enqueue_commits)`,
 };
 
+/**
+ * A carriage's share of the inbox: its rows, and every transaction it looked at (those whose
+ * rows are all gone included), whose `enqueue_commits` row goes once none of its rows is left.
+ */
+export interface CarriageRows {
+  readonly rows: EnqueuedRow[];
+  readonly xids: string[];
+}
+
+/** Rows a push claimed were no longer in the inbox when its turn deleted them: carried already, by another carriage. */
+export class InboxRowsGone extends Error {
+  constructor(claimed: number, found: number) {
+    super(`${claimed - found} of ${claimed} SQL-enqueued row(s) were carried already`);
+    this.name = 'InboxRowsGone';
+  }
+}
+
 interface Row {
   xid: string;
-  seq: string;
+  seq: string | null;
   queue_id: string;
   item: string;
   priority: number;
@@ -37,7 +54,8 @@ interface Row {
 /**
  * The SQL of the inbox that `pushpop_enqueue` fills (migration 1764100000016): the carrier's
  * probe, its batch in commit order under the carrier lock of the schema, the deletion of what
- * it carried, the limits the function checks, and the figures of the metrics.
+ * it pushed (in the push's own commit, {@link claim}) or dropped, the limits the function
+ * checks, and the figures of the metrics.
  */
 @Injectable()
 export class EnqueueInboxRepository {
@@ -78,40 +96,73 @@ export class EnqueueInboxRepository {
     });
   }
 
-  /** Up to `limit` rows of committed transactions, in commit order, and in call order within a transaction. */
-  async next(session: DbSession, limit: number): Promise<EnqueuedRow[]> {
-    const rows = await session.query<Row>(
-      `SELECT i.xid::text AS xid, i.seq::text AS seq, i.queue_id, i.item::text AS item, i.priority, i.dedup_id, i.headers::text AS headers,
+  /**
+   * Up to `limit` rows of committed transactions, in commit order, and in call order within a
+   * transaction; with the transactions looked at (one whose rows a carriage cut short already
+   * pushed has none left, and is in `xids` all the same).
+   */
+  async next(session: DbSession, limit: number): Promise<CarriageRows> {
+    const found = await session.query<Row>(
+      `SELECT c.xid::text AS xid, i.seq::text AS seq, i.queue_id, i.item::text AS item, i.priority, i.dedup_id, i.headers::text AS headers,
               CASE WHEN i.deliver_at IS NULL THEN 0
                    ELSE greatest(0, ceil(extract(epoch FROM i.deliver_at - clock_timestamp()) * 1000))::float8 END AS delay_ms
          FROM (SELECT xid, commit_seq FROM enqueue_commits ORDER BY commit_seq LIMIT $1) c
-         JOIN enqueued_items i ON i.xid = c.xid
+         LEFT JOIN enqueued_items i ON i.xid = c.xid
         ORDER BY c.commit_seq, i.seq
         LIMIT $1`,
       [limit],
     );
-    return rows.map((r) => ({
-      xid: r.xid,
-      seq: r.seq,
-      queueId: r.queue_id,
-      item: r.item,
-      priority: r.priority,
-      delayMs: r.delay_ms,
-      dedupId: r.dedup_id,
-      headers: r.headers,
-    }));
+    const rows: EnqueuedRow[] = [];
+    const xids: string[] = [];
+    for (const r of found) {
+      if (xids.at(-1) !== r.xid) xids.push(r.xid);
+      if (r.seq === null) continue;
+      rows.push({
+        xid: r.xid,
+        seq: r.seq,
+        queueId: r.queue_id,
+        item: r.item,
+        priority: r.priority,
+        delayMs: r.delay_ms,
+        dedupId: r.dedup_id,
+        headers: r.headers,
+      });
+    }
+    return { rows, xids };
   }
 
-  /** Deletes carried rows, and the commits of transactions that have none left. */
-  async remove(session: DbSession, rows: readonly Pick<EnqueuedRow, 'xid' | 'seq'>[]): Promise<void> {
-    if (rows.length === 0) return;
+  /**
+   * The deletion of rows a push carries, as statements in that push's commit
+   * (`TurnRunner.push`): the items and the deletion commit together or not at all. It fails the
+   * push ({@link InboxRowsGone}) when any row is gone: another carriage pushed it, and this push
+   * must not commit a second copy.
+   */
+  claim(rows: readonly Pick<EnqueuedRow, 'xid' | 'seq'>[]): InTurnCommit {
     const xids = rows.map((r) => r.xid);
-    await session.query(`DELETE FROM enqueued_items i USING unnest($1::xid8[], $2::bigint[]) AS d(xid, seq) WHERE i.xid = d.xid AND i.seq = d.seq`, [
-      xids,
-      rows.map((r) => r.seq),
-    ]);
+    const seqs = rows.map((r) => r.seq);
+    return async (session) => {
+      const [{ n }] = await session.query<{ n: number }>(
+        `WITH d AS (DELETE FROM enqueued_items i USING unnest($1::xid8[], $2::bigint[]) AS d(xid, seq) WHERE i.xid = d.xid AND i.seq = d.seq RETURNING 1)
+         SELECT count(*)::int AS n FROM d`,
+        [xids, seqs],
+        'pushpop_enqueue_claim',
+      );
+      if (n !== rows.length) throw new InboxRowsGone(rows.length, n);
+    };
+  }
+
+  /** Deletes rows no push carries (dropped), then the commits of `xids` (transactions) that have no row left. */
+  async remove(session: DbSession, rows: readonly Pick<EnqueuedRow, 'xid' | 'seq'>[], xids: readonly string[]): Promise<void> {
+    if (rows.length > 0) {
+      await session.query(`DELETE FROM enqueued_items i USING unnest($1::xid8[], $2::bigint[]) AS d(xid, seq) WHERE i.xid = d.xid AND i.seq = d.seq`, [
+        rows.map((r) => r.xid),
+        rows.map((r) => r.seq),
+      ]);
+    }
+    if (xids.length === 0) return;
+    // A statement of its own, after the pushes committed: its snapshot sees their deletions.
     await session.query(`DELETE FROM enqueue_commits c WHERE c.xid = ANY($1::xid8[]) AND NOT EXISTS (SELECT 1 FROM enqueued_items i WHERE i.xid = c.xid)`, [
-      [...new Set(xids)],
+      xids,
     ]);
   }
 

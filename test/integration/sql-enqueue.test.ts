@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DatabaseProvider } from '../../src/database/database.provider.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { EnqueueCarrier } from '../../src/enqueue/enqueue-carrier.js';
+import { TurnRunner } from '../../src/queue/runtime/turn-runner.js';
+import { EnqueueInboxRepository, InboxRowsGone } from '../../src/storage/enqueue-inbox.repository.js';
 import { answer, drain, sleep } from '../support/queue-helpers.js';
 import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
@@ -232,6 +235,11 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     await refused('$1, $2::jsonb', [q, '[1]'], 'item');
     await refused('$1, $2::jsonb', [q, null], 'item');
     await refused('$1, $2::jsonb', [q, deep], 'item');
+    // The same depth in a value stored compressed (a column of the application's): its stored form is small.
+    await db.query(`CREATE TEMP TABLE deep_items (item jsonb)`);
+    await db.query(`INSERT INTO deep_items VALUES (jsonb_set($1::jsonb, '{pad}', to_jsonb(repeat('x', 4000))))`, [deep]);
+    expect((await db.query(`SELECT pg_column_size(item) < 520 AS small FROM deep_items`)).rows[0].small).toBe(true);
+    await refused('$1, (SELECT item FROM deep_items)', [q], 'item');
     await refused('$1, $2::jsonb', [q, JSON.stringify({ s: 'x'.repeat(262_144) })], 'item');
     await refused('$1, $2::jsonb, $3', [q, '{}', 256], 'priority');
     await refused('$1, $2::jsonb, $3', [q, '{}', -1], 'priority');
@@ -334,5 +342,33 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     expect(await popAll(q)).toEqual([0, 1, 2, 3, 4].map((n) => ({ n })));
     const after = (await svc.http.get('/metrics')).text;
     expect(Number(/^pushpop_items_pushed_total (\S+)$/m.exec(after)?.[1])).toBe(pushedBefore + 5);
+  });
+
+  it('a push deletes the rows it carries in its own commit, with no dedup id of its own; a push of rows already carried writes nothing', async () => {
+    const db = await connect();
+    const carrier = svc.app.get(EnqueueCarrier);
+    const inbox = svc.app.get(EnqueueInboxRepository);
+    const runner = svc.app.get(TurnRunner);
+    const q = uniqueQueueId('sql-claim');
+    await carrier.onModuleDestroy();
+    await db.query('BEGIN');
+    for (let n = 0; n < 3; n++) await enqueue(db, q, { n });
+    await db.query('COMMIT');
+    const { rows } = await svc.app.get(UnitOfWork).transaction((session) => inbox.next(session, 1000));
+    const mine = rows.filter((r) => r.queueId === q);
+    expect(mine.length).toBe(3);
+    const items = mine.map((r) => ({ priority: 0, json: r.item.replace(/ /g, '') }));
+
+    // A carriage cut short right after this push's commit: the rows went with it.
+    expect(await runner.push(q, items, inbox.claim(mine))).toEqual({ enqueued: 3, duplicates: 0 });
+    expect((await db.query(`SELECT count(*)::int AS n FROM enqueued_items WHERE queue_id = $1`, [q])).rows[0].n).toBe(0);
+    expect((await db.query(`SELECT count(*)::int AS n FROM dedup_ids WHERE queue_id = $1`, [q])).rows[0].n).toBe(0);
+    // Another carriage that read the same rows before: its push fails in its commit, and nothing of it is written.
+    await expect(runner.push(q, items, inbox.claim(mine))).rejects.toBeInstanceOf(InboxRowsGone);
+    expect((await answer(svc.http.get(`/queue/${q}`))).body).toMatchObject({ count: 3 });
+    // The next carriage forgets the transaction whose rows are all gone.
+    expect(await carrier.carry()).toEqual({ taken: 0, removed: 0 });
+    expect(await inboxEmpty(db)).toBe(true);
+    expect(await popAll(q)).toEqual([0, 1, 2].map((n) => ({ n })));
   });
 });

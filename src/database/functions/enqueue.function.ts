@@ -6,11 +6,13 @@ import type { DatabaseFunction } from './database-function.js';
  * arguments as an HTTP push does and adds a row to `enqueued_items`; the service carries
  * committed rows into their queues (src/enqueue, docs/architecture.md "Enqueue from SQL").
  *
- * What the caller's transaction pays: one read of the one-row `enqueue_limits`, one insert (one
- * index), and on its first call one more insert at commit (below). It takes no lock shared by
- * all queues and sends no `NOTIFY` per call (a `NOTIFY` holds a lock of the whole server until
- * its commit is flushed: every notifying commit would wait for every other one; the trigger
- * below sends one only to wake idle carriers).
+ * What the caller's transaction pays: one read of the one-row `enqueue_limits` (read each call: a
+ * setting that kept it would be one the caller can set too), one insert (one index), and on its
+ * first call one more insert at commit (below). It takes no lock shared by all queues and sends
+ * no `NOTIFY` per call (a `NOTIFY` holds a lock of the whole server until its commit is flushed:
+ * every notifying commit would wait for every other one; the trigger below sends one only to
+ * wake idle carriers). The depth of an item is looked at only when its stored form is large
+ * enough to nest 65 levels (a `jsonb` that does takes at least 520 bytes) or compressed.
  *
  * **Commit order.** The first row a transaction adds has `opens`: the deferred constraint
  * trigger on it ({@link ENQUEUE_COMMITTED}) runs at the transaction's `COMMIT` and records the
@@ -60,8 +62,9 @@ BEGIN
     RAISE EXCEPTION 'pushpop_enqueue: item must be a JSON object' USING ERRCODE = '22023';
   END IF;
   v_text := item::text;
-  -- An item nested deeper than 64 levels has at least 65 brackets (a cheap test first).
-  IF length(v_text) - length(translate(v_text, '{[', '')) > 64
+  -- An item nested deeper than 64 levels takes at least 520 bytes uncompressed, and has at least 65 brackets (cheap tests first).
+  IF (pg_column_size(item) >= 520 OR pg_column_compression(item) IS NOT NULL)
+     AND length(v_text) - length(translate(v_text, '{[', '')) > 64
      AND jsonb_path_exists(item, 'strict $.**{64} ? (@.type() == "object" || @.type() == "array")') THEN
     RAISE EXCEPTION 'pushpop_enqueue: item must not nest deeper than 64 levels' USING ERRCODE = '22023';
   END IF;

@@ -32,8 +32,9 @@ BEGIN
     RAISE EXCEPTION 'pushpop_enqueue: item must be a JSON object' USING ERRCODE = '22023';
   END IF;
   v_text := item::text;
-  -- An item nested deeper than 64 levels has at least 65 brackets (a cheap test first).
-  IF length(v_text) - length(translate(v_text, '{[', '')) > 64
+  -- An item nested deeper than 64 levels takes at least 520 bytes uncompressed, and has at least 65 brackets (cheap tests first).
+  IF (pg_column_size(item) >= 520 OR pg_column_compression(item) IS NOT NULL)
+     AND length(v_text) - length(translate(v_text, '{[', '')) > 64
      AND jsonb_path_exists(item, 'strict $.**{64} ? (@.type() == "object" || @.type() == "array")') THEN
     RAISE EXCEPTION 'pushpop_enqueue: item must not nest deeper than 64 levels' USING ERRCODE = '22023';
   END IF;

@@ -14,7 +14,7 @@ import type { OffloadMove, OrNeed, SegmentFetch, SegmentRef, TurnWrite } from '.
 import { ActorRegistry } from './actor-registry.js';
 import { OffloadCarriage, type SegmentId } from './offload-carriage.js';
 import { QueueLoads } from './queue-loads.js';
-import type { Pending } from './turn-lines.js';
+import type { InTurnCommit, Pending } from './turn-lines.js';
 import { StoreReadNeeded, TurnReads } from './turn-reads.js';
 
 /** A turn's attempt that reached its write (or found nothing to write), for what happens after the commit. */
@@ -48,6 +48,11 @@ class VersionConflict extends Error {
   constructor(readonly current?: LoadedQueue | null) {
     super('the queue changed');
   }
+}
+
+/** Runs statements in a turn's commit one after the other, on its transaction. */
+async function runAll(statements: readonly InTurnCommit[], tx: DbSession): Promise<void> {
+  for (const run of statements) await run(tx);
 }
 
 /** Optimistic attempts before a turn takes the row lock. */
@@ -87,6 +92,13 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  *
  * **Lock ids** of all the turn's acknowledgements, extensions and releases are read likewise (in
  * shared lock mode): a turn of many of them reads their locks with one query.
+ *
+ * **Statements in the turn's commit** (`Pending.inCommit`, see `InTurnCommit`) run once the
+ * operations ran, in the transaction of the turn's write: the attempt's own under the row lock,
+ * else one that holds only the write and them (everything before it runs as in any optimistic
+ * attempt, on the pool). A write that loses the version check commits nothing of them; the next
+ * attempt runs them again. A turn that writes nothing runs them in a transaction of their own
+ * once its version check passed.
  */
 @Injectable()
 export class TurnAttempt {
@@ -224,6 +236,8 @@ export class TurnAttempt {
     const { offloaded, failedSaves } = carried;
 
     const write = actor.pendingWrite(() => randomInt(2 ** 40, 2 ** 47));
+    // Not in a turn a backlog of due delayed items took for itself: its operations did not run.
+    const inCommit = results ? batch.flatMap((p) => (p.inCommit ? [p.inCommit] : [])) : [];
     let sql: Prepared['sql'];
     if (write) {
       const key = (s: SegmentId): string => offloadedSegmentKey(s.priority, s.segment, queueId);
@@ -237,7 +251,7 @@ export class TurnAttempt {
         ...(write.deadLetters || write.redriven.length > 0 ? { deadLetterDefaults: { ...defaults, version: randomInt(2 ** 40, 2 ** 47), now } } : {}),
       };
       const start = performance.now();
-      if (!(await this.queueState.writeTurn(queueId, stored, session))) throw new VersionConflict();
+      if (!(await this.commitWrite(queueId, stored, transaction, inCommit))) throw new VersionConflict();
       sql = { start, end: performance.now() };
     } else if (!locked && (!activated || reader.read || offered)) {
       // Nothing to write: the answers hold if the queue is still the one they were computed from.
@@ -248,6 +262,22 @@ export class TurnAttempt {
         : await this.queueState.loadQueue(queueId).then((queue) => queue && { queue });
       if ((current?.queue.version ?? null) !== actor.version) throw new VersionConflict(current ?? null);
     }
+    if (!write && inCommit.length > 0) await this.inTransaction(transaction, (tx) => runAll(inCommit, tx));
     return { core: actor, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded: reader.loaded, failedSaves, sql };
+  }
+
+  /** The turn's write, with the statements in its commit (see the class doc): whether it applied. */
+  private async commitWrite(queueId: string, stored: StoredTurnWrite, transaction: DbSession | undefined, inCommit: readonly InTurnCommit[]): Promise<boolean> {
+    if (inCommit.length === 0) return this.queueState.writeTurn(queueId, stored, transaction ?? this.uow.autocommit);
+    return this.inTransaction(transaction, async (tx) => {
+      if (!(await this.queueState.writeTurn(queueId, stored, tx))) throw new VersionConflict();
+      await runAll(inCommit, tx);
+      return true;
+    });
+  }
+
+  /** Runs `fn` in the attempt's transaction, or in one of its own. */
+  private inTransaction<T>(transaction: DbSession | undefined, fn: (tx: DbSession) => Promise<T>): Promise<T> {
+    return transaction ? fn(transaction) : this.uow.transaction(fn);
   }
 }

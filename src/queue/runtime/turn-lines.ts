@@ -1,10 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KeyedMutex } from '@pushpop/keyed-mutex';
+import type { InTurnCommit } from '../../database/unit-of-work.js';
 import type { TurnOp } from './turn-op.js';
+
+export type { InTurnCommit } from '../../database/unit-of-work.js';
 
 /** An operation waiting in its queue's line, and how to answer its caller. */
 export interface Pending {
   readonly op: TurnOp;
+  /**
+   * Statements that commit in the transaction of the write of the turn that runs the operation,
+   * or not at all (`TurnAttempt`: they run once the operations ran, after the write); one that
+   * throws fails the turn, as a failed write does.
+   */
+  readonly inCommit?: InTurnCommit;
   /** With tracing on: the trace context the operation was asked for in. */
   readonly trace?: unknown;
   /**

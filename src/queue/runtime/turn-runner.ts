@@ -9,12 +9,12 @@ import { QueueEvents } from './queue-events.js';
 import { QueueStats } from './queue-stats.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import { TurnAttempt } from './turn-attempt.js';
-import { TurnLines, type Pending } from './turn-lines.js';
+import { TurnLines, type InTurnCommit, type Pending } from './turn-lines.js';
 import type { OutcomeOf, TurnOp } from './turn-op.js';
 import { TRACING, turnTrace, type Tracing } from '../../telemetry/tracing.js';
 
 export type { TurnOp } from './turn-op.js';
-export { QueueLineFull } from './turn-lines.js';
+export { QueueLineFull, type InTurnCommit } from './turn-lines.js';
 
 /**
  * Turns of their own a backlog of due delayed items may take before the waiting operations
@@ -75,11 +75,13 @@ export class TurnRunner {
 
   /**
    * Runs an operation in a turn of the queue's actor and answers with its outcome once the turn committed.
+   * @param inCommit - statements that commit in the turn's transaction, or not at all (see {@link InTurnCommit})
    * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
-  run<O extends TurnOp>(queueId: string, op: O): Promise<OutcomeOf<O>> {
+  run<O extends TurnOp>(queueId: string, op: O, inCommit?: InTurnCommit): Promise<OutcomeOf<O>> {
     return new Promise<OutcomeOf<O>>((resolve, reject) => {
-      const pending: Pending = this.tracing ? { op, resolve, reject, trace: this.tracing.currentContext() } : { op, resolve, reject };
+      const trace = this.tracing?.currentContext();
+      const pending: Pending = inCommit ? { op, resolve, reject, trace, inCommit } : { op, resolve, reject, trace };
       this.lines.add(queueId, pending);
     });
   }
@@ -90,10 +92,12 @@ export class TurnRunner {
    * nothing and in order, dedup ids checked in the turn within `DEDUP_WINDOW_SECONDS`), counted
    * in `pushpop_items_pushed_total` and `pushpop_duplicates_skipped_total` once it committed.
    * It joins the line in the calling tick, as {@link run} does.
+   * @param inCommit - statements that commit with the push or not at all: the carrier's deletion
+   *   of the inbox rows it pushes, so that a carriage cut short did both or neither
    * @throws QueueLineFull when `MAX_PENDING_PER_QUEUE` operations already wait on the queue
    */
-  async push(queueId: string, items: readonly NewItem[]): Promise<PushOutcome> {
-    const outcome = await this.run(queueId, pushOp(items, this.dedupWindowMs));
+  async push(queueId: string, items: readonly NewItem[], inCommit?: InTurnCommit): Promise<PushOutcome> {
+    const outcome = await this.run(queueId, pushOp(items, this.dedupWindowMs), inCommit);
     this.stats.pushed(outcome);
     return outcome;
   }
