@@ -90,7 +90,7 @@ export const CONFIG = {
   fairQueues: envInt('BENCH_FAIR_QUEUES', 100_000, 1, 10_000_000),
   fairReady: envInt('BENCH_FAIR_READY', 1000, 1, 100_000),
   fairEmpty: envInt('BENCH_FAIR_EMPTY', 1_000_000, 0, 10_000_000),
-  fairItems: envInt('BENCH_FAIR_ITEMS', 50, 1, 1000),
+  fairItems: envInt('BENCH_FAIR_ITEMS', 100, 1, 1000),
   fairConnections: envInt('BENCH_FAIR_CONNECTIONS', 32, 1, 1024),
   clientItems: envInt('BENCH_CLIENT_ITEMS', 3000, 100, 100_000),
   clientMaxSeconds: envInt('BENCH_CLIENT_MAX_SECONDS', 30, 1, 600),
