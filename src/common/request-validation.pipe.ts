@@ -235,9 +235,10 @@ export class RequestValidationPipe extends ValidationPipe {
 /** What {@link RequestValidationPipe.validateOnce} compares: the value's JSON without its free fields, and which fields those were. */
 function keyOf(value: Holder, free: readonly string[]): string {
   if (free.length === 0) return JSON.stringify(value);
-  const rest = { ...value };
-  for (const field of free) delete rest[field];
-  return `${free.join(',')}|${JSON.stringify(rest)}`;
+  // Field by field rather than a copy without the free fields: deleting fields of an object makes every later access to it slow.
+  let key = `${free.join(',')}|`;
+  for (const field of Object.keys(value)) if (!free.includes(field)) key += `${JSON.stringify(field)}:${JSON.stringify(value[field])},`;
+  return key;
 }
 
 /** The JSON of each entry of a batch body's `items` whose other fields are primitive values, when every entry is flat (see {@link isFlat}). */
