@@ -200,8 +200,9 @@ export class RequestValidationPipe extends ValidationPipe {
    */
   private async validateOnce(value: unknown, metadata: ArgumentMetadata, validate: () => Promise<unknown>): Promise<unknown> {
     // A batch is never remembered: no key is made for it.
-    const free = isFlat(value) ? this.freeFields(metadata.metatype).filter((field) => typeof (value as Holder)[field] === 'string') : [];
-    const key = isFlat(value) ? keyOf(value as Holder, free) : undefined;
+    const flat = isFlat(value);
+    const free = flat ? this.freeFields(metadata.metatype).filter((field) => typeof (value as Holder)[field] === 'string') : [];
+    const key = flat ? keyOf(value as Holder, free) : undefined;
     const dto = key === undefined ? undefined : this.remembered.get(metadata.metatype)?.get(key);
     if (dto) {
       const copy = copyOf(dto) as Holder;
