@@ -2,14 +2,16 @@
 // callers, so that a change to the engine can be judged apart from the HTTP stack and the load
 // generator (which share the machine's cores in `npm run bench`).
 //
-//   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot] [--callers=64]
+//   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot|ack-next] [--callers=64]
 //     [--queues=1000] [--seconds=8] [--rounds=3] [--write=none|values] [--statements] [--alloc] [--ops=N]
 //
 // Builds the app from dist/ on postgres://postgres@127.0.0.1:5432/<database> (dropped and made
 // again: use a scratch database), warms up for 2 s, then reports per round: operations/s and the
 // process's CPU µs per operation (user and system, from process.cpuUsage; PostgreSQL's work is in
 // its own processes). `push` pushes 200-byte items to random queues; `pop` first fills every
-// queue, then pops one item at a time; `hot` pushes and pops one queue. Run it under
+// queue, then pops one item at a time; `hot` pushes and pops one queue; `ack-next` is an exclusive
+// queue's consumer acknowledging each item with `next` (one operation per item), one queue per
+// caller (--callers=1: the one consumer of `POST /queue/q/acknowledge {"next":{}}`). Run it under
 // `node --cpu-prof` for a profile of the engine alone.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -28,7 +30,7 @@ if (!db) {
 }
 const op = arg('op', 'push');
 const callers = Number(arg('callers', '64'));
-const queues = op === 'hot' ? 1 : Number(arg('queues', '1000'));
+const queues = op === 'hot' ? 1 : op === 'ack-next' ? callers : Number(arg('queues', '1000'));
 const seconds = Number(arg('seconds', '8'));
 const rounds = Number(arg('rounds', '3'));
 // --ops=N: each round runs N operations instead of --seconds (for instruction counts, e.g. under
@@ -77,6 +79,7 @@ const app = await createApp({}, false);
 await app.init();
 await app.get(DatabaseProvider).ready;
 const service = app.get(QueueService);
+const locks = op === 'ack-next' ? app.get((await import('../dist/queue/queue-locks.service.js')).QueueLocksService) : undefined;
 if (writeStub) {
   const { QueueStateRepository } = await import('../dist/storage/queue-state.repository.js');
   const { writeTurnValues } = await import('../dist/database/functions/write-turn.parameters.js');
@@ -92,8 +95,14 @@ let popCursor = 0;
 const popOptions = { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 };
 const pop = () => service.pop(queueId(popCursor++), popOptions);
 const hot = () => (Math.random() < 0.5 ? service.push(queueId(0), { seq: ++seq, payload }, 0) : service.pop(queueId(0), {}));
-const operation = { push, pop, hot }[op];
-if (!operation) throw new Error(`--op must be push, pop or hot, not ${op}`);
+// Each caller's lock id, on its own queue: the lock its last acknowledgement's `next` took.
+const lockIds = [];
+const ackNext = async (caller) => {
+  const answer = await locks.acknowledge(queueId(caller), lockIds[caller], {});
+  lockIds[caller] = answer.next.lock_id;
+};
+const operation = { push, pop, hot, 'ack-next': ackNext }[op];
+if (!operation) throw new Error(`--op must be push, pop, hot or ack-next, not ${op}`);
 
 // --alloc: sample the allocations of each round (also of objects already collected) and print the
 // functions that allocated most, in bytes per operation.
@@ -131,9 +140,9 @@ async function run(ms, ops = 0) {
   let started = 0;
   const more = ops > 0 ? () => started++ < ops : () => performance.now() < deadline;
   await Promise.all(
-    Array.from({ length: callers }, async () => {
+    Array.from({ length: callers }, async (_, caller) => {
       while (more()) {
-        await operation();
+        await operation(caller);
         done++;
       }
     }),
@@ -141,11 +150,16 @@ async function run(ms, ops = 0) {
   return done;
 }
 
-if (op === 'pop') {
-  // Enough items for the warm-up and every round at a generous rate.
-  const perQueue = Math.ceil(((2 + seconds * rounds) * 20_000) / queues);
+if (op === 'pop' || op === 'ack-next') {
+  // Enough items for the warm-up and every round at a generous rate (pops: at most 1,000 a queue).
+  const perQueue = Math.ceil(((2 + seconds * rounds) * (op === 'pop' ? 20_000 : 5_000)) / queues);
   const items = Array.from({ length: Math.min(perQueue, 1000) }, (_, i) => ({ item: { seq: i, payload }, priority: i % 3 }));
-  for (let q = 0; q < queues; q++) await service.pushBatch(queueId(q), items);
+  const batches = op === 'pop' ? 1 : Math.ceil(perQueue / items.length);
+  for (let q = 0; q < queues; q++) for (let b = 0; b < batches; b++) await service.pushBatch(queueId(q), items);
+}
+if (op === 'ack-next') {
+  const ackPop = { depth: 1, requireAck: true, ttlSeconds: 30, waitSeconds: 0 };
+  for (let c = 0; c < callers; c++) lockIds[c] = (await service.pop(queueId(c), ackPop)).lock_id;
 }
 await run(2000, fixedOps > 0 ? Math.ceil(fixedOps / 4) : 0);
 const rows = [];

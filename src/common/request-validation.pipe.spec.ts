@@ -1,6 +1,7 @@
 import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ListQueuesQueryDto } from '../queue/dto/list-queues-query.dto.js';
+import { AcknowledgeRequestDto, NextPopDto } from '../queue/dto/lock.dto.js';
 import { PopQueryDto } from '../queue/dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from '../queue/dto/push-item.dto.js';
 import { ValidationFailedError } from './errors.js';
@@ -13,6 +14,7 @@ const query = (fields: Record<string, string>): Record<string, string> => Object
 
 const pushBody: ArgumentMetadata = { type: 'body', metatype: PushItemDto };
 const batchBody: ArgumentMetadata = { type: 'body', metatype: PushBatchDto };
+const ackBody: ArgumentMetadata = { type: 'body', metatype: AcknowledgeRequestDto };
 
 describe('RequestValidationPipe on query strings and body shapes', () => {
   afterEach(() => vi.restoreAllMocks());
@@ -142,5 +144,30 @@ describe('RequestValidationPipe on query strings and body shapes', () => {
     }
     expect(validations).toHaveBeenCalledTimes(3);
     expect(validations.mock.calls.map((c) => (c[0] as { items: unknown[] }).items.length)).toEqual([20, 20, 20]);
+  });
+
+  it('an acknowledgement of a shape seen before, with any lock_id, is not validated again: it carries its own lock_id and its own next', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const first = (await pipe.transform({ lock_id: 'a', next: { depth: 2 } }, ackBody)) as AcknowledgeRequestDto;
+    const second = (await pipe.transform({ lock_id: 'b', next: { depth: 2 } }, ackBody)) as AcknowledgeRequestDto;
+    expect(validations).toHaveBeenCalledTimes(1);
+    expect(second).toBeInstanceOf(AcknowledgeRequestDto);
+    expect(second.next).toBeInstanceOf(NextPopDto);
+    expect(second).toEqual(Object.assign(new AcknowledgeRequestDto(), { lock_id: 'b', next: Object.assign(new NextPopDto(), { depth: 2 }) }));
+    expect(first.lock_id).toBe('a');
+    second.next!.depth = 9;
+    const third = (await pipe.transform({ lock_id: 'c', next: { depth: 2 } }, ackBody)) as AcknowledgeRequestDto;
+    expect(third, 'a change to an earlier answer does not leak').toMatchObject({ lock_id: 'c', next: { depth: 2 } });
+    expect(third.next).not.toBe(second.next);
+    // A lock_id that is no string, another next, a next refused: validated each time.
+    for (let i = 0; i < 2; i++) expect(await pipe.transform({ lock_id: 5, next: { depth: 2 } }, ackBody)).toMatchObject({ lock_id: 5 });
+    expect(await pipe.transform({ lock_id: 'd', next: { depth: 3 } }, ackBody)).toMatchObject({ lock_id: 'd', next: { depth: 3 } });
+    for (let i = 0; i < 2; i++) await expect(pipe.transform({ lock_id: 'e', next: { depth: 0 } }, ackBody)).rejects.toThrow(/next\.depth/);
+    for (let i = 0; i < 2; i++) await expect(pipe.transform({ lock_id: 'e', next: { nope: 1 } }, ackBody)).rejects.toBeInstanceOf(ValidationFailedError);
+    expect(validations).toHaveBeenCalledTimes(7);
+    expect(await pipe.transform({ lock_id: 'f' }, ackBody)).toEqual(Object.assign(new AcknowledgeRequestDto(), { lock_id: 'f' }));
+    expect(await pipe.transform({ lock_id: 'g' }, ackBody)).toEqual(Object.assign(new AcknowledgeRequestDto(), { lock_id: 'g' }));
+    expect(validations).toHaveBeenCalledTimes(8);
   });
 });

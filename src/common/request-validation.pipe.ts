@@ -1,4 +1,5 @@
 import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { getMetadataStorage, ValidationTypes } from 'class-validator';
 import { ValidationFailedError } from './errors.js';
 import { UnsupportedBody } from './request-body.parser.js';
 
@@ -77,7 +78,8 @@ export class RequestValidationPipe extends ValidationPipe {
    * class-transformer and class-validator cost a request about a tenth of its CPU (profiles of
    * the push and long-poll benchmarks); one seen before gets a copy of its DTO instead. Only
    * what passed is remembered, and only DTOs holding nothing but primitive values besides an
-   * item's stand-in (so that a shallow copy is a full one): not a batch's entries.
+   * item's stand-in and nested DTOs of primitive values (`next`), so that the copy is a full
+   * one: not a batch's entries.
    */
   private readonly remembered = new Map<unknown, Map<string, object>>();
   /**
@@ -191,16 +193,53 @@ export class RequestValidationPipe extends ValidationPipe {
     return dto;
   }
 
-  /** `validate()`'s DTO, or a copy of the one it gave for the same value before (see {@link remembered}). */
+  /**
+   * `validate()`'s DTO, or a copy of the one it gave for the same value before (see
+   * {@link remembered}). Fields any string passes (see {@link freeFields}) are left out of what is
+   * compared, and the copy takes this value's: an acknowledgement names a new `lock_id` each time.
+   */
   private async validateOnce(value: unknown, metadata: ArgumentMetadata, validate: () => Promise<unknown>): Promise<unknown> {
     // A batch is never remembered: no key is made for it.
-    const key = isFlat(value) ? JSON.stringify(value) : undefined;
+    const flat = isFlat(value);
+    const free = flat ? this.freeFields(metadata.metatype).filter((field) => typeof (value as Holder)[field] === 'string') : [];
+    const key = flat ? keyOf(value as Holder, free) : undefined;
     const dto = key === undefined ? undefined : this.remembered.get(metadata.metatype)?.get(key);
-    if (dto) return copyOf(dto);
+    if (dto) {
+      const copy = copyOf(dto) as Holder;
+      for (const field of free) copy[field] = (value as Holder)[field];
+      return copy;
+    }
     const result = await validate();
     if (key !== undefined && isFlat(result)) remember(this.remembered, metadata.metatype, key, copyOf(result));
     return result;
   }
+
+  /** Per DTO class, its fields whose only rule is `@Allow()`: any string passes them unchanged (see {@link freeFields}). */
+  private readonly free = new Map<unknown, string[]>();
+
+  /**
+   * The fields of a DTO class whose only rule is `@Allow()` (`lock_id`, checked by the service):
+   * whatever string they hold, the body is valid or not, and transformed, as with any other.
+   */
+  private freeFields(metatype: unknown): string[] {
+    let fields = this.free.get(metatype);
+    if (fields) return fields;
+    const rules = typeof metatype === 'function' ? getMetadataStorage().getTargetValidationMetadatas(metatype, '', true, false) : [];
+    const byField = new Map<string, boolean>();
+    for (const rule of rules) byField.set(rule.propertyName, (byField.get(rule.propertyName) ?? true) && rule.type === ValidationTypes.WHITELIST);
+    fields = [...byField].filter(([, onlyAllow]) => onlyAllow).map(([field]) => field);
+    this.free.set(metatype, fields);
+    return fields;
+  }
+}
+
+/** What {@link RequestValidationPipe.validateOnce} compares: the value's JSON without its free fields, and which fields those were. */
+function keyOf(value: Holder, free: readonly string[]): string {
+  if (free.length === 0) return JSON.stringify(value);
+  // Field by field rather than a copy without the free fields: deleting fields of an object makes every later access to it slow.
+  let key = `${free.join(',')}|`;
+  for (const field of Object.keys(value)) if (!free.includes(field)) key += `${JSON.stringify(field)}:${JSON.stringify(value[field])},`;
+  return key;
 }
 
 /** The JSON of each entry of a batch body's `items` whose other fields are primitive values, when every entry is flat (see {@link isFlat}). */
@@ -217,9 +256,13 @@ function batchEntryKeys(value: unknown): string[] | undefined {
   return keys;
 }
 
-/** An object whose fields are all primitive values, but for an item's stand-in. */
+/** An object whose fields are all primitive values (but for an item's stand-in), or objects of primitive values (a nested DTO such as `next`). */
 function isFlat(value: unknown): value is object {
-  return value !== null && typeof value === 'object' && Object.entries(value).every(([field, v]) => isPrimitive(v) || field === 'item');
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    Object.entries(value).every(([field, v]) => isPrimitive(v) || field === 'item' || (isPlainObject(v) && Object.values(v).every(isPrimitive)))
+  );
 }
 
 /** Adds to a per-class memory, forgetting the oldest entry past {@link MAX_REMEMBERED}. */
@@ -246,7 +289,12 @@ function isBatch(value: unknown): value is Holder & { items: unknown[] } {
   return value !== null && typeof value === 'object' && Array.isArray((value as Holder).items);
 }
 
-/** A shallow copy with the same prototype (the DTO's class). */
+/** A copy with the same prototype (the DTO's class), and so are its nested DTOs (see {@link isFlat}): nothing of it is shared with the original but an item's stand-in. */
 function copyOf<T extends object>(dto: T): T {
-  return Object.assign(Object.create(Object.getPrototypeOf(dto) as object | null) as T, dto);
+  const copy = Object.assign(Object.create(Object.getPrototypeOf(dto) as object | null) as T, dto) as Holder;
+  for (const field of Object.keys(copy)) {
+    const v = copy[field];
+    if (field !== 'item' && isPlainObject(v)) copy[field] = copyOf(v);
+  }
+  return copy as T;
 }

@@ -43,6 +43,24 @@ describe('pop answers with items as stored JSON', () => {
     expect(JSON.stringify(answer)).toBe(serializePopAnswer(answer));
   });
 
+  it('an answer carrying a pop answer as next (an acknowledgement): its items spliced in too, same text as JSON.stringify', () => {
+    const headers = [JSON.stringify({ traceparent: 'tp' }), '{}'];
+    const next = popAnswer(stored, { count: 2, locked: true, lock_id: 'AbCdEfGhIjK', lock_expires_at: 1.5 }, headers);
+    const acknowledged = { success: true, message: 'Successfully acknowledged 1 item(s)', items_acknowledged: 1, next };
+    const plainNext = {
+      items: stored.map((s) => JSON.parse(s) as unknown),
+      headers: [{ traceparent: 'tp' }, {}],
+      count: 2,
+      locked: true,
+      lock_id: 'AbCdEfGhIjK',
+      lock_expires_at: 1.5,
+    };
+    expect(serializePopAnswer(acknowledged)).toBe(JSON.stringify({ ...acknowledged, next: plainNext }));
+    const batch = { success: true, items_acknowledged: 1, results: [{ lock_id: 'a', status: 200, items_acknowledged: 1 }], skipped: undefined, next };
+    expect(serializePopAnswer(batch)).toBe(JSON.stringify({ ...batch, next: plainNext }));
+    expect(serializePopAnswer({ success: true, next: { items: [] } }), 'a next made otherwise').toBe('{"success":true,"next":{"items":[]}}');
+  });
+
   it('anything else (an error body sent on the same reply) is JSON.stringify', () => {
     const error = { statusCode: 423, error_code: 'QUEUE_LOCKED', message: 'locked' };
     expect(serializePopAnswer(error)).toBe(JSON.stringify(error));

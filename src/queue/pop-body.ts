@@ -60,15 +60,30 @@ export function popAnswer(items: readonly string[], rest: Rest, headers?: readon
 
 /**
  * The HTTP body of a pop's answer: the stored item (and header) texts spliced in for an answer
- * made by {@link popAnswer}, `JSON.stringify` for anything else (an error body on the same
- * reply). Same text as `JSON.stringify(answer)`, fields in the same order.
+ * made by {@link popAnswer}, and for one that carries such an answer as `next` (an
+ * acknowledgement that popped after it); `JSON.stringify` for anything else (an error body on
+ * the same reply). Same text as `JSON.stringify(answer)`, fields in the same order.
  */
 export function serializePopAnswer(payload: unknown): string {
-  const stored = typeof payload === 'object' && payload !== null ? ((payload as Record<symbol, unknown>)[STORED] as Stored | undefined) : undefined;
-  if (!stored) return JSON.stringify(payload);
+  const stored = storedOf(payload);
+  if (!stored) return storedOf((payload as Record<string, unknown> | null)?.next) ? withNext(payload as Record<string, unknown>) : JSON.stringify(payload);
   const rest = JSON.stringify(stored.rest);
   const headers = stored.headers ? `,"headers":[${stored.headers.join(',')}]` : '';
   return `{"items":[${stored.items.join(',')}]${headers}${rest === '{}' ? '' : `,${rest.slice(1, -1)}`}}`;
+}
+
+/** What {@link popAnswer} keeps of an answer it made; undefined for any other value. */
+const storedOf = (value: unknown): Stored | undefined =>
+  typeof value === 'object' && value !== null ? ((value as Record<symbol, unknown>)[STORED] as Stored | undefined) : undefined;
+
+/** An answer whose `next` is a pop's answer made by {@link popAnswer}, field by field as `JSON.stringify` writes them (a field it leaves out, left out). */
+function withNext(payload: Record<string, unknown>): string {
+  const fields: string[] = [];
+  for (const [field, value] of Object.entries(payload)) {
+    const text = field === 'next' ? serializePopAnswer(value) : (JSON.stringify(value) as string | undefined);
+    if (text !== undefined) fields.push(`${JSON.stringify(field)}:${text}`);
+  }
+  return `{${fields.join(',')}}`;
 }
 
 /**

@@ -16,13 +16,20 @@ export function popOptions(query: PopQueryDto): PopOptions {
 }
 
 /**
- * Answers a pop on `reply`: its items leave as the JSON text they were stored as (see
- * `popAnswer`; a reply with a serializer of its own gets no Content-Type from Fastify, so it is
- * set here). A long poll gets a signal that is set when its client goes away, so that it stops
+ * Makes `reply` send the items of a pop's answer, or of the pop an acknowledgement made after it
+ * (`next`), as the JSON text they were stored as (see `popAnswer`; a reply with a serializer of
+ * its own gets no Content-Type from Fastify, so it is set here).
+ */
+export function sendsStoredItems(reply: FastifyReply): void {
+  reply.serializer(serializePopAnswer).type('application/json; charset=utf-8');
+}
+
+/**
+ * Answers a pop on `reply`, its items as stored (see {@link sendsStoredItems}). A long poll gets a signal that is set when its client goes away, so that it stops
  * waiting and takes no item nobody would receive.
  */
 export async function answerPop<T>(reply: FastifyReply, options: PopOptions, pop: (clientGone?: AbortSignal) => Promise<T>): Promise<T> {
-  reply.serializer(serializePopAnswer).type('application/json; charset=utf-8');
+  sendsStoredItems(reply);
   if (options.waitSeconds === 0) return pop();
   const clientGone = new AbortController();
   const onClose = (): void => {

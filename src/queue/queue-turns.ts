@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { AppConfig } from '../config/app-config.js';
 import { QueueBusyError, ValidationFailedError } from '../common/errors.js';
@@ -13,8 +13,20 @@ import { TurnRunner } from './runtime/turn-runner.js';
 import type { OutcomeOf, TurnOp } from './runtime/turn-op.js';
 import { TRACING, type Tracing } from '../telemetry/tracing.js';
 
-/** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). */
-export const newLockId = (): string => randomBytes(8).toString('base64url');
+/** Random bytes for 128 lock ids, drawn at once: a call into the system's generator per lock cost a pop with ack about a fortieth of its CPU. */
+const lockIdBytes = Buffer.alloc(8 * 128);
+/** Where the next lock id's bytes start in {@link lockIdBytes}; at its end, it is filled again. */
+let lockIdAt = lockIdBytes.length;
+
+/** A lock id: 8 random bytes as 11 URL-safe characters, as seed 004's token_urlsafe(8). Each byte is used once. */
+export const newLockId = (): string => {
+  if (lockIdAt === lockIdBytes.length) {
+    randomFillSync(lockIdBytes);
+    lockIdAt = 0;
+  }
+  lockIdAt += 8;
+  return lockIdBytes.toString('base64url', lockIdAt - 8, lockIdAt);
+};
 
 /** How a pop hands its items out: under a lock (or a lock per item), with their headers. */
 export interface PopHow {

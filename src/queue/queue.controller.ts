@@ -36,7 +36,7 @@ import { DatabaseReadyGuard } from '../database/database-ready.guard.js';
 import { QueueIdPipe } from './queue-id.pipe.js';
 import { QueueService } from './queue.service.js';
 import { QueueLocksService, type NextPopOptions } from './queue-locks.service.js';
-import { answerPop, popOptions } from './pop-request.js';
+import { answerPop, popOptions, sendsStoredItems } from './pop-request.js';
 import { requestTraceparent } from './item-codec.js';
 
 /** What push and batch push answer about their items. */
@@ -160,7 +160,12 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, LOCK_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async acknowledge(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: AcknowledgeRequestDto): Promise<AcknowledgeResponseDto> {
+  async acknowledge(
+    @Param('queue_id', QueueIdPipe) queueId: string,
+    @Body() body: AcknowledgeRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AcknowledgeResponseDto> {
+    if (body.next) sendsStoredItems(reply);
     return this.locks.acknowledge(queueId, body.lock_id, nextPop(body.next));
   }
 
@@ -175,7 +180,12 @@ export class QueueController {
   @ApiErrors(COMMON_QUEUE_ERRORS, BODY_ERRORS)
   @HttpCode(200)
   @ApiParam(QUEUE_ID_PARAM)
-  async acknowledgeBatch(@Param('queue_id', QueueIdPipe) queueId: string, @Body() body: AcknowledgeBatchRequestDto): Promise<AcknowledgeBatchResponseDto> {
+  async acknowledgeBatch(
+    @Param('queue_id', QueueIdPipe) queueId: string,
+    @Body() body: AcknowledgeBatchRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AcknowledgeBatchResponseDto> {
+    if (body.next) sendsStoredItems(reply);
     return this.locks.acknowledgeBatch(queueId, body.lock_ids, nextPop(body.next));
   }
 
