@@ -1,9 +1,24 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { PushpopClient } from '@pushpop/client';
 import ts from 'typescript';
 import { repoRoot } from '../support/child-service.js';
 import { sharedBuild } from '../support/shared-build.js';
+
+/**
+ * What the service has: the contract's fourth additions (the committed openapi.json says so:
+ * consumer-failures.test.ts). The service the tests start in-process documents its DTOs' fields
+ * without the Nest CLI's OpenAPI plugin, so its own document does not show them: clients that
+ * must use them are told.
+ */
+export const FOURTH_CAPABILITIES = { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true };
+
+/** A queue's items waiting, locked (by its lock or its shared locks) and delayed. */
+export async function settledState(client: PushpopClient, queueId: string): Promise<{ count: number; locked: number; delayed: number }> {
+  const info = await client.queue(queueId).info();
+  return { count: info.count, locked: info.lock?.item_count ?? info.locks?.item_count ?? 0, delayed: info.delayed };
+}
 
 /** A private build of libs/client (what `npm pack` ships), for child processes. */
 export interface ClientBuild {

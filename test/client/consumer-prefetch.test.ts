@@ -5,20 +5,13 @@ import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, waitFor } from './client-support.js';
+import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
 
 interface Job {
   n: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * What the service has (the committed openapi.json says so: consumer-failures.test.ts). The
- * service these tests start in-process documents its DTOs' fields without the Nest CLI's
- * OpenAPI plugin, so its own document does not show them: the clients are told.
- */
-const FOURTH = { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true };
 
 /**
  * The Consumer on a service with the contract's fourth additions: a shared queue's items popped
@@ -34,7 +27,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
 
   beforeAll(async () => {
     [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
-    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH });
+    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
   });
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -49,10 +42,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     for (let i = 0; i < count; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ item: { n: i + k } })));
   }
 
-  async function settled(queueId: string): Promise<{ count: number; locked: number; delayed: number }> {
-    const info = await client.queue(queueId).info();
-    return { count: info.count, locked: info.lock?.item_count ?? info.locks?.item_count ?? 0, delayed: info.delayed };
-  }
+  const settled = (queueId: string) => settledState(client, queueId);
 
   function consume(on: PushpopClient, queueId: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
     const consumer = on.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
@@ -103,7 +93,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     // The consumer's own requests, seen as they leave: an acknowledgement names finished locks only.
     const watched = new PushpopClient({
       baseUrl: svc.url,
-      capabilities: FOURTH,
+      capabilities: FOURTH_CAPABILITIES,
       fetch: async (input, init) => {
         const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
         routes.push(new URL(url).pathname.replace(`/queue/${q}`, ''));
@@ -182,7 +172,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
       `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
 const client = new PushpopClient({
   baseUrl: process.env.PUSHPOP_URL,
-  capabilities: ${JSON.stringify(FOURTH)},
+  capabilities: ${JSON.stringify(FOURTH_CAPABILITIES)},
   fetch: (input, init) => (String(input).includes('/acknowledge') ? new Promise(() => {}) : fetch(input, init)),
 });
 client.consume(process.env.QUEUE, ({ item }) => void process.stdout.write('finished ' + item.n + '\\n'), { concurrency: 4, prefetch: 12, ttlSeconds: 2, waitSeconds: 1 });
@@ -216,7 +206,7 @@ client.consume(process.env.QUEUE, ({ item }) => void process.stdout.write('finis
     const q = uniqueQueueId('ack-next');
     await fill(q, 50);
     const order: number[] = [];
-    const watched = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH });
+    const watched = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
     const consumer = consume(watched, q, ({ item }) => void order.push(item.n));
     await waitFor('all handled', () => consumer.stats.completed === 50, 30_000);
     await consumer.close();

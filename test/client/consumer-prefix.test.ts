@@ -5,16 +5,13 @@ import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, waitFor } from './client-support.js';
+import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
 
 interface Job {
   n: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** What the service has (see consumer-prefetch.test.ts: the in-process service's document does not show its DTOs' fields). */
-const FOURTH = { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true };
 
 /**
  * The Consumer of a prefix (`client.consumePrefix`): fair pops over the shared queues under it,
@@ -29,7 +26,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
 
   beforeAll(async () => {
     [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
-    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH });
+    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
   });
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
@@ -46,10 +43,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     await queue.pushBatch(Array.from({ length: count }, (_, k) => ({ item: { n: from + k } })));
   }
 
-  async function settled(queueId: string): Promise<{ count: number; locked: number; delayed: number }> {
-    const info = await client.queue(queueId).info();
-    return { count: info.count, locked: info.locks?.item_count ?? info.lock?.item_count ?? 0, delayed: info.delayed };
-  }
+  const settled = (queueId: string) => settledState(client, queueId);
 
   async function total(queueIds: string[]): Promise<{ count: number; locked: number; delayed: number }> {
     const all = await Promise.all(queueIds.map(settled));
@@ -116,7 +110,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     const settingsReads: string[] = [];
     const watched = new PushpopClient({
       baseUrl: svc.url,
-      capabilities: FOURTH,
+      capabilities: FOURTH_CAPABILITIES,
       fetch: async (input, init) => {
         const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
         const read = /^\/queue\/([^/]+)\/settings$/.exec(url.pathname);
@@ -209,7 +203,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
       `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
 const client = new PushpopClient({
   baseUrl: process.env.PUSHPOP_URL,
-  capabilities: ${JSON.stringify(FOURTH)},
+  capabilities: ${JSON.stringify(FOURTH_CAPABILITIES)},
   fetch: (input, init) => (String(input).includes('/acknowledge') ? new Promise(() => {}) : fetch(input, init)),
 });
 client.consumePrefix(process.env.PREFIX, ({ item, queueId }) => void process.stdout.write('finished ' + item.n + ' ' + queueId + '\\n'), { concurrency: 4, prefetch: 12, ttlSeconds: 2, waitSeconds: 1 });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient, RetryLater } from '@pushpop/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, waitFor } from './client-support.js';
+import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
 
 // An interface, as users write them: the client's generics take any object type.
 interface Job {
@@ -44,10 +44,7 @@ describe(`Consumer (${databaseKind})`, () => {
     return consumer;
   }
 
-  async function settled(queueId: string): Promise<{ count: number; locked: number; delayed: number }> {
-    const info = await client.queue(queueId).info();
-    return { count: info.count, locked: info.lock?.item_count ?? info.locks?.item_count ?? 0, delayed: info.delayed };
-  }
+  const settled = (queueId: string) => settledState(client, queueId);
 
   // The trial of a new user: concurrency 8, about 10% of the items failing once.
   for (const mode of ['exclusive', 'shared'] as const) {
@@ -205,8 +202,7 @@ describe(`Consumer (${databaseKind})`, () => {
       // Acknowledgements that take their time (a slow network): the queue is found empty while the last ones are in flight.
       const slowAcks = new PushpopClient({
         baseUrl: svc.url,
-        // The service's fourth additions (its in-process OpenAPI document here lacks some fields): per-item locks and batches.
-        capabilities: { lockPerItem: true, batchLocks: true, deadLetterRelease: true, acknowledgeNext: true },
+        capabilities: FOURTH_CAPABILITIES,
         fetch: (input, init) =>
           (input instanceof Request ? input.url : input.toString()).includes('/acknowledge') ? sleep(300).then(() => fetch(input, init)) : fetch(input, init),
       });
