@@ -5,19 +5,22 @@ import { buildService, startChildService, type ChildService, type ServiceBuild }
 import {
   acknowledge,
   closeWithin,
+  entries,
   expectLockError,
   expectQueueLocked,
   expectValidationFailed,
   extendLock,
+  type IdItem,
+  ids,
   listed,
   LOCK_ENDPOINTS,
   LOCK_ID_PATTERN,
   lockCall,
+  type LockEndpoint,
   lockItems,
   popAck,
   pushAll,
   release,
-  type LockEndpoint,
 } from '../support/lock-helpers.js';
 import { drain, sleep } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
@@ -32,9 +35,7 @@ import { databaseKind, makeDataDir, removeDataDir, startService, TestService, un
  * Items are `{ id }` with ids like `a0` (priority 0), `b0` (priority 1), `c0` (priority 2).
  */
 
-type Item = { id: string };
-const ids = (items: Item[]): string[] => items.map((i) => i.id);
-const entries = (priority: number, ...names: string[]): { item: Item; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
+type Item = IdItem;
 const nowSeconds = (): number => Date.now() / 1000;
 
 /** A simulated clock: the service's Clock runs `offset` ms ahead of real time. Restored after each test. */

@@ -1,7 +1,18 @@
 import type { Response } from 'supertest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { acknowledge, closeWithin, expectValidationFailed, LOCK_ERRORS, lockItems, pushAll, timeTravel } from '../support/lock-helpers.js';
+import {
+  acknowledge,
+  closeWithin,
+  entries,
+  expectValidationFailed,
+  type IdItem,
+  ids,
+  LOCK_ERRORS,
+  lockItems,
+  pushAll,
+  timeTravel,
+} from '../support/lock-helpers.js';
 import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
@@ -9,9 +20,7 @@ import { databaseKind, removeDataDir, startService, type TestService, uniqueQueu
  * next items (CONTRACT.md, fourth additions: "Batch acknowledge and release", "Dead-lettering on
  * purpose", "Acknowledge, then pop the next").
  */
-type Item = { id: string };
-const ids = (items: Item[]): string[] => items.map((i) => i.id);
-const entries = (priority: number, ...names: string[]): { item: Item; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
+type Item = IdItem;
 
 function expectError(res: Response, status: number, code: string, label = ''): void {
   expect({ status: res.status, error_code: res.body?.error_code }, `${label} ${JSON.stringify(res.body)}`).toEqual({ status, error_code: code });

@@ -4,9 +4,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import {
   acknowledge,
   closeWithin,
+  entries,
   expectLockError,
   expectValidationFailed,
   extendLock,
+  type IdItem,
+  ids,
   LOCK_ID_PATTERN,
   pushAll,
   release,
@@ -20,9 +23,7 @@ import { databaseKind, removeDataDir, startService, type TestService, uniqueQueu
  * each such lock is acknowledged, extended, released, expires and counts exactly as a shared
  * lock of one item. The service runs with `MAX_LOCKS_PER_QUEUE` 6, so that the bound is reached.
  */
-type Item = { id: string };
-const ids = (items: Item[]): string[] => items.map((i) => i.id);
-const entries = (priority: number, ...names: string[]): { item: Item; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
+type Item = IdItem;
 
 const MAX_LOCKS = 6;
 

@@ -10,10 +10,13 @@ import { TurnRunner } from '../../src/queue/runtime/turn-runner.js';
 import {
   acknowledge,
   closeWithin,
+  entries,
   expectLockError,
   expectQueueLocked,
   expectValidationFailed,
   extendLock,
+  type IdItem,
+  ids,
   listed,
   LOCK_ENDPOINTS,
   lockCall,
@@ -35,9 +38,7 @@ import { databaseKind, makeDataDir, pollsWaitingOn, removeDataDir, startService,
  * Lock expiry runs on a simulated clock ({@link timeTravel}) in a service whose background
  * sweeps are stopped, so that only the requests of a test (or its explicit sweep) expire locks.
  */
-type Item = { id: string };
-const ids = (items: Item[]): string[] => items.map((i) => i.id);
-const entries = (priority: number, ...names: string[]): { item: Item; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
+type Item = IdItem;
 
 type Settings = {
   segment_size: number;

@@ -9,6 +9,13 @@ import { Clock } from '../../src/common/clock.js';
  */
 
 /** A lock id: at least 11 characters of the URL-safe alphabet. */
+/** The items of the lock tests: `{ id }`, with ids like `a0` (the letter the priority's, by convention). */
+export type IdItem = { id: string };
+/** The ids of `items`, in order. */
+export const ids = (items: IdItem[]): string[] => items.map((i) => i.id);
+/** Push entries of the items named, at `priority`. */
+export const entries = (priority: number, ...names: string[]): { item: IdItem; priority: number }[] => names.map((id) => ({ item: { id }, priority }));
+
 export const LOCK_ID_PATTERN = /^[A-Za-z0-9_-]{11,}$/;
 
 export type LockEndpoint = 'acknowledge' | 'extend-lock' | 'release';
