@@ -217,7 +217,7 @@ export class QueueCore {
 
   /** Items held in memory. */
   get itemsInMemory(): number {
-    return this.segments.itemsInMemory;
+    return this.segments.itemsInMemory + this.shared.knownItems;
   }
 
   /** Priorities that have an entry (they hold items, or shared locks hold some of theirs), lowest (popped first) first. */
@@ -487,6 +487,9 @@ export class QueueCore {
   /** The turn's write (if any) has committed: the core now mirrors the stored queue. Ends the turn; the next starts afresh. */
   committed(write: TurnWrite | undefined): void {
     if (write) this.storedVersion = write.deleteQueue ? null : write.newVersion;
+    // A deleted queue's locks are gone, whatever the turn read of them before.
+    if (write?.deleteQueue) this.shared.forget();
+    else if (this.currentOf) this.shared.remember(this.currentOf);
     this.deleted = false;
     this.currentOf = undefined;
     this.segments.evictOutsideWindow();

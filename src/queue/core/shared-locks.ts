@@ -1,9 +1,14 @@
 import type { GiveBackOutcome, GiveBackTime, GivenBackItems } from './given-back-items.js';
-import type { CoreContext } from './turn-state.js';
+import type { CoreContext, TurnState } from './turn-state.js';
 import { NO_SHARED_LOCKS, Needed, type LockProblem, type LockRowsFetch, type LockRowsNeed, type LockState, type SharedLockSummary } from './types.js';
 
 /** Expired shared locks one turn gives back at most; the rest are given back by the next turns (or when their id is used). */
 export const MAX_EXPIRED_LOCKS_PER_TURN = 100;
+
+/** Live shared locks a core keeps known between turns at most (see {@link SharedLocks}). */
+export const MAX_KNOWN_LOCKS = 1000;
+/** Characters of item JSON those locks hold at most. */
+export const MAX_KNOWN_LOCK_CHARS = 1 << 20;
 
 /** What the expiry of a turn's due shared locks did. */
 export interface SharedExpiryOutcome extends GiveBackOutcome {
@@ -12,14 +17,28 @@ export interface SharedExpiryOutcome extends GiveBackOutcome {
 
 /**
  * A queue's shared locks (competing consumers): any number live side by side, each holding its
- * own items. The locks stay in their table; memory holds the queue row's summary of them and
- * the locks a turn read.
+ * own items. The locks stay in their table; memory holds the queue row's summary of them, the
+ * locks a turn read, and, between turns, the live locks the last committed turns wrote or read.
+ *
+ * **Known locks.** A consumer acknowledges the locks a pop just made: without them in memory,
+ * every acknowledgement turn would first read its locks' rows back (a round trip, and for a
+ * batch of a hundred per-item locks the larger part of the turn). So once a turn committed
+ * ({@link remember}), the live locks it wrote or read stay known, the most recent
+ * {@link MAX_KNOWN_LOCKS} holding at most {@link MAX_KNOWN_LOCK_CHARS} characters of items.
+ * This is as safe as the segments kept between turns: a live lock changes only in a turn of its
+ * queue (acknowledged, released, extended or expired; the sweep deletes only expired rows, which
+ * are not kept), every use of a known lock is a change written under the queue's version, and a
+ * core whose version another process moved on fails that write and is dropped.
  *
  * Invariant: the summary's `nextExpiry` is a lower bound of the live locks' expiries (null
  * exactly when none lives); {@link TurnState.nextExpiryExact} says a turn has read it exactly.
  */
 export class SharedLocks {
   private summary: { live: number; items: number; nextExpiry: number | null };
+  /** Live locks known between turns, least recently written or read first (see the class doc). */
+  private readonly known = new Map<string, LockState>();
+  private knownChars = 0;
+  private knownItemCount = 0;
 
   constructor(
     private readonly ctx: CoreContext,
@@ -68,7 +87,7 @@ export class SharedLocks {
   /** What must be read so that every lock named is known this turn (one read for all of them); undefined: they are. */
   need(lockIds: readonly string[]): LockRowsNeed | undefined {
     const turn = this.ctx.turn;
-    const ids = lockIds.filter((id) => !turn.writes.sharedLocks.has(id) && !turn.lockRows.has(id));
+    const ids = lockIds.filter((id) => !turn.writes.sharedLocks.has(id) && !turn.lockRows.has(id) && !this.known.has(id));
     return ids.length > 0 ? { kind: 'locks', ids: [...new Set(ids)] } : undefined;
   }
 
@@ -188,6 +207,45 @@ export class SharedLocks {
   /** Forgets every lock (the queue is deleted). */
   clear(): void {
     this.summary = { ...NO_SHARED_LOCKS };
+    this.forget();
+  }
+
+  /** Items of the locks known between turns. */
+  get knownItems(): number {
+    return this.knownItemCount;
+  }
+
+  /**
+   * `turn` committed: the live locks it wrote or read are known from now on (refreshed as the
+   * most recent), those it ended are not, and the oldest go while over the bounds.
+   */
+  remember(turn: TurnState): void {
+    for (const [id, lock] of turn.lockRows) this.know(id, lock);
+    for (const [id, lock] of turn.writes.sharedLocks) this.know(id, lock);
+    for (const [id, lock] of this.known) {
+      if (this.known.size <= MAX_KNOWN_LOCKS && this.knownChars <= MAX_KNOWN_LOCK_CHARS) break;
+      this.know(id, null);
+    }
+  }
+
+  /** Forgets the locks known between turns (nothing of them is trusted any more). */
+  forget(): void {
+    this.known.clear();
+    this.knownChars = 0;
+    this.knownItemCount = 0;
+  }
+
+  private know(id: string, lock: LockState | null): void {
+    const was = this.known.get(id);
+    if (was) {
+      this.known.delete(id);
+      this.knownChars -= charsOf(was);
+      this.knownItemCount -= was.items.length;
+    }
+    if (lock?.state !== 'active') return;
+    this.known.set(id, lock);
+    this.knownChars += charsOf(lock);
+    this.knownItemCount += lock.items.length;
   }
 
   /** A lock as known this turn, or {@link Needed} to have it read. */
@@ -195,6 +253,15 @@ export class SharedLocks {
     const turn = this.ctx.turn;
     if (turn.writes.sharedLocks.has(lockId)) return turn.writes.sharedLocks.get(lockId) ?? null;
     if (turn.lockRows.has(lockId)) return turn.lockRows.get(lockId) ?? null;
+    const known = this.known.get(lockId);
+    if (known) return known;
     return new Needed({ lockRows: [{ kind: 'locks', ids: [lockId] }] });
   }
+}
+
+/** Characters of item JSON a lock holds. */
+function charsOf(lock: LockState): number {
+  let chars = 0;
+  for (const item of lock.items) chars += item.json.length;
+  return chars;
 }
