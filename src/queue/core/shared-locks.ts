@@ -222,7 +222,7 @@ export class SharedLocks {
   remember(turn: TurnState): void {
     for (const [id, lock] of turn.lockRows) this.know(id, lock);
     for (const [id, lock] of turn.writes.sharedLocks) this.know(id, lock);
-    for (const [id, lock] of this.known) {
+    for (const id of this.known.keys()) {
       if (this.known.size <= MAX_KNOWN_LOCKS && this.knownChars <= MAX_KNOWN_LOCK_CHARS) break;
       this.know(id, null);
     }
