@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { buildService, killReplicas, sharedChildDatabase, startChildReplicas, type ChildService, type ServiceBuild } from '../support/child-service.js';
 import { range, seededRandom, sleep, testSeed } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, uniqueQueueId, type EnvOverrides } from '../support/service.js';
 
@@ -56,13 +56,12 @@ describe(`competing consumers on shared locks, two processes on one database (${
   beforeAll(async () => {
     build = await buildService();
     // Process 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 uses it too.
-    processes[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOCK_SWEEP_INTERVAL_MS: '200' } });
+    processes.push(...(await startChildReplicas(build, dataDirs, { LOCK_SWEEP_INTERVAL_MS: '200' })));
     shared = sharedChildDatabase(dataDirs[0]);
-    processes[1] = await startChildService({ build, dataDir: dataDirs[1], env: { ...shared, LOCK_SWEEP_INTERVAL_MS: '200' } });
   }, 240_000);
 
   afterAll(async () => {
-    for (const p of [...processes].reverse()) await p?.kill('SIGKILL');
+    await killReplicas(processes);
     build?.remove();
     for (const dir of dataDirs) removeDataDir(dir);
   });

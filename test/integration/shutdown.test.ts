@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import {
+  buildService,
+  killReplicas,
+  sharedChildDatabase,
+  startChildReplicas,
+  startChildService,
+  type ChildService,
+  type ServiceBuild,
+} from '../support/child-service.js';
 import { callService, expectPoppedExactlyOnce, range, type CallOutcome } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, removeDataDir, type EnvOverrides } from '../support/service.js';
 
@@ -29,13 +37,12 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
   beforeAll(async () => {
     build = await buildService();
     // Replica 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 and 2 use it too.
-    replicas[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOG_LEVEL: 'log' } });
+    replicas.push(...(await startChildReplicas(build, dataDirs, { LOG_LEVEL: 'log' })));
     shared = sharedChildDatabase(dataDirs[0]);
-    for (const i of [1, 2]) replicas[i] = await startChildService({ build, dataDir: dataDirs[i], env: { ...shared, LOG_LEVEL: 'log' } });
   }, 240_000);
 
   afterAll(async () => {
-    for (const replica of [...replicas].reverse()) await replica?.kill('SIGKILL');
+    await killReplicas(replicas);
     build?.remove();
     for (const dir of dataDirs) removeDataDir(dir);
   });

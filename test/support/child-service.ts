@@ -179,3 +179,26 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
     await sleep(100);
   }
 }
+
+/**
+ * Starts one child service per data directory, all on one database: the first owns it (its
+ * embedded server, or its schema on TEST_DATABASE_URL), the others use it through
+ * {@link sharedChildDatabase}. If one does not start, those started are killed again.
+ */
+export async function startChildReplicas(build: ServiceBuild, dataDirs: string[], env: EnvOverrides = {}): Promise<ChildService[]> {
+  const replicas: ChildService[] = [];
+  try {
+    for (const [i, dataDir] of dataDirs.entries()) {
+      replicas.push(await startChildService({ build, dataDir, env: i === 0 ? env : { ...sharedChildDatabase(dataDirs[0]), ...env } }));
+    }
+  } catch (error) {
+    await killReplicas(replicas);
+    throw error;
+  }
+  return replicas;
+}
+
+/** Kills child services with SIGKILL, last to first: the database's owner (the first) goes last. */
+export async function killReplicas(replicas: readonly (ChildService | undefined)[]): Promise<void> {
+  for (const replica of [...replicas].reverse()) await replica?.kill('SIGKILL');
+}
