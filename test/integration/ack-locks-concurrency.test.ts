@@ -1,8 +1,9 @@
 import type TestAgent from 'supertest/lib/agent.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acknowledge, closeWithin, extendLock, LOCK_ID_PATTERN, popAck, pushAll, release } from '../support/lock-helpers.js';
+import { acknowledge, extendLock, LOCK_ID_PATTERN, popAck, pushAll, release } from '../support/lock-helpers.js';
 import { drain, range, seededRandom, sleep, testSeed } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startServicePair } from '../support/service-pair.js';
 
 /**
  * Many consumers racing `pop?require_ack=true` on one queue (one service, then two services on
@@ -293,18 +294,8 @@ function checkRun(run: RunResult, pushed: Item[]): string[] {
 describe(`acknowledgement locks under concurrency (${databaseKind})`, () => {
   let A: TestService;
   let B: TestService;
-  beforeAll(async () => {
-    A = await startService({ env: { SEGMENT_SIZE: '7' } });
-    // B shares A's database: A's embedded server, or TEST_DATABASE_URL.
-    B = await startService({ env: { SEGMENT_SIZE: '7', ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
-  });
-  afterAll(async () => {
-    // B first: on the embedded database, A owns the server B uses.
-    if (B) await closeWithin(() => B.close());
-    if (A) await closeWithin(() => A.close());
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
-  });
+  beforeAll(async () => ({ A, B } = await startServicePair({ env: { SEGMENT_SIZE: '7' } })));
+  afterAll(() => closeServicePair({ A, B }));
 
   const scenarios: [string, () => Instance[]][] = [
     ['one service', () => [{ name: 'A', http: A.http }]],

@@ -1,8 +1,8 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { describe, expect, it } from 'vitest';
+import { replicasOnOneDatabase } from '../support/child-service.js';
 import { range, seededRandom, sleep, testSeed } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, uniqueQueueId, type EnvOverrides } from '../support/service.js';
+import { databaseKind, uniqueQueueId } from '../support/service.js';
 
 /**
  * Shared lock mode under real concurrency: two service processes on one database, many
@@ -48,28 +48,12 @@ async function call(url: string, method: string, path: string, body?: unknown): 
 type Item = { n: number };
 
 describe(`competing consumers on shared locks, two processes on one database (${databaseKind})`, () => {
-  const dataDirs = range(2).map(() => makeDataDir());
-  const processes: ChildService[] = [];
-  let build: ServiceBuild | undefined;
-  let shared: EnvOverrides;
-
-  beforeAll(async () => {
-    build = await buildService();
-    // Process 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 uses it too.
-    processes[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOCK_SWEEP_INTERVAL_MS: '200' } });
-    shared = sharedChildDatabase(dataDirs[0]);
-    processes[1] = await startChildService({ build, dataDir: dataDirs[1], env: { ...shared, LOCK_SWEEP_INTERVAL_MS: '200' } });
-  }, 240_000);
-
-  afterAll(async () => {
-    for (const p of [...processes].reverse()) await p?.kill('SIGKILL');
-    build?.remove();
-    for (const dir of dataDirs) removeDataDir(dir);
-  });
+  // Process 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 uses it too.
+  const { replicas: processes, shared } = replicasOnOneDatabase(2, { LOCK_SWEEP_INTERVAL_MS: '200' });
 
   /** PostgreSQL's count of deadlocks in the test database (a diagnostic for failure messages). */
   async function deadlocks(): Promise<number> {
-    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL ?? shared.DATABASE_URL });
+    const client = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL ?? shared().DATABASE_URL });
     await client.connect();
     try {
       const { rows } = await client.query<{ deadlocks: string }>(`SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { QueueStateRepository } from '../../src/storage/queue-state.repository.js';
 import { answer, Answer, drain, groupBy, range, seededRandom, sleep, testSeed, until, within } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startServicePair } from '../support/service-pair.js';
 
 /**
  * Concurrency of the actor turn: many clients on one queue, two service processes on one
@@ -116,21 +117,9 @@ describe('concurrency', () => {
   let A: TestService;
   let B: TestService;
 
-  beforeAll(async () => {
-    // Small segments, so that segments roll over (and get deleted) all the time.
-    A = await startService({ env: { SEGMENT_SIZE: '5' } });
-    // B shares A's database: A's embedded server (through its socket, with its password), or TEST_DATABASE_URL.
-    B = await startService({ env: { SEGMENT_SIZE: '5', ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
-  });
-
-  afterAll(async () => {
-    // B first: on the embedded database, A owns the server B uses.
-    // A stalled turn keeps its pool connection forever; do not let that hang the file.
-    await within(B?.close() ?? Promise.resolve(), 15_000, undefined);
-    await within(A?.close() ?? Promise.resolve(), 15_000, undefined);
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
-  });
+  // Small segments, so that segments roll over (and get deleted) all the time.
+  beforeAll(async () => ({ A, B } = await startServicePair({ env: { SEGMENT_SIZE: '5' } })));
+  afterAll(() => closeServicePair({ A, B }));
 
   describe('one instance, one queue', () => {
     it('50 concurrent pops racing 3 sequential pushers: every item popped exactly once, FIFO inside each pop', async () => {

@@ -8,6 +8,7 @@ import { QueueLoads } from '../../src/queue/runtime/queue-loads.js';
 import { decodeQueueState } from '../../src/queue/runtime/queue-state-payload.js';
 import { sleep, until } from '../support/queue-helpers.js';
 import { databaseKind, makeDataDir, pollsWaitingOn, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startServicePair } from '../support/service-pair.js';
 
 /**
  * Long polls woken across processes: two services on one database, a long poll waiting on one,
@@ -62,20 +63,13 @@ describe(`cross-process wake-ups (${databaseKind})`, () => {
   let B: TestService;
   let other: TestService | undefined;
 
-  beforeAll(async () => {
-    A = await startService();
-    B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
-    await until(() => A.app.get(ItemNotifications).listening && B.app.get(ItemNotifications).listening, 10_000);
-  });
+  beforeAll(async () => ({ A, B } = await startServicePair()));
 
   afterAll(async () => {
     // A last: on the embedded database it owns the server the others use.
     await other?.close();
-    await B?.close();
-    await A?.close();
     if (other) removeDataDir(other.dataDir);
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
+    await closeServicePair({ A, B });
   });
 
   it('a long poll on one process answers as soon as another process pushes (both ways)', async () => {
@@ -262,17 +256,12 @@ describe('cross-process wake-ups after the database restarted', () => {
 
   beforeAll(async () => {
     await database.start();
-    A = await startService({ env: { DATABASE_URL: database.url } });
-    // On TEST_DATABASE_URL each service would get a schema of its own: B takes A's.
-    B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
+    ({ A, B } = await startServicePair({ ownerEnv: { DATABASE_URL: database.url } }));
   }, 120_000);
 
   afterAll(async () => {
-    await B?.close();
-    await A?.close();
+    await closeServicePair({ A, B });
     await database.stop();
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
     removeDataDir(serverDir);
   });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answer, drain, range } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, sharedDatabase, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, makeDataDir, removeDataDir, startService, TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startAlongside } from '../support/service-pair.js';
 
 /**
  * Deduplication and delayed items held by the database, not by a process: a dedup id and a
@@ -14,8 +15,7 @@ describe(`dedup ids and delayed items across restarts and processes (${databaseK
   let B: TestService | undefined;
 
   afterAll(async () => {
-    await B?.close();
-    await A?.close();
+    await closeServicePair({ A, B });
     removeDataDir(dataDir);
   });
 
@@ -53,7 +53,7 @@ describe(`dedup ids and delayed items across restarts and processes (${databaseK
   describe('two processes on one database', () => {
     beforeAll(async () => {
       A ??= await startService({ dataDir });
-      B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
+      B = await startAlongside(A);
     });
 
     it('racing the same dedup ids, single pushes and batches: each id enqueued exactly once', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ItemNotifications } from '../../src/database/item-notifications.js';
 import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { seededRandom, testSeed, until } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, type TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startServicePair } from '../support/service-pair.js';
 
 /**
  * Fair pops with two processes on one database (CONTRACT.md, fourth additions, "Fair pops across
@@ -38,18 +38,8 @@ describe(`fair pops across processes (${databaseKind})`, () => {
   let A: TestService;
   let B: TestService;
 
-  beforeAll(async () => {
-    A = await startService();
-    B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
-    await until(() => A.app.get(ItemNotifications).listening && B.app.get(ItemNotifications).listening, 10_000);
-  });
-  afterAll(async () => {
-    // A last: on the embedded database it owns the server B uses.
-    await B?.close();
-    await A?.close();
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
-  });
+  beforeAll(async () => ({ A, B } = await startServicePair()));
+  afterAll(() => closeServicePair({ A, B }));
 
   it('pops interleaved at random over two processes: no queue waits more than 2K pops, and K pops of one process serve K queues', async () => {
     const K = 7;

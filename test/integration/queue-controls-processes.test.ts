@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ItemNotifications } from '../../src/database/item-notifications.js';
 import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
 import { until } from '../support/queue-helpers.js';
-import { databaseKind, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, type TestService, uniqueQueueId } from '../support/service.js';
+import { closeServicePair, startServicePair } from '../support/service-pair.js';
 
 /**
  * The production controls across processes: two services on one database. A resume made through
@@ -39,18 +39,8 @@ describe(`queue controls across processes (${databaseKind})`, () => {
   let A: TestService;
   let B: TestService;
 
-  beforeAll(async () => {
-    A = await startService();
-    B = await startService({ env: { ...sharedDatabase(A), DB_POOL_SIZE: '4' } });
-    await until(() => A.app.get(ItemNotifications).listening && B.app.get(ItemNotifications).listening, 10_000);
-  });
-  afterAll(async () => {
-    // A last: on the embedded database it owns the server the other uses.
-    await B?.close();
-    await A?.close();
-    if (B) removeDataDir(B.dataDir);
-    if (A) removeDataDir(A.dataDir);
-  });
+  beforeAll(async () => ({ A, B } = await startServicePair()));
+  afterAll(() => closeServicePair({ A, B }));
 
   it('a pause made through one process holds in the other; a long poll waiting there is answered within 200 ms of a resume made here (both ways)', async () => {
     const latencies: number[] = [];

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildService, sharedChildDatabase, startChildService, type ChildService, type ServiceBuild } from '../support/child-service.js';
+import { describe, expect, it } from 'vitest';
+import { replicasOnOneDatabase } from '../support/child-service.js';
 import { callService, expectPoppedExactlyOnce, range, type CallOutcome } from '../support/queue-helpers.js';
-import { databaseKind, makeDataDir, removeDataDir, type EnvOverrides } from '../support/service.js';
+import { databaseKind } from '../support/service.js';
 
 /**
  * Graceful shutdown, and a rolling restart of one of three replicas under load: SIGTERM answers
@@ -21,24 +21,8 @@ async function longPollsWaiting(url: string): Promise<number> {
 }
 
 describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
-  const dataDirs = range(3).map(() => makeDataDir());
-  const replicas: ChildService[] = [];
-  let build: ServiceBuild | undefined;
-  let shared: EnvOverrides;
-
-  beforeAll(async () => {
-    build = await buildService();
-    // Replica 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 and 2 use it too.
-    replicas[0] = await startChildService({ build, dataDir: dataDirs[0], env: { LOG_LEVEL: 'log' } });
-    shared = sharedChildDatabase(dataDirs[0]);
-    for (const i of [1, 2]) replicas[i] = await startChildService({ build, dataDir: dataDirs[i], env: { ...shared, LOG_LEVEL: 'log' } });
-  }, 240_000);
-
-  afterAll(async () => {
-    for (const replica of [...replicas].reverse()) await replica?.kill('SIGKILL');
-    build?.remove();
-    for (const dir of dataDirs) removeDataDir(dir);
-  });
+  // Replica 0 owns the database (its embedded server, or its schema on TEST_DATABASE_URL); 1 and 2 use it too.
+  const { replicas, start } = replicasOnOneDatabase(3, { LOG_LEVEL: 'log' });
 
   it('restarting one replica under load: no 5xx, nothing lost, its long polls answered at once, exit 0', async () => {
     const q = `rolling-${Date.now()}`;
@@ -95,7 +79,7 @@ describe(`graceful shutdown and a rolling restart (${databaseKind})`, () => {
     const output = replicas[1].output();
 
     // Back in service, as a rolling restart does; the load goes on through all three.
-    replicas[1] = await startChildService({ build: build!, dataDir: dataDirs[1], env: { ...shared, LOG_LEVEL: 'log' } });
+    await start(1);
     await expect.poll(throughAll, { timeout: 60_000, interval: 20 }).toBe(true);
     stop = true;
     await Promise.all([...producers, ...consumers]);

@@ -4,9 +4,10 @@ import { createServer } from 'node:net';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import request from 'supertest';
+import { afterAll, beforeAll } from 'vitest';
 import type TestAgent from 'supertest/lib/agent.js';
 import { embeddedLayout } from '../../src/database/embedded-postgres.js';
-import { testDatabase, type EnvOverrides } from './service.js';
+import { makeDataDir, removeDataDir, testDatabase, type EnvOverrides } from './service.js';
 import { sharedBuild } from './shared-build.js';
 
 /** The repository root (where package.json is). */
@@ -178,4 +179,46 @@ export async function startChildService(options: { build: ServiceBuild; dataDir:
     }
     await sleep(100);
   }
+}
+
+/** Child services on one database for a suite: see {@link replicasOnOneDatabase}. */
+export interface Replicas {
+  /** The running replicas, the database's owner first (filled by the suite's `beforeAll`). */
+  readonly replicas: ChildService[];
+  /** Their data directories, in the same order. */
+  readonly dataDirs: readonly string[];
+  /** Starts replica `i` (again, after it exited) on its data directory and the shared database, and puts it in place. */
+  start(i: number): Promise<ChildService>;
+  /** The settings that put another service on the replicas' database (once the owner has started). */
+  shared(): EnvOverrides;
+}
+
+/**
+ * `count` child services (`node main.js`) on one database, all with `env`: the first owns it
+ * (its embedded server, or its schema on TEST_DATABASE_URL), the others use it through
+ * {@link sharedChildDatabase}. Registers the suite's `beforeAll` (the build, then the replicas
+ * one after another, the owner first) and `afterAll` (each killed with SIGKILL, the owner last;
+ * the data directories removed).
+ */
+export function replicasOnOneDatabase(count: number, env: EnvOverrides = {}): Replicas {
+  const dataDirs = Array.from({ length: count }, () => makeDataDir());
+  const replicas: ChildService[] = [];
+  let build: ServiceBuild | undefined;
+  const shared = (): EnvOverrides => sharedChildDatabase(dataDirs[0]);
+  const start = async (i: number): Promise<ChildService> => {
+    if (!build) throw new Error('the replicas have not been built');
+    const replica = await startChildService({ build, dataDir: dataDirs[i], env: i === 0 ? env : { ...shared(), ...env } });
+    replicas[i] = replica;
+    return replica;
+  };
+  beforeAll(async () => {
+    build = await buildService();
+    for (let i = 0; i < count; i++) await start(i);
+  }, 240_000);
+  afterAll(async () => {
+    for (const replica of [...replicas].reverse()) await replica?.kill('SIGKILL');
+    build?.remove();
+    for (const dir of dataDirs) removeDataDir(dir);
+  });
+  return { replicas, dataDirs, start, shared };
 }

@@ -1,57 +1,26 @@
 import { EventEmitter } from 'node:events';
 import { BASE_CAPABILITIES, type Capabilities } from './capabilities.js';
-import { isPushpopError, isRetryDelay, PushpopError } from './errors.js';
-import {
-  type BackoffOptions,
-  decide,
-  deadLetteredByQueue,
-  DEFAULT_QUEUE_POLICY,
-  type FailureRules,
-  QueuePolicies,
-  type QueuePolicy,
-  queuePolicyOf,
-} from './failure-policy.js';
-import { createLockSource, type Delivery, type HeldLock, type LockSource } from './lock-source.js';
+import { isPushpopError, isRetryDelay } from './errors.js';
+import { type BackoffOptions, DEFAULT_QUEUE_POLICY, type FailureRules, QueuePolicies, type QueuePolicy, queuePolicyOf } from './failure-policy.js';
+import { createLockSource, type HeldLock, type LockSource } from './lock-source.js';
+import { LockWork, type LockWorkContext } from './lock-work.js';
 import { PrefetchSource, prefixPops } from './prefetch-source.js';
-import { inItemSpan } from './tracing.js';
 import type { PushpopClient, Queue } from './client.js';
-import type { Item, ReleaseOptions, ReleaseResult } from './types.js';
-import type { ConsumerEvents, ConsumerOptions, ConsumerStats, GiveUpReason, Handler, ItemEvent } from './consumer-types.js';
+import type { Item } from './types.js';
+import type { ConsumerEvents, ConsumerOptions, ConsumerStats, Handler } from './consumer-types.js';
 
 export type { ConsumerEvents, ConsumerOptions, ConsumerStats, GiveUpReason, Handler, ItemEvent, Message } from './consumer-types.js';
+export { HandlerTimeoutError } from './lock-work.js';
 
 const DEFAULTS = { concurrency: 1, ttlSeconds: 30, waitSeconds: 20, closeTimeoutMs: 30_000, idleDelayMs: 1000 };
 const DEFAULT_BACKOFF: Required<BackoffOptions> = { type: 'exponential', delaySeconds: 1, maxDelaySeconds: 300 };
 const DEFAULT_MAX_ATTEMPTS = 5;
-
-/** Thrown into the failure path of a lock whose handlers ran past `maxProcessingSeconds`. */
-export class HandlerTimeoutError extends Error {
-  override readonly name = 'HandlerTimeoutError';
-}
-
-/** A lock a slot is working on, and the state of its handlers. */
-class Work<T> {
-  readonly controller = new AbortController();
-  lost = false;
-  givenUp = false;
-  /** The release of a lock given up on, once it started. */
-  settling: Promise<void> | undefined;
-  /** Resolves when the lock is given up on or lost: the slot stops waiting for its handlers. */
-  readonly abandoned: Promise<void>;
-
-  constructor(readonly lock: HeldLock<T>) {
-    this.abandoned = new Promise((resolve) => this.controller.signal.addEventListener('abort', () => resolve(), { once: true }));
-  }
-}
 
 /** The queues under a prefix, consumed through fair pops ({@link PushpopClient.consumePrefix}). */
 export interface PrefixTarget {
   client: PushpopClient;
   prefix: string;
 }
-
-/** A handler's outcome. */
-type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
 
 /**
  * A long-polling consumer of one queue, or of the queues under a prefix: takes items with
@@ -84,7 +53,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   };
   /** Aborted by close(): no new pops, and a waiting long poll is cut. */
   private readonly stopping = new AbortController();
-  private readonly working = new Set<Work<T>>();
+  private readonly working = new Set<LockWork<T>>();
   /** Settlements of finished locks that their slots did not wait for ({@link LockSource.settlesAhead}). */
   private readonly settlements = new Set<Promise<void>>();
   private run: Promise<void> | undefined;
@@ -182,8 +151,19 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
         ? createLockSource(this.queue, mode, capabilities, sourceOptions, this.stopping.signal, report)
         : new PrefetchSource(prefixPops<T>(this.client, this.prefix!), sourceOptions, this.stopping.signal, report);
       this.source = source;
+      const { extendEverySeconds, maxProcessingSeconds } = this.options;
+      const context: LockWorkContext<T> = {
+        source,
+        handler: this.handler,
+        extendEverySeconds,
+        maxProcessingSeconds,
+        stats: this.stats,
+        rules: (queueId) => this.rules(queueId),
+        emit: this.emit.bind(this),
+        report,
+      };
       const slots = mode === 'shared' ? this.options.concurrency : 1;
-      await Promise.all(Array.from({ length: slots }, () => this.slot(source)));
+      await Promise.all(Array.from({ length: slots }, () => this.slot(context)));
       while (this.settlements.size > 0) await Promise.all([...this.settlements]);
     })();
   }
@@ -211,7 +191,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
       const outcome = await Promise.race([this.run, timedOut]);
       clearTimeout(timer);
-      if (outcome === 'timeout') await Promise.all([...this.working].map((work) => this.giveUp(work, 'shutdown')));
+      if (outcome === 'timeout') await Promise.all([...this.working].map((work) => work.giveUp('shutdown')));
       await this.run;
       await givenBack;
       await this.source?.close();
@@ -278,10 +258,10 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   }
 
   /** One slot: takes a lock, handles it, settles it, again; looks without waiting after work, so `drained` comes when the queue runs dry. */
-  private async slot(source: LockSource<T>): Promise<void> {
+  private async slot(context: LockWorkContext<T>): Promise<void> {
     let wait = false;
     while (!this.stopping.signal.aborted) {
-      const taken = await source.take(wait);
+      const taken = await context.source.take(wait);
       if ('stopped' in taken) return;
       if ('nothing' in taken) {
         if (taken.nothing === 'empty') this.noteEmpty();
@@ -290,7 +270,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       }
       this.busy = true;
       this.drainedOnSettle = false;
-      await this.work(source, taken.lock);
+      await this.work(context, taken.lock);
       wait = false;
     }
   }
@@ -312,79 +292,20 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   }
 
   /** A lock left the work in hand: if the queue was found empty meanwhile and it was the last one, the consumer drained. */
-  private settled(work: Work<T>): void {
+  private settled(work: LockWork<T>): void {
     this.working.delete(work);
     if (this.drainedOnSettle && this.working.size === 0) this.noteEmpty();
   }
 
   /** Runs a lock's handlers (extending it meanwhile) and settles it; returns when it is settled, given up on or lost. */
-  private async work(source: LockSource<T>, lock: HeldLock<T>): Promise<void> {
-    const work = new Work(lock);
+  private async work(context: LockWorkContext<T>, lock: HeldLock<T>): Promise<void> {
+    const work: LockWork<T> = new LockWork(lock, context, () => this.settled(work));
     this.working.add(work);
-    const extender = setInterval(() => void this.extend(source, work), this.options.extendEverySeconds * 1000);
-    const maxTimer =
-      this.options.maxProcessingSeconds !== undefined
-        ? setTimeout(() => void this.giveUp(work, 'timeout'), this.options.maxProcessingSeconds * 1000)
-        : undefined;
-    let settling: Promise<void> | undefined;
-    try {
-      const outcomes = Promise.all(lock.deliveries.map((delivery) => this.handle(work, delivery)));
-      // A lock given up on settles without waiting for its handlers (they may ignore their signal).
-      const settled = await Promise.race([outcomes, work.abandoned]);
-      clearInterval(extender);
-      clearTimeout(maxTimer);
-      if (settled && !work.givenUp && !work.lost) {
-        // Its handlers finished: from here on it is settled, never given up on.
-        work.givenUp = true;
-        settling = work.settling = this.settle(work, settled).finally(() => this.settled(work));
-        if (source.settlesAhead) {
-          // The slot takes its next item while the settlement waits for its batch.
-          this.settlements.add(settling);
-          void settling.finally(() => this.settlements.delete(settling!));
-          return;
-        }
-        await settling;
-      } else if (work.settling) await work.settling;
-    } finally {
-      clearInterval(extender);
-      clearTimeout(maxTimer);
-      if (!settling) this.settled(work);
-    }
-  }
-
-  private async handle(work: Work<T>, delivery: Delivery<T>): Promise<Outcome<T>> {
-    const { item, deliveryCount, headers } = delivery;
-    const { queueId, lockId } = work.lock;
-    try {
-      await inItemSpan(queueId, headers, deliveryCount, async () =>
-        this.handler({ item, deliveryCount, headers, signal: work.controller.signal, queueId, lockId }),
-      );
-      return { delivery, ok: true };
-    } catch (error) {
-      return { delivery, error, ok: false };
-    }
-  }
-
-  /**
-   * Acknowledges a lock whose handlers all succeeded; otherwise gives it back by the failure
-   * rules: with the delay of its worst failure, or to the dead-letter queue when every item of
-   * it is to be dead-lettered (a lock is released as a whole).
-   */
-  private async settle(work: Work<T>, outcomes: Outcome<T>[]): Promise<void> {
-    const failures = outcomes.filter((o) => !o.ok);
-    try {
-      if (failures.length === 0) {
-        await this.source!.acknowledge(work.lock);
-        for (const { delivery } of outcomes) {
-          this.stats.completed++;
-          this.emit('completed', this.itemEvent(work, delivery));
-        }
-        return;
-      }
-      await this.giveBack(work, outcomes, failures);
-    } catch (error) {
-      if (isLockGone(error)) this.lockLost(work, error);
-      else this.report(error);
+    const { settlingAhead } = await work.run();
+    if (settlingAhead) {
+      // The slot takes its next item while the settlement waits for its batch.
+      this.settlements.add(settlingAhead);
+      void settlingAhead.finally(() => this.settlements.delete(settlingAhead));
     }
   }
 
@@ -402,108 +323,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
     return { maxAttempts, backoff: this.options.backoff, policy, deadLetterRelease: this.deadLetterRelease };
   }
 
-  private async giveBack(work: Work<T>, outcomes: Outcome<T>[], failures: Outcome<T>[]): Promise<void> {
-    const rules = await this.rules(work.lock.queueId);
-    const verdicts = new Map(failures.map((f) => [f, decide(rules, f.delivery.deliveryCount, f.error)]));
-    const all = [...verdicts.values()];
-    // A lock is given back as a whole: to the dead letters only when every item of it goes there,
-    // otherwise after its longest delay.
-    const deadLetterAll = failures.length === outcomes.length && all.every((v) => v.deadLetter);
-    const delaySeconds = Math.max(...all.map((v) => v.delaySeconds));
-    const delayed: ReleaseOptions = all.every((v) => v.byQueue) ? {} : { delaySeconds };
-    let how: ReleaseOptions = deadLetterAll ? { deadLetter: true } : delayed;
-    let answer: ReleaseResult;
-    try {
-      answer = await this.source!.release(work.lock, how);
-    } catch (error) {
-      // The dead-letter queue was removed since the settings were read: give the items back instead.
-      if (!deadLetterAll || !isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) throw error;
-      this.report(error);
-      how = delayed;
-      answer = await this.source!.release(work.lock, how);
-    }
-    const serviceDeadLettered = (answer.items_dead_lettered ?? 0) > 0;
-    for (const outcome of outcomes) {
-      if (outcome.ok) {
-        this.stats.released++;
-        continue;
-      }
-      const event = { ...this.itemEvent(work, outcome.delivery), error: outcome.error };
-      const deadLettered = how.deadLetter === true || (serviceDeadLettered && deadLetteredByQueue(rules.policy, outcome.delivery.deliveryCount));
-      if (deadLettered) {
-        this.stats.failed++;
-        this.stats.deadLettered++;
-        this.emit('failed', { ...event, deadLettered: true });
-        this.emit('deadLettered', { ...event, deadLetterQueue: rules.policy.deadLetterQueue });
-      } else if (verdicts.get(outcome)!.exhausted) {
-        this.stats.failed++;
-        this.emit('failed', { ...event, deadLettered: false, delaySeconds });
-      } else {
-        this.stats.retrying++;
-        this.emit('retrying', { ...event, delaySeconds });
-      }
-    }
-  }
-
-  private itemEvent(work: Work<T>, delivery: Delivery<T>): ItemEvent<T> {
-    const { lockId, queueId } = work.lock;
-    return { item: delivery.item, deliveryCount: delivery.deliveryCount, lockId, queueId, headers: delivery.headers };
-  }
-
-  private async extend(source: LockSource<T>, work: Work<T>): Promise<void> {
-    if (work.lost || work.givenUp) return;
-    try {
-      await source.extend(work.lock);
-    } catch (error) {
-      if (work.lost || work.givenUp) return;
-      if (isLockGone(error)) {
-        this.lockLost(work, error);
-        work.controller.abort('lock-lost' satisfies GiveUpReason);
-      } else this.report(error);
-    }
-  }
-
-  private lockLost(work: Work<T>, error: unknown): void {
-    if (work.lost) return;
-    work.lost = true;
-    this.stats.lockLost += work.lock.deliveries.length;
-    this.emit('lockLost', { lockId: work.lock.lockId, queueId: work.lock.queueId, items: work.lock.deliveries.map((d) => d.item), error });
-  }
-
-  /**
-   * Stops waiting for a lock's handlers and aborts their signals. At shutdown the items go back
-   * at once (no delay: nothing failed); past `maxProcessingSeconds` it is a failed attempt of
-   * every item of the lock, settled by the failure rules.
-   */
-  private giveUp(work: Work<T>, reason: 'timeout' | 'shutdown'): Promise<void> {
-    if (work.givenUp || work.lost) return work.settling ?? Promise.resolve();
-    work.givenUp = true;
-    work.controller.abort(reason);
-    work.settling = (async () => {
-      try {
-        if (reason === 'timeout') {
-          const error = new HandlerTimeoutError(`handler ran past maxProcessingSeconds (${this.options.maxProcessingSeconds} s)`);
-          const outcomes = work.lock.deliveries.map((delivery) => ({ delivery, error, ok: false }));
-          await this.giveBack(work, outcomes, outcomes);
-        } else {
-          await this.source!.release(work.lock, { delaySeconds: 0 });
-          this.stats.released += work.lock.deliveries.length;
-        }
-      } catch (error) {
-        if (isLockGone(error)) this.lockLost(work, error);
-        else this.report(error);
-      }
-    })();
-    return work.settling;
-  }
-
   private report(error: unknown): void {
     if (this.listenerCount('error') > 0) this.emit('error', error);
     else console.error('pushpop consumer:', error instanceof Error ? error.message : error);
   }
-}
-
-/** The lock expired or is gone: its items are (or will be) back on the queue. */
-function isLockGone(error: unknown): boolean {
-  return error instanceof PushpopError && ['LOCK_EXPIRED', 'LOCK_NOT_FOUND', 'INVALID_LOCK_ID'].includes(error.errorCode);
 }

@@ -1,0 +1,129 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { ConsumerStats, Handler } from './consumer-types.js';
+import { PushpopError } from './errors.js';
+import { DEFAULT_QUEUE_POLICY } from './failure-policy.js';
+import type { HeldLock, LockSource } from './lock-source.js';
+import { LockWork, type LockWorkContext } from './lock-work.js';
+
+type Item = { n: number };
+
+const lockOf = (...ns: number[]): HeldLock<Item> => ({
+  lockId: 'lock-1',
+  queueId: 'q',
+  deliveries: ns.map((n) => ({ item: { n }, deliveryCount: 1, headers: {} })),
+});
+
+/** A LockWork on a fake source that records its calls, and the events and `done` calls it reports. */
+function workOn(lock: HeldLock<Item>, handler: Handler<Item>, source: Partial<LockSource<Item>> = {}, maxProcessingSeconds?: number) {
+  const calls: string[] = [];
+  const events: [string, unknown][] = [];
+  const fake: LockSource<Item> = {
+    take: () => Promise.resolve({ stopped: true }),
+    acknowledge: async () => void calls.push('acknowledge'),
+    release: async (_lock, how) => (calls.push(`release ${JSON.stringify(how)}`), { success: true, items_returned: lock.deliveries.length }),
+    extend: async () => void calls.push('extend'),
+    close: async () => undefined,
+    ...source,
+  };
+  const stats: ConsumerStats = { completed: 0, retrying: 0, failed: 0, deadLettered: 0, lockLost: 0, released: 0 };
+  const context: LockWorkContext<Item> = {
+    source: fake,
+    handler,
+    extendEverySeconds: 0.02,
+    maxProcessingSeconds,
+    stats,
+    rules: async () => ({
+      maxAttempts: 5,
+      backoff: { type: 'fixed', delaySeconds: 3, maxDelaySeconds: 3 },
+      policy: DEFAULT_QUEUE_POLICY,
+      deadLetterRelease: true,
+    }),
+    emit: (event, ...args) => void events.push([event, args[0]]),
+    report: (error) => calls.push(`report ${String(error)}`),
+  };
+  const done = vi.fn();
+  return { work: new LockWork(lock, context, done), calls, events, stats, done };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('LockWork', () => {
+  it('acknowledges a lock whose handlers all succeed, once, and emits completed per item', async () => {
+    const { work, calls, events, stats, done } = workOn(lockOf(1, 2), () => undefined);
+    expect(await work.run()).toEqual({});
+    expect(calls.filter((c) => c !== 'extend')).toEqual(['acknowledge']);
+    expect(events.map(([e]) => e)).toEqual(['completed', 'completed']);
+    expect(stats.completed).toBe(2);
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+
+  it('gives a lock back as a whole when one handler fails: the failed item retries, the other counts as released', async () => {
+    const { work, calls, events, stats } = workOn(lockOf(1, 2), ({ item }) => {
+      if (item.n === 2) throw new Error('boom');
+    });
+    await work.run();
+    expect(calls).toEqual(['release {"delaySeconds":3}']);
+    expect(events).toEqual([['retrying', expect.objectContaining({ item: { n: 2 }, delaySeconds: 3 })]]);
+    expect(stats).toMatchObject({ retrying: 1, released: 1, completed: 0 });
+  });
+
+  it('at shutdown: aborts the handler, gives the items back without delay, and settles nothing when the handler ends later', async () => {
+    let signal: AbortSignal | undefined;
+    let finish = () => {};
+    const { work, calls, stats, done } = workOn(lockOf(1), (message) => {
+      signal = message.signal;
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    const running = work.run();
+    await sleep(5);
+    await work.giveUp('shutdown');
+    await running;
+    expect(signal?.reason).toBe('shutdown');
+    expect(calls.filter((c) => c !== 'extend')).toEqual(['release {"delaySeconds":0}']);
+    expect(stats.released).toBe(1);
+    finish();
+    await sleep(5);
+    expect(calls.filter((c) => c !== 'extend')).toEqual(['release {"delaySeconds":0}']);
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+
+  it('a lock found expired on extend: lockLost once, the handler aborted, and the lock neither acknowledged nor released', async () => {
+    let signal: AbortSignal | undefined;
+    const expired = new PushpopError('expired', 409, 'LOCK_EXPIRED');
+    const { work, calls, events, stats, done } = workOn(
+      lockOf(1),
+      (message) => {
+        signal = message.signal;
+        return new Promise<void>((resolve) => message.signal.addEventListener('abort', () => resolve()));
+      },
+      { extend: () => Promise.reject(expired) },
+    );
+    await work.run();
+    expect(signal?.reason).toBe('lock-lost');
+    expect(events).toEqual([['lockLost', { lockId: 'lock-1', queueId: 'q', items: [{ n: 1 }], error: expired }]]);
+    expect(stats.lockLost).toBe(1);
+    expect(calls).toEqual([]);
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+
+  it('past maxProcessingSeconds: a failed attempt, given back by the failure rules with a HandlerTimeoutError', async () => {
+    const { work, calls, events } = workOn(lockOf(1), () => new Promise(() => {}), {}, 0.03);
+    await work.run();
+    expect(calls.filter((c) => c !== 'extend')).toEqual(['release {"delaySeconds":3}']);
+    expect(events).toEqual([['retrying', expect.objectContaining({ error: expect.objectContaining({ name: 'HandlerTimeoutError' }) })]]);
+  });
+
+  it('of a source that settles ahead: returns while the acknowledgement is under way, and is done when it completes', async () => {
+    let acknowledged = () => {};
+    const { work, done } = workOn(lockOf(1), () => undefined, {
+      settlesAhead: true,
+      acknowledge: () => new Promise<void>((resolve) => (acknowledged = resolve)),
+    });
+    const { settlingAhead } = await work.run();
+    expect(settlingAhead).toBeInstanceOf(Promise);
+    expect(done).not.toHaveBeenCalled();
+    acknowledged();
+    await settlingAhead;
+    expect(done).toHaveBeenCalledTimes(1);
+  });
+});
