@@ -126,4 +126,23 @@ describe('LockWork', () => {
     await settlingAhead;
     expect(done).toHaveBeenCalledTimes(1);
   });
+
+  it('a handler that reads its signal only after the give-up gets it aborted, with the reason', async () => {
+    let readLate: () => AbortSignal = () => new AbortController().signal;
+    let finish = () => {};
+    const { work } = workOn(lockOf(1), (message) => {
+      readLate = () => message.signal;
+      return new Promise<void>((resolve) => (finish = resolve));
+    });
+    const running = work.run();
+    await sleep(5);
+    await work.giveUp('timeout');
+    await running;
+    const signal = readLate();
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBe('timeout');
+    expect(readLate(), 'one signal per lock').toBe(signal);
+    finish();
+  });
 });
+

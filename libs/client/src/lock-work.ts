@@ -42,21 +42,43 @@ type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
  * acknowledges, releases or extends it.
  */
 export class LockWork<T> {
-  private readonly controller = new AbortController();
+  /**
+   * The controller of the handlers' `signal`, made when a handler first reads it: most never do,
+   * and an `AbortController` per item was a tenth of a busy consumer's CPU.
+   */
+  private controller: AbortController | undefined;
+  /** Why the work stopped waiting for its handlers (the signal's reason), once it did. */
+  private abortReason: GiveUpReason | undefined;
   private lost = false;
   private givenUp = false;
   /** The settlement (acknowledge or release) of the lock, once it started. */
   private settling: Promise<void> | undefined;
+  private abandon!: () => void;
   /** Resolves when the lock is given up on or lost: the slot stops waiting for its handlers. */
-  private readonly abandoned: Promise<void>;
+  private readonly abandoned = new Promise<void>((resolve) => (this.abandon = resolve));
 
   /** `done` is called once, when the lock left the work in hand: settled, given back or lost. */
   constructor(
     readonly lock: HeldLock<T>,
     private readonly context: LockWorkContext<T>,
     private readonly done: () => void,
-  ) {
-    this.abandoned = new Promise((resolve) => this.controller.signal.addEventListener('abort', () => resolve(), { once: true }));
+  ) {}
+
+  /** The signal the handlers get: aborted with the reason when the work gives up on them or the lock is lost. */
+  private get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason !== undefined) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** Stops waiting for the handlers and aborts their signal (the first reason stays). */
+  private abort(reason: GiveUpReason): void {
+    if (this.abortReason !== undefined) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    this.abandon();
   }
 
   /**
@@ -98,7 +120,7 @@ export class LockWork<T> {
   giveUp(reason: 'timeout' | 'shutdown'): Promise<void> {
     if (this.givenUp || this.lost) return this.settling ?? Promise.resolve();
     this.givenUp = true;
-    this.controller.abort(reason);
+    this.abort(reason);
     this.settling = (async () => {
       try {
         if (reason === 'timeout') {
@@ -120,10 +142,20 @@ export class LockWork<T> {
   private async handle(delivery: Delivery<T>): Promise<Outcome<T>> {
     const { item, deliveryCount, headers } = delivery;
     const { queueId, lockId } = this.lock;
+    // `signal` is read through a getter, so that a handler that never reads it costs no controller.
+    const signal = (): AbortSignal => this.signal;
+    const message = {
+      item,
+      deliveryCount,
+      headers,
+      queueId,
+      lockId,
+      get signal(): AbortSignal {
+        return signal();
+      },
+    };
     try {
-      await inItemSpan(queueId, headers, deliveryCount, async () =>
-        this.context.handler({ item, deliveryCount, headers, signal: this.controller.signal, queueId, lockId }),
-      );
+      await inItemSpan(queueId, headers, deliveryCount, async () => this.context.handler(message));
       return { delivery, ok: true };
     } catch (error) {
       return { delivery, error, ok: false };
@@ -211,7 +243,7 @@ export class LockWork<T> {
       if (this.lost || this.givenUp) return;
       if (isLockGone(error)) {
         this.lockLost(error);
-        this.controller.abort('lock-lost' satisfies GiveUpReason);
+        this.abort('lock-lost');
       } else this.context.report(error);
     }
   }
