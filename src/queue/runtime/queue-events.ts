@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { captureAsyncContext, type AsyncContext } from '../../common/async-context.js';
 import { AppConfig } from '../../config/app-config.js';
 import type { Pending } from './turn-lines.js';
 import type { TurnOp } from './turn-op.js';
@@ -43,7 +43,7 @@ class Poll implements LongPoll {
   /** A wake-up that came during a look or a turn. */
   pending?: WakeCause;
   /** While waiting: the operation it offers to run in a push's turn, and the async context to run it in. */
-  offer?: { op: TurnOp; context: <R>(fn: () => R) => R };
+  offer?: { op: TurnOp; context: AsyncContext };
   joined: Promise<unknown> | undefined;
   private timer?: NodeJS.Timeout;
   private resolve?: (end: WaitEnd) => void;
@@ -68,7 +68,7 @@ class Poll implements LongPoll {
       this.pending = undefined;
       return Promise.resolve('woken');
     }
-    this.offer = take ? { op: take, context: AsyncLocalStorage.snapshot() } : undefined;
+    this.offer = take ? { op: take, context: captureAsyncContext() } : undefined;
     this.state = 'waiting';
     this.events.parked += 1;
     return new Promise((resolve) => {

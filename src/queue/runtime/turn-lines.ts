@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { KeyedMutex } from '@pushpop/keyed-mutex';
+import { captureAsyncContext, type AsyncContext } from '../../common/async-context.js';
 import type { InTurnCommit } from '../../database/unit-of-work.js';
 import type { TurnOp } from './turn-op.js';
 
@@ -21,7 +21,7 @@ export interface Pending {
    * started it): runs a function in the operation's own async context, so that a turn led by
    * this operation runs in its caller's context, as a turn it started would.
    */
-  context?: <R>(fn: () => R) => R;
+  context?: AsyncContext;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -89,7 +89,7 @@ export class TurnLines {
     const line = this.lines.get(queueId);
     if (line) {
       if (line.length >= this.maxPending) throw new QueueLineFull(queueId);
-      pending.context = AsyncLocalStorage.snapshot();
+      pending.context = captureAsyncContext();
       line.push(pending, ...this.joiners(queueId, pending.op));
       return;
     }
