@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PushpopClient } from '@pushpop/client';
@@ -303,6 +303,55 @@ describe(`pushpop command line (${databaseKind})`, () => {
     const refused = await pushpop(['consume']);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('consume needs a queue, or --prefix');
+  });
+
+  it('consume refuses a queue together with --prefix, as a usage error naming both', async () => {
+    const q = uniqueQueueId('cli-both');
+    const prefix = `${q}:`;
+    await client.queue(q).push({ n: 1 });
+    const usage = await pushpop(['consume', q, '--no-such-flag']);
+    expect(usage.code).not.toBe(0);
+    for (const args of [
+      ['consume', q, '--prefix', prefix, '--', './handler.sh'],
+      ['consume', '--prefix', prefix, q, '--', './handler.sh'],
+    ]) {
+      const refused = await pushpop(args);
+      expect(refused, args.join(' ')).toMatchObject({ code: usage.code, stdout: '' });
+      expect(refused.stderr, args.join(' ')).toContain(`consume takes a queue or --prefix, not both: got queue ${q} and --prefix ${prefix}`);
+      const json = await pushpop(['--json', ...args]);
+      expect(json.code, args.join(' ')).toBe(usage.code);
+      expect(JSON.parse(json.stdout), args.join(' ')).toEqual({
+        error: { status: 0, error_code: 'INVALID_ARGUMENT', message: expect.stringContaining(`got queue ${q} and --prefix ${prefix}`) },
+      });
+    }
+    // Without --prefix a queue comes before the --: after it, the first word is the command's.
+    const noQueue = await pushpop(['consume', '--', 'cat']);
+    expect(noQueue.code).toBe(usage.code);
+    expect(noQueue.stderr).toContain('consume needs a queue, or --prefix');
+    expect((await client.queue(q).info()).count).toBe(1);
+  });
+
+  it('consume takes every word after -- as the command and its arguments, with a queue and with --prefix', async () => {
+    const q = uniqueQueueId('cli-words');
+    const prefix = `${uniqueQueueId('cli-words-prefix')}:`;
+    await client.queue(q).push({ n: 1 });
+    await client.queue(`${prefix}a`).updateSettings({ lock_mode: 'shared' });
+    await client.queue(`${prefix}a`).push({ n: 2 });
+    const outputs = [join(dir, 'words-queue.jsonl'), join(dir, 'words-prefix.jsonl')];
+    // `-a` after the -- is the command's flag, not one of consume's.
+    const children = [
+      ['consume', q, '--wait', '1', '--', 'tee', '-a', outputs[0]],
+      ['consume', '--prefix', prefix, '--wait', '1', '--', 'tee', '-a', outputs[1]],
+    ].map((args) => spawn(process.execPath, [build.cliJs, ...args], { env: { ...process.env, PUSHPOP_URL: svc.url }, stdio: ['ignore', 'ignore', 'pipe'] }));
+    const stderr = ['', ''];
+    children.forEach((child, i) => child.stderr.on('data', (chunk: Buffer) => (stderr[i] += chunk.toString())));
+    const written = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
+    await waitFor('both items handled', () => written(outputs[0]) === '{"n":1}\n' && written(outputs[1]) === '{"n":2}\n');
+    await waitFor('both acknowledged', async () => (await client.queue(q).info()).count + (await client.queue(`${prefix}a`).info()).count === 0);
+    for (const child of children) child.kill('SIGTERM');
+    expect(await Promise.all(children.map((child) => new Promise((r) => child.once('exit', r))))).toEqual([0, 0]);
+    expect(stderr[0]).toBe('');
+    expect(stderr[1]).toBe(`${prefix}a: done (delivery 1)\n`);
   });
 
   it('tail prints items as they are pushed', async () => {

@@ -1118,12 +1118,16 @@ export interface components {
         };
         ReleaseBatchRequestDto: {
             /**
-             * @description As for a single release: every lock's items go to the queue's `dead_letter_queue`.
+             * @description Send the lock's items to the tail of the queue's `dead_letter_queue` at once, at their
+             *     priorities, whatever their delivery counts (409 `NO_DEAD_LETTER_QUEUE` on a queue without
+             *     one; the lock stays). Not with `delay_seconds`.
              * @example false
              */
             dead_letter?: boolean;
             /**
-             * @description As for a single release: 0 to 900 seconds before the items are visible again; not with `dead_letter: true`.
+             * @description Seconds the released items wait before they are visible again, 0 to 900; replaces the
+             *     queue's retry delay for this release (0: back at once). Left out: the queue's retry delay.
+             *     Not with `dead_letter: true`.
              * @example 10
              */
             delay_seconds?: number;

@@ -54,7 +54,7 @@ function print(json: boolean | undefined, value: unknown, text: () => string): v
 }
 
 /** Whether `--json` is among the options (before a `--`, after which come a command's own arguments). */
-function jsonRequested(args: string[]): boolean {
+function jsonRequested(args: readonly string[]): boolean {
   const end = args.indexOf('--');
   return (end === -1 ? args : args.slice(0, end)).includes('--json');
 }
@@ -64,6 +64,23 @@ function errorJson(error: unknown): { status: number; error_code: string; messag
   if (error instanceof PushpopError) return { status: error.status, error_code: error.errorCode, message: error.message };
   if (error instanceof CommanderError) return { status: 0, error_code: 'INVALID_ARGUMENT', message: error.message.replace(/^error: /, '') };
   return { status: 0, error_code: 'CLIENT_ERROR', message: error instanceof Error ? error.message : String(error) };
+}
+
+/**
+ * The queue and the command of `consume`, from its words (the queue argument and the command's words, as commander
+ * parsed them). Commander drops the `--`, so the raw arguments say which words came before it: those name the queue
+ * (refused with --prefix, which has none); every word after the first `--` is the command's.
+ */
+function consumeTarget(args: readonly string[], words: string[], prefix: string | undefined): { queueId?: string; command: string[] } {
+  const separator = args.indexOf('--');
+  const beforeSeparator = words.length - (separator === -1 ? 0 : args.length - separator - 1);
+  if (prefix !== undefined) {
+    if (beforeSeparator > 0)
+      throw new InvalidArgumentError(`consume takes a queue or --prefix, not both: got queue ${words[0]} and --prefix ${prefix} (the command goes after --)`);
+    return { command: words };
+  }
+  if (beforeSeparator <= 0) throw new InvalidArgumentError('consume needs a queue, or --prefix');
+  return { queueId: words[0], command: words.slice(1) };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -88,7 +105,8 @@ function onStopSignal(stop: () => Promise<void>): void {
   process.on('SIGTERM', handler);
 }
 
-export function program(json = false): Command {
+/** The command line; `args` are the arguments it will parse (after the script's path), `json` whether `--json` is among them. */
+export function program(args: readonly string[], json = jsonRequested(args)): Command {
   const cli = new Command('pushpop')
     .description('Command line for a pushpop service')
     .addOption(new Option('--url <url>', 'service address').env('PUSHPOP_URL').default('http://127.0.0.1:8000'))
@@ -337,13 +355,11 @@ export function program(json = false): Command {
         rest: string[],
         o: { prefix?: string; concurrency: number; ttl: number; wait: number; maxAttempts?: number },
       ) => {
-        // With --prefix there is no queue: the first word after -- is the command's.
         const prefix = o.prefix;
-        const words = prefix !== undefined && queueOrCommand !== undefined ? [queueOrCommand, ...rest] : rest;
-        if (prefix === undefined && queueOrCommand === undefined) throw new InvalidArgumentError('consume needs a queue, or --prefix');
-        if (words.length === 0) throw new InvalidArgumentError('consume needs the command to run per item, after --');
+        const target = consumeTarget(args, queueOrCommand === undefined ? rest : [queueOrCommand, ...rest], prefix);
+        if (target.command.length === 0) throw new InvalidArgumentError('consume needs the command to run per item, after --');
         const { client, opts } = connect();
-        const shell = words.join(' ');
+        const shell = target.command.join(' ');
         let done = 0;
         let failed = 0;
         const handler: Handler<Item> = ({ item, deliveryCount, signal, queueId }) =>
@@ -368,7 +384,7 @@ export function program(json = false): Command {
           waitSeconds: o.wait,
           ...(o.maxAttempts !== undefined ? { maxAttempts: o.maxAttempts } : {}),
         };
-        const consumer = prefix !== undefined ? client.consumePrefix(prefix, handler, options) : client.consume(queueOrCommand!, handler, options);
+        const consumer = prefix !== undefined ? client.consumePrefix(prefix, handler, options) : client.consume(target.queueId!, handler, options);
         const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
         const line = (value: Record<string, unknown>, text: string) => {
           if (opts.json) print(true, value, () => '');
@@ -443,9 +459,10 @@ export function program(json = false): Command {
 }
 
 async function main(): Promise<void> {
-  const json = jsonRequested(process.argv.slice(2));
+  const args = process.argv.slice(2);
+  const json = jsonRequested(args);
   try {
-    await program(json).parseAsync(process.argv);
+    await program(args, json).parseAsync(process.argv);
   } catch (error) {
     // Help and version end commander with exit code 0; usage errors were printed by commander unless --json.
     if (error instanceof CommanderError && error.exitCode === 0) return;

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional, IntersectionType, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { Allow, ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsInt, IsObject, IsString, Max, Min, ValidateNested } from 'class-validator';
 import { IsOmittable } from '../../common/validation.js';
@@ -133,23 +133,5 @@ export class AcknowledgeBatchRequestDto extends LockIdsRequestDto {
   next?: NextPopDto;
 }
 
-export class ReleaseBatchRequestDto extends LockIdsRequestDto {
-  /**
-   * As for a single release: 0 to 900 seconds before the items are visible again; not with `dead_letter: true`.
-   * @example 10
-   */
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 900 })
-  @IsOmittable()
-  @IsInt()
-  @Min(0)
-  @Max(900)
-  delay_seconds?: number;
-
-  /**
-   * As for a single release: every lock's items go to the queue's `dead_letter_queue`.
-   * @example false
-   */
-  @IsOmittable()
-  @IsBoolean()
-  dead_letter?: boolean;
-}
+/** A batch release takes the single release's options, with their validation and documentation, for every lock. */
+export class ReleaseBatchRequestDto extends IntersectionType(LockIdsRequestDto, PickType(ReleaseRequestDto, ['delay_seconds', 'dead_letter'] as const)) {}
