@@ -275,11 +275,17 @@ describe('QueueCore in shared lock mode', () => {
     expect(core.itemsInMemory, 'the known locks hold their items').toBeGreaterThanOrEqual(2);
     expect(turn(db, core, 10, () => core.acknowledgeAll(['A', 'B'], 10))).toEqual({ acknowledged: [1, 1] });
     expect(db.reads.locks, 'nothing read').toBe(0);
-    expect(turn(db, core, 10, () => core.acknowledge('A', 10)), 'an ended lock is not known: read, and gone').toBe('LOCK_NOT_FOUND');
+    expect(
+      turn(db, core, 10, () => core.acknowledge('A', 10)),
+      'an ended lock is not known: read, and gone',
+    ).toBe('LOCK_NOT_FOUND');
     expect(db.reads.locks).toBe(1);
     popAck(db, core, 0, 1, 'C');
     const fresh = db.load();
-    expect(turn(db, fresh, 10, () => fresh.acknowledge('C', 10)), 'a core made afresh reads them').toBe(1);
+    expect(
+      turn(db, fresh, 10, () => fresh.acknowledge('C', 10)),
+      'a core made afresh reads them',
+    ).toBe(1);
     expect(db.reads.locks).toBe(2);
   });
 
@@ -289,14 +295,23 @@ describe('QueueCore in shared lock mode', () => {
     popAck(db, core, 0, 1, 'A', 100);
     popAck(db, core, 0, 1, 'B', 100);
     expect(turn(db, core, 50, () => core.extendLock('A', 50, 1000))).toMatchObject({ expiresAt: 1050 });
-    expect(turn(db, core, 150, () => core.acknowledge('B', 150)), 'expired at the start of the turn').toBe('LOCK_EXPIRED');
-    expect(turn(db, core, 150, () => core.acknowledge('A', 150)), 'the extended expiry holds').toBe(1);
+    expect(
+      turn(db, core, 150, () => core.acknowledge('B', 150)),
+      'expired at the start of the turn',
+    ).toBe('LOCK_EXPIRED');
+    expect(
+      turn(db, core, 150, () => core.acknowledge('A', 150)),
+      'the extended expiry holds',
+    ).toBe(1);
     const fresh = db.load();
     popAck(db, fresh, 200, 1, 'D');
     const other = db.load();
     expect(turn(db, other, 200, () => other.extendLock('D', 200, 500))).toMatchObject({ expiresAt: 700 });
     const reads = db.reads.locks;
-    expect(turn(db, other, 300, () => other.release('D', 300)), 'read once, then known').toBe(1);
+    expect(
+      turn(db, other, 300, () => other.release('D', 300)),
+      'read once, then known',
+    ).toBe(1);
     expect(db.reads.locks).toBe(reads);
     popAck(db, other, 300, 1, 'E');
     expect(other.deleteQueue()).toBe(2);
@@ -306,7 +321,13 @@ describe('QueueCore in shared lock mode', () => {
   it(`known locks are bounded: the ${MAX_KNOWN_LOCKS} most recent, holding at most ${MAX_KNOWN_LOCK_CHARS} characters of items`, () => {
     const { db, core } = sharedQueue();
     const n = MAX_KNOWN_LOCKS + 5;
-    turn(db, core, 0, () => core.push(Array.from({ length: n }, (_, i) => item(0, i)), 0, 0));
+    turn(db, core, 0, () =>
+      core.push(
+        Array.from({ length: n }, (_, i) => item(0, i)),
+        0,
+        0,
+      ),
+    );
     for (let i = 0; i < n; i += 1) popAck(db, core, 0, 1, `L${i}`, 10_000);
     expect(turn(db, core, 1, () => core.acknowledgeAll([`L${n - 1}`, `L${n - MAX_KNOWN_LOCKS}`], 1))).toEqual({ acknowledged: [1, 1] });
     expect(db.reads.locks, 'the most recent are known').toBe(0);
@@ -315,7 +336,13 @@ describe('QueueCore in shared lock mode', () => {
 
     const big = sharedQueue();
     const json = JSON.stringify({ pad: 'x'.repeat(MAX_KNOWN_LOCK_CHARS / 4) });
-    turn(big.db, big.core, 0, () => big.core.push(Array.from({ length: 5 }, () => ({ priority: 0, json })), 0, 0));
+    turn(big.db, big.core, 0, () =>
+      big.core.push(
+        Array.from({ length: 5 }, () => ({ priority: 0, json })),
+        0,
+        0,
+      ),
+    );
     for (let i = 0; i < 5; i += 1) popAck(big.db, big.core, 0, 1, `B${i}`, 10_000);
     expect(big.core.itemsInMemory, 'three locks of a quarter each fit').toBe(3);
     expect(turn(big.db, big.core, 1, () => big.core.acknowledge('B1', 1))).toBe(1);
