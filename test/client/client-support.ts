@@ -1,9 +1,12 @@
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PushpopClient } from '@pushpop/client';
+import { type Capabilities, type Consumer, PushpopClient } from '@pushpop/client';
 import ts from 'typescript';
+import { afterAll, beforeAll } from 'vitest';
 import { repoRoot } from '../support/child-service.js';
+import { removeDataDir, startService, type TestService } from '../support/service.js';
 import { sharedBuild } from '../support/shared-build.js';
 
 /**
@@ -50,6 +53,65 @@ export async function buildClient(timeoutMs = 180_000): Promise<ClientBuild> {
       }),
   });
   return { indexJs: join(out, 'index.js'), cliJs: join(out, 'cli.js'), remove: () => undefined };
+}
+
+/**
+ * What a Consumer test file runs against, started before its tests and stopped after them: a
+ * service whose lock sweep runs every 100 ms, a client of it, a private build of the client for
+ * child processes, and the consumers and child processes the tests started (closed, and killed,
+ * at the end). Its fields are set once the file's `beforeAll` ran.
+ */
+export interface ConsumerTestBed<T extends object> {
+  readonly svc: TestService;
+  readonly client: PushpopClient;
+  readonly build: ClientBuild;
+  readonly consumers: Consumer<T>[];
+  readonly children: ChildProcess[];
+}
+
+/** Registers the file's `beforeAll` and `afterAll` of a {@link ConsumerTestBed}; `capabilities` tell the client what the service has. */
+export function consumerTestBed<T extends object>(capabilities?: Capabilities): ConsumerTestBed<T> {
+  const bed = { consumers: [] as Consumer<T>[], children: [] as ChildProcess[] } as { -readonly [K in keyof ConsumerTestBed<T>]: ConsumerTestBed<T>[K] };
+  beforeAll(async () => {
+    [bed.svc, bed.build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
+    bed.client = new PushpopClient({ baseUrl: bed.svc.url, ...(capabilities ? { capabilities } : {}) });
+  });
+  afterAll(async () => {
+    for (const child of bed.children) child.kill('SIGKILL');
+    await Promise.all(bed.consumers.map((c) => c.close(100)));
+    await bed.svc?.close();
+    if (bed.svc) removeDataDir(bed.svc.dataDir);
+    bed.build?.remove();
+  });
+  return bed;
+}
+
+/** A Node script run as a child process of a test, its standard output gathered. */
+export interface ChildScript {
+  /** The non-empty lines it wrote so far. */
+  lines(): string[];
+  /** Kills it with SIGKILL, waits for its exit and removes the script. */
+  kill(): Promise<void>;
+}
+
+/** Runs `source` (an ES module) as a child process with `PUSHPOP_URL` (the bed's service) and `env` set; the bed kills it at the end if the test did not. */
+export function runChildScript<T extends object>(bed: ConsumerTestBed<T>, source: string, env: Record<string, string>): ChildScript {
+  const dir = mkdtempSync(join(tmpdir(), 'pushpop-consumer-'));
+  const script = join(dir, 'consumer.mjs');
+  writeFileSync(script, source);
+  const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: bed.svc.url, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  bed.children.push(child);
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    lines: () => output.split('\n').filter(Boolean),
+    kill: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Resolves when `check` is true; fails after `timeoutMs` with `what`. */

@@ -1,11 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient } from '@pushpop/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
+import { describe, expect, it } from 'vitest';
+import { databaseKind, uniqueQueueId } from '../support/service.js';
+import { consumerTestBed, FOURTH_CAPABILITIES, runChildScript, settledState, waitFor } from './client-support.js';
 
 interface Job {
   n: number;
@@ -19,34 +15,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * queue acknowledged with `next`.
  */
 describe(`Consumer with per-item locks and batch acknowledgements (${databaseKind})`, () => {
-  let svc: TestService;
-  let client: PushpopClient;
-  let build: ClientBuild;
-  const consumers: Consumer<Job>[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
-    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
-  });
-  afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(consumers.map((c) => c.close(100)));
-    await svc?.close();
-    if (svc) removeDataDir(svc.dataDir);
-    build?.remove();
-  });
+  const bed = consumerTestBed<Job>(FOURTH_CAPABILITIES);
 
   async function fill(queueId: string, count: number): Promise<void> {
-    const queue = client.queue<Job>(queueId);
+    const queue = bed.client.queue<Job>(queueId);
     for (let i = 0; i < count; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ item: { n: i + k } })));
   }
 
-  const settled = (queueId: string) => settledState(client, queueId);
+  const settled = (queueId: string) => settledState(bed.client, queueId);
 
   function consume(on: PushpopClient, queueId: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
     const consumer = on.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
-    consumers.push(consumer);
+    bed.consumers.push(consumer);
     return consumer;
   }
 
@@ -54,13 +34,13 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     it(`concurrency 8, 10% failing once (${mode}): each item succeeds exactly once, the failed ones once more after the backoff, none lost`, async () => {
       const q = uniqueQueueId(`trial4-${mode}`);
       const total = mode === 'exclusive' ? 200 : 1000;
-      await client.queue(q).updateSettings({ lock_mode: mode });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode });
       await fill(q, total);
       const fails = (n: number) => n % 10 === 3;
       const calls = new Map<number, number[]>();
       const successes = new Map<number, number>();
       const consumer = consume(
-        client,
+        bed.client,
         q,
         async ({ item, deliveryCount }) => {
           calls.set(item.n, [...(calls.get(item.n) ?? []), deliveryCount]);
@@ -83,7 +63,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
 
   it('no item is acknowledged before its handler finished: every lock id an acknowledgement request carries is of a finished handler', async () => {
     const q = uniqueQueueId('ack-after');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     const total = 400;
     await fill(q, total);
     const finished = new Set<string>();
@@ -92,7 +72,7 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     const routes: string[] = [];
     // The consumer's own requests, seen as they leave: an acknowledgement names finished locks only.
     const watched = new PushpopClient({
-      baseUrl: svc.url,
+      baseUrl: bed.svc.url,
       capabilities: FOURTH_CAPABILITIES,
       fetch: async (input, init) => {
         const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
@@ -129,13 +109,13 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
 
   it('close() gives the prefetched items back at once, while the running handler finishes and is acknowledged', async () => {
     const q = uniqueQueueId('close-prefetch');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 30);
     const started: number[] = [];
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const consumer = consume(
-      client,
+      bed.client,
       q,
       async ({ item }) => {
         started.push(item.n);
@@ -156,20 +136,18 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     expect(consumer.stats.completed).toBe(1);
     expect(await settled(q)).toEqual({ count: 29, locked: 0, delayed: 0 });
     // They were given back without a failure: their delivery count is not held against them.
-    const popped = await client.queue<Job>(q).pop({ depth: 1, requireAck: true });
+    const popped = await bed.client.queue<Job>(q).pop({ depth: 1, requireAck: true });
     expect(popped.items).toEqual([{ n: 1 }]);
   });
 
   it('a consumer killed with SIGKILL holding prefetched items and finished, unacknowledged ones loses none: they come back after the TTL', async () => {
     const q = uniqueQueueId('killed-prefetch');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 40);
-    const dir = mkdtempSync(join(tmpdir(), 'pushpop-consumer-'));
-    const script = join(dir, 'consumer.mjs');
     // Its acknowledgements never leave (a fetch that holds them): its handlers finish, their items stay locked.
-    writeFileSync(
-      script,
-      `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
+    const child = runChildScript(
+      bed,
+      `import { PushpopClient } from ${JSON.stringify(bed.build.indexJs)};
 const client = new PushpopClient({
   baseUrl: process.env.PUSHPOP_URL,
   capabilities: ${JSON.stringify(FOURTH_CAPABILITIES)},
@@ -177,24 +155,19 @@ const client = new PushpopClient({
 });
 client.consume(process.env.QUEUE, ({ item }) => void process.stdout.write('finished ' + item.n + '\\n'), { concurrency: 4, prefetch: 12, ttlSeconds: 2, waitSeconds: 1 });
 `,
+      { QUEUE: q },
     );
-    const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, QUEUE: q }, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor('the child finishing items', () => output.split('\n').filter(Boolean).length >= 4);
+    await waitFor('the child finishing items', () => child.lines().length >= 4);
     const held = await settled(q);
-    child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
-    rmSync(dir, { recursive: true, force: true });
-    const finishedInChild = output.split('\n').filter(Boolean).length;
+    await child.kill();
+    const finishedInChild = child.lines().length;
     // It held more than it finished: prefetched ones too.
     expect(held.locked).toBeGreaterThan(4);
     expect(held.count + held.locked).toBe(40);
     await waitFor('the items back after the TTL', async () => (await settled(q)).count === 40, 15_000);
 
     const handled = new Map<number, number>();
-    const consumer = consume(client, q, ({ item, deliveryCount }) => void handled.set(item.n, deliveryCount), { concurrency: 4, ttlSeconds: 2 });
+    const consumer = consume(bed.client, q, ({ item, deliveryCount }) => void handled.set(item.n, deliveryCount), { concurrency: 4, ttlSeconds: 2 });
     await waitFor('all forty handled', () => consumer.stats.completed === 40, 30_000);
     await consumer.close();
     expect([...handled.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, n) => n));
@@ -206,7 +179,7 @@ client.consume(process.env.QUEUE, ({ item }) => void process.stdout.write('finis
     const q = uniqueQueueId('ack-next');
     await fill(q, 50);
     const order: number[] = [];
-    const watched = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
+    const watched = new PushpopClient({ baseUrl: bed.svc.url, capabilities: FOURTH_CAPABILITIES });
     const consumer = consume(watched, q, ({ item }) => void order.push(item.n));
     await waitFor('all handled', () => consumer.stats.completed === 50, 30_000);
     await consumer.close();

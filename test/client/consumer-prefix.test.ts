@@ -1,11 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient } from '@pushpop/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
+import { describe, expect, it } from 'vitest';
+import { databaseKind, uniqueQueueId } from '../support/service.js';
+import { consumerTestBed, FOURTH_CAPABILITIES, runChildScript, settledState, waitFor } from './client-support.js';
 
 interface Job {
   n: number;
@@ -18,32 +14,16 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * per-item locks prefetched, each item settled through its own queue by that queue's settings.
  */
 describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
-  let svc: TestService;
-  let client: PushpopClient;
-  let build: ClientBuild;
-  const consumers: Consumer<Job>[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
-    client = new PushpopClient({ baseUrl: svc.url, capabilities: FOURTH_CAPABILITIES });
-  });
-  afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(consumers.map((c) => c.close(100)));
-    await svc?.close();
-    if (svc) removeDataDir(svc.dataDir);
-    build?.remove();
-  });
+  const bed = consumerTestBed<Job>(FOURTH_CAPABILITIES);
 
   /** `count` items numbered from `from`, on a shared queue. */
   async function fill(queueId: string, count: number, from = 0): Promise<void> {
-    const queue = client.queue<Job>(queueId);
+    const queue = bed.client.queue<Job>(queueId);
     await queue.updateSettings({ lock_mode: 'shared' });
     await queue.pushBatch(Array.from({ length: count }, (_, k) => ({ item: { n: from + k } })));
   }
 
-  const settled = (queueId: string) => settledState(client, queueId);
+  const settled = (queueId: string) => settledState(bed.client, queueId);
 
   async function total(queueIds: string[]): Promise<{ count: number; locked: number; delayed: number }> {
     const all = await Promise.all(queueIds.map(settled));
@@ -52,7 +32,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
 
   function consume(on: PushpopClient, prefix: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
     const consumer = on.consumePrefix<Job>(prefix, handler, { waitSeconds: 1, ...options });
-    consumers.push(consumer);
+    bed.consumers.push(consumer);
     return consumer;
   }
 
@@ -65,12 +45,12 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     const outside = prefix.slice(0, -1);
     await fill(outside, 5, 9000);
     const exclusive = `${prefix}x`;
-    await client.queue<Job>(exclusive).pushBatch([{ item: { n: 9500 } }]);
+    await bed.client.queue<Job>(exclusive).pushBatch([{ item: { n: 9500 } }]);
     const expected = queues.reduce((sum, _, i) => sum + 40 + 10 * i, 0);
     const seen = new Map<number, string[]>();
     const order: string[] = [];
     const consumer = consume(
-      client,
+      bed.client,
       prefix,
       async ({ item, queueId }) => {
         seen.set(item.n, [...(seen.get(item.n) ?? []), queueId]);
@@ -103,13 +83,13 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     await fill(deadLettering, 30, 100);
     await fill(quiet, 30, 200);
     // One queue gives failed items back after its own 1 s delay; one dead-letters at the first failure.
-    await client.queue(retried).updateSettings({ retry_delay_seconds: 1, retry_backoff: 'fixed' });
-    await client.queue(deadLettering).updateSettings({ max_deliveries: 1, dead_letter_queue: `dlq-${deadLettering}` });
+    await bed.client.queue(retried).updateSettings({ retry_delay_seconds: 1, retry_backoff: 'fixed' });
+    await bed.client.queue(deadLettering).updateSettings({ max_deliveries: 1, dead_letter_queue: `dlq-${deadLettering}` });
     const fails = (n: number) => n < 200 && n % 10 === 3;
     const calls = new Map<number, { queueId: string; deliveryCount: number }[]>();
     const settingsReads: string[] = [];
     const watched = new PushpopClient({
-      baseUrl: svc.url,
+      baseUrl: bed.svc.url,
       capabilities: FOURTH_CAPABILITIES,
       fetch: async (input, init) => {
         const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
@@ -145,7 +125,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     expect(deadLettered.sort((a, b) => a.n - b.n)).toEqual(
       [103, 113, 123].map((n) => ({ n, queueId: deadLettering, deadLetterQueue: `dlq-${deadLettering}` })),
     );
-    expect((await client.queue<Job>(`dlq-${deadLettering}`).pop({ depth: 10 })).items.map((i) => i.n).sort((a, b) => a - b)).toEqual([103, 113, 123]);
+    expect((await bed.client.queue<Job>(`dlq-${deadLettering}`).pop({ depth: 10 })).items.map((i) => i.n).sort((a, b) => a - b)).toEqual([103, 113, 123]);
     // Read once per queue with failures, never for the queue whose items all succeeded.
     expect(settingsReads.sort()).toEqual([deadLettering, retried].sort());
     expect(await total([retried, deadLettering, quiet])).toEqual({ count: 0, locked: 0, delayed: 0 });
@@ -159,7 +139,7 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const consumer = consume(
-      client,
+      bed.client,
       prefix,
       async ({ item, queueId }) => {
         started.push({ n: item.n, queueId });
@@ -176,12 +156,12 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     // Poppable at once: sixty less the running one, by fair pops (locked, then given back).
     const taken: { queueId: string; lockId: string; count: number }[] = [];
     for (;;) {
-      const answer = await client.popFair<Job>(prefix, { depth: 100, requireAck: true });
+      const answer = await bed.client.popFair<Job>(prefix, { depth: 100, requireAck: true });
       if (answer.count === 0) break;
       taken.push({ queueId: answer.queue_id!, lockId: answer.lock_id!, count: answer.count });
     }
     expect(taken.reduce((sum, t) => sum + t.count, 0)).toBe(59);
-    for (const t of taken) await client.queue(t.queueId).release(t.lockId, { delaySeconds: 0 });
+    for (const t of taken) await bed.client.queue(t.queueId).release(t.lockId, { delaySeconds: 0 });
     release();
     await closing;
     expect(started).toHaveLength(1);
@@ -195,12 +175,10 @@ describe(`Consumer of the queues under a prefix (${databaseKind})`, () => {
     const prefix = `${uniqueQueueId('pfx-killed')}:`;
     const queues = ['a', 'b', 'c', 'd'].map((t) => prefix + t);
     for (const [i, q] of queues.entries()) await fill(q, 10, 100 * i);
-    const dir = mkdtempSync(join(tmpdir(), 'pushpop-consumer-'));
-    const script = join(dir, 'consumer.mjs');
     // Its acknowledgements never leave (a fetch that holds them): its handlers finish, their items stay locked.
-    writeFileSync(
-      script,
-      `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
+    const child = runChildScript(
+      bed,
+      `import { PushpopClient } from ${JSON.stringify(bed.build.indexJs)};
 const client = new PushpopClient({
   baseUrl: process.env.PUSHPOP_URL,
   capabilities: ${JSON.stringify(FOURTH_CAPABILITIES)},
@@ -208,17 +186,12 @@ const client = new PushpopClient({
 });
 client.consumePrefix(process.env.PREFIX, ({ item, queueId }) => void process.stdout.write('finished ' + item.n + ' ' + queueId + '\\n'), { concurrency: 4, prefetch: 12, ttlSeconds: 2, waitSeconds: 1 });
 `,
+      { PREFIX: prefix },
     );
-    const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, PREFIX: prefix }, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor('the child finishing items', () => output.split('\n').filter(Boolean).length >= 4);
+    await waitFor('the child finishing items', () => child.lines().length >= 4);
     const held = await total(queues);
-    child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
-    rmSync(dir, { recursive: true, force: true });
-    const finishedInChild = output.split('\n').filter(Boolean);
+    await child.kill();
+    const finishedInChild = child.lines();
     expect(held.locked).toBeGreaterThan(4);
     expect(held.count + held.locked).toBe(40);
     for (const line of finishedInChild) {
@@ -228,7 +201,7 @@ client.consumePrefix(process.env.PREFIX, ({ item, queueId }) => void process.std
     await waitFor('the items back after the TTL', async () => (await total(queues)).count === 40, 15_000);
 
     const handled = new Map<number, string>();
-    const consumer = consume(client, prefix, ({ item, queueId }) => void handled.set(item.n, queueId), { concurrency: 4, ttlSeconds: 2 });
+    const consumer = consume(bed.client, prefix, ({ item, queueId }) => void handled.set(item.n, queueId), { concurrency: 4, ttlSeconds: 2 });
     await waitFor('all forty handled', () => consumer.stats.completed === 40, 30_000);
     await consumer.close();
     expect([...handled.keys()].sort((a, b) => a - b)).toEqual(queues.flatMap((_, i) => Array.from({ length: 10 }, (_, k) => 100 * i + k)));
@@ -237,7 +210,7 @@ client.consumePrefix(process.env.PREFIX, ({ item, queueId }) => void process.std
   });
 
   it('refuses a prefix outside the queue id alphabet at once', () => {
-    expect(() => client.consumePrefix('tenant/1', () => undefined)).toThrow(RangeError);
-    expect(() => client.consumePrefix('', () => undefined)).toThrow(RangeError);
+    expect(() => bed.client.consumePrefix('tenant/1', () => undefined)).toThrow(RangeError);
+    expect(() => bed.client.consumePrefix('', () => undefined)).toThrow(RangeError);
   });
 });

@@ -1,11 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type Consumer, type ConsumerOptions, type Handler, PushpopClient, RetryLater } from '@pushpop/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databaseKind, pollsWaitingOn, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
-import { buildClient, type ClientBuild, FOURTH_CAPABILITIES, settledState, waitFor } from './client-support.js';
+import { describe, expect, it } from 'vitest';
+import { databaseKind, pollsWaitingOn, uniqueQueueId } from '../support/service.js';
+import { consumerTestBed, FOURTH_CAPABILITIES, runChildScript, settledState, waitFor } from './client-support.js';
 
 // An interface, as users write them: the client's generics take any object type.
 interface Job {
@@ -15,43 +11,27 @@ interface Job {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe(`Consumer (${databaseKind})`, () => {
-  let svc: TestService;
-  let client: PushpopClient;
-  let build: ClientBuild;
-  const consumers: Consumer<Job>[] = [];
-  const children: ChildProcess[] = [];
-
-  beforeAll(async () => {
-    [svc, build] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), buildClient()]);
-    client = new PushpopClient({ baseUrl: svc.url });
-  });
-  afterAll(async () => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(consumers.map((c) => c.close(100)));
-    await svc?.close();
-    if (svc) removeDataDir(svc.dataDir);
-    build?.remove();
-  });
+  const bed = consumerTestBed<Job>();
 
   async function fill(queueId: string, count: number, from = 0): Promise<void> {
-    const queue = client.queue<Job>(queueId);
+    const queue = bed.client.queue<Job>(queueId);
     for (let i = 0; i < count; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, count - i) }, (_, k) => ({ item: { n: from + i + k } })));
   }
 
   function consume(queueId: string, handler: Handler<Job>, options: ConsumerOptions = {}): Consumer<Job> {
-    const consumer = client.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
-    consumers.push(consumer);
+    const consumer = bed.client.consume<Job>(queueId, handler, { waitSeconds: 1, ...options });
+    bed.consumers.push(consumer);
     return consumer;
   }
 
-  const settled = (queueId: string) => settledState(client, queueId);
+  const settled = (queueId: string) => settledState(bed.client, queueId);
 
   // The trial of a new user: concurrency 8, about 10% of the items failing once.
   for (const mode of ['exclusive', 'shared'] as const) {
     it(`concurrency 8, 10% failing once (${mode}): each item succeeds exactly once, the failed ones once more after the backoff, none lost`, async () => {
       const q = uniqueQueueId(`trial-${mode}`);
       const total = mode === 'exclusive' ? 300 : 1000;
-      await client.queue(q).updateSettings({ lock_mode: mode });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode });
       await fill(q, total);
       const fails = (n: number) => n % 10 === 3;
       const calls = new Map<number, number[]>();
@@ -116,7 +96,7 @@ describe(`Consumer (${databaseKind})`, () => {
     it(`a poison item is retried after 1 s and 2 s, then dead-lettered on its third attempt, while the others finish (${mode})`, async () => {
       const q = uniqueQueueId(`poison-${mode}`);
       const dlq = `${q}.dlq`;
-      await client.queue(q).updateSettings({ lock_mode: mode, max_deliveries: 3, dead_letter_queue: dlq });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode, max_deliveries: 3, dead_letter_queue: dlq });
       await fill(q, 20);
       const poison = 4;
       const attempts: { deliveryCount: number; at: number }[] = [];
@@ -149,28 +129,28 @@ describe(`Consumer (${databaseKind})`, () => {
       ]);
       expect([...handled.values()].every((times) => times === 1)).toBe(true);
       expect(handled.size).toBe(19);
-      expect(await client.queue<Job>(dlq).pop()).toMatchObject({ items: [{ n: poison }] });
+      expect(await bed.client.queue<Job>(dlq).pop()).toMatchObject({ items: [{ n: poison }] });
       expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
     });
 
     it(`an idle consumer closes within a second, its long polls cut, leaving no lock and taking nothing pushed afterwards (${mode})`, async () => {
       const q = uniqueQueueId(`idle-${mode}`);
-      await client.queue(q).updateSettings({ lock_mode: mode });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode });
       const polls = mode === 'shared' ? 3 : 1;
       const consumer = consume(q, () => {}, { concurrency: polls, waitSeconds: 20 });
-      await pollsWaitingOn(svc, q, polls);
+      await pollsWaitingOn(bed.svc, q, polls);
       const started = Date.now();
       await consumer.close();
       expect(Date.now() - started).toBeLessThanOrEqual(1000);
-      const info = await client.queue(q).info();
+      const info = await bed.client.queue(q).info();
       expect({ lock: info.lock ?? null, locks: info.locks?.count ?? 0 }).toEqual({ lock: null, locks: 0 });
-      await client.queue<Job>(q).push({ n: 1 });
-      expect(await client.queue<Job>(q).pop({ requireAck: true })).toMatchObject({ items: [{ n: 1 }], delivery_counts: [1] });
+      await bed.client.queue<Job>(q).push({ n: 1 });
+      expect(await bed.client.queue<Job>(q).pop({ requireAck: true })).toMatchObject({ items: [{ n: 1 }], delivery_counts: [1] });
     });
 
     it(`keeps the lock of a handler slower than the TTL by extending it; nothing is redelivered (${mode})`, async () => {
       const q = uniqueQueueId(`slow-${mode}`);
-      await client.queue(q).updateSettings({ lock_mode: mode });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode });
       await fill(q, 2);
       const calls: number[] = [];
       const consumer = consume(
@@ -196,19 +176,19 @@ describe(`Consumer (${databaseKind})`, () => {
     it(`drained comes once the queue runs dry and the last item is acknowledged, not when a long poll's wait runs out (${mode})`, async () => {
       const q = uniqueQueueId(`drained-${mode}`);
       // As the client's README shows it: a few items, a share of the consumers (max_in_flight) below the concurrency.
-      await client.queue(q).updateSettings({ lock_mode: mode, max_in_flight: 4 });
+      await bed.client.queue(q).updateSettings({ lock_mode: mode, max_in_flight: 4 });
       await fill(q, 3);
       const started = Date.now();
       // Acknowledgements that take their time (a slow network): the queue is found empty while the last ones are in flight.
       const slowAcks = new PushpopClient({
-        baseUrl: svc.url,
+        baseUrl: bed.svc.url,
         capabilities: FOURTH_CAPABILITIES,
         fetch: (input, init) =>
           (input instanceof Request ? input.url : input.toString()).includes('/acknowledge') ? sleep(300).then(() => fetch(input, init)) : fetch(input, init),
       });
       // The default wait of 20 s: a drained that waited for a long poll would come after it.
       const consumer = slowAcks.consume<Job>(q, async () => undefined, { concurrency: 8, waitSeconds: 20 });
-      consumers.push(consumer);
+      bed.consumers.push(consumer);
       let drainedAt: number | undefined;
       consumer.on('drained', () => (drainedAt ??= Date.now()));
       await waitFor('drained', () => drainedAt !== undefined, 10_000);
@@ -221,7 +201,7 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('a shared queue: a slow item does not hold up the others', async () => {
     const q = uniqueQueueId('slow-one');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 40);
     const done: number[] = [];
     const consumer = consume(
@@ -288,7 +268,7 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('close() lets running handlers finish and acknowledges them, takes nothing new, leaves nothing locked', async () => {
     const q = uniqueQueueId('close');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 9);
     const started: number[] = [];
     const consumer = consume(
@@ -308,7 +288,7 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('close() aborts a handler that outlives its timeout and gives its items back at once', async () => {
     const q = uniqueQueueId('close-timeout');
-    await client.queue(q).updateSettings({ lock_mode: 'shared', retry_delay_seconds: 60 });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared', retry_delay_seconds: 60 });
     await fill(q, 2);
     let running = 0;
     const signals: AbortSignal[] = [];
@@ -333,7 +313,7 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('a handler that throws RetryLater(2) gives its item back for 2 s: it waits among the delayed items, then comes back once', async () => {
     const q = uniqueQueueId('retry-later');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 1);
     const deliveries: { count: number; at: number }[] = [];
     consume(q, async ({ deliveryCount }) => {
@@ -352,7 +332,7 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it("a queue with a retry delay of its own: the consumer's releases name no delay and the queue's applies", async () => {
     const q = uniqueQueueId('queue-retry');
-    await client.queue(q).updateSettings({ lock_mode: 'shared', retry_delay_seconds: 2, retry_backoff: 'fixed' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared', retry_delay_seconds: 2, retry_backoff: 'fixed' });
     await fill(q, 1);
     const deliveries: number[] = [];
     const consumer = consume(q, async ({ deliveryCount }) => {
@@ -369,14 +349,14 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('a paused queue hands the consumer nothing until it is resumed', async () => {
     const q = uniqueQueueId('paused');
-    await client.queue(q).updateSettings({ paused: true, lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ paused: true, lock_mode: 'shared' });
     await fill(q, 3);
     const handled: number[] = [];
     consume(q, async ({ item }) => void handled.push(item.n), { concurrency: 3 });
     // The consumer has asked and waits: a pop that handed out items would have reached the handler first.
-    await pollsWaitingOn(svc, q);
+    await pollsWaitingOn(bed.svc, q);
     expect(handled, 'nothing while paused').toEqual([]);
-    await client.queue(q).updateSettings({ paused: false });
+    await bed.client.queue(q).updateSettings({ paused: false });
     await waitFor('every item handled after the resume', () => handled.length === 3);
     expect(handled.sort()).toEqual([0, 1, 2]);
   });
@@ -396,28 +376,21 @@ describe(`Consumer (${databaseKind})`, () => {
 
   it('a consumer killed with SIGKILL mid-work: its items come back after the TTL and a second consumer handles them all', async () => {
     const q = uniqueQueueId('killed');
-    await client.queue(q).updateSettings({ lock_mode: 'shared' });
+    await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
     await fill(q, 10);
-    const dir = mkdtempSync(join(tmpdir(), 'pushpop-consumer-'));
-    const script = join(dir, 'consumer.mjs');
-    writeFileSync(
-      script,
-      `import { PushpopClient } from ${JSON.stringify(build.indexJs)};
+    const child = runChildScript(
+      bed,
+      `import { PushpopClient } from ${JSON.stringify(bed.build.indexJs)};
 const client = new PushpopClient({ baseUrl: process.env.PUSHPOP_URL });
 client.consume(process.env.QUEUE, async ({ item }) => {
   process.stdout.write('started ' + item.n + '\\n');
   await new Promise(() => {});
 }, { concurrency: 4, prefetch: 0, ttlSeconds: 2, waitSeconds: 1 });
 `,
+      { QUEUE: q },
     );
-    const child = spawn(process.execPath, [script], { env: { ...process.env, PUSHPOP_URL: svc.url, QUEUE: q }, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitFor('the child handling four items', () => output.split('\n').filter(Boolean).length === 4);
-    child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
-    rmSync(dir, { recursive: true, force: true });
+    await waitFor('the child handling four items', () => child.lines().length === 4);
+    await child.kill();
     expect(await settled(q)).toMatchObject({ count: 6, locked: 4 });
     // The killed consumer's locks expire and their items come back.
     await waitFor('the items back after the TTL', async () => (await settled(q)).count === 10, 10_000);
@@ -428,10 +401,7 @@ client.consume(process.env.QUEUE, async ({ item }) => {
     await consumer.close();
     expect([...handled.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, n) => n));
     // The four the killed consumer held are on their second delivery.
-    const started = output
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => Number(line.split(' ')[1]));
+    const started = child.lines().map((line) => Number(line.split(' ')[1]));
     expect(started.map((n) => handled.get(n))).toEqual([2, 2, 2, 2]);
     expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
   });
