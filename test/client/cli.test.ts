@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -205,6 +205,15 @@ describe(`pushpop command line (${databaseKind})`, () => {
     expect(JSON.parse(missing.stdout)).toMatchObject({ error: { status: 404, error_code: 'SCHEDULE_NOT_FOUND' } });
   });
 
+  /** A long-running `pushpop` command against the service (consume, say), its output gathered. */
+  function startCli(args: string[]): { child: ChildProcess; output: { stdout: string; stderr: string } } {
+    const child = spawn(process.execPath, [build.cliJs, ...args], { env: { ...process.env, PUSHPOP_URL: svc.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = { stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+    return { child, output };
+  }
+
   it('consume runs the command per item with the item on stdin: exit 0 acknowledges, non-zero retries after the backoff, then dead-letters', async () => {
     const q = uniqueQueueId('cli-consume');
     await client.queue(q).updateSettings({ max_deliveries: 2, dead_letter_queue: `${q}.dlq` });
@@ -212,14 +221,7 @@ describe(`pushpop command line (${databaseKind})`, () => {
     const out = join(dir, 'consumed.jsonl');
     // The command appends its stdin to a file, and fails for items with "fail".
     const command = `tee -a ${out} | grep -v fail > /dev/null`;
-    const child = spawn(process.execPath, [build.cliJs, '--json', 'consume', q, '--ttl', '5', '--wait', '1', '--', command], {
-      env: { ...process.env, PUSHPOP_URL: svc.url },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const { child, output } = startCli(['--json', 'consume', q, '--ttl', '5', '--wait', '1', '--', command]);
     await waitFor(
       'the failing item dead-lettered',
       async () =>
@@ -230,12 +232,12 @@ describe(`pushpop command line (${databaseKind})`, () => {
             .catch(() => ({ count: 0 }))
         ).count === 1,
     );
-    await waitFor('the others completed', () => stdout.split('\n').filter((l) => l.includes('"completed"')).length === 2);
+    await waitFor('the others completed', () => output.stdout.split('\n').filter((l) => l.includes('"completed"')).length === 2);
     child.kill('SIGTERM');
     const code = await new Promise((r) => child.once('exit', r));
     expect(code).toBe(0);
-    expect(stderr).toBe('');
-    const events = stdout
+    expect(output.stderr).toBe('');
+    const events = output.stdout
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { event: string; item?: { n: number }; delivery_count?: number });
@@ -268,23 +270,12 @@ describe(`pushpop command line (${databaseKind})`, () => {
     const outside = prefix.slice(0, -1);
     await client.queue(outside).push({ q: outside, n: 0 });
     const out = join(dir, 'consumed-prefix.txt');
-    const child = spawn(
-      process.execPath,
-      [build.cliJs, '--json', 'consume', '--prefix', prefix, '--ttl', '5', '--wait', '1', '--', `echo "$PUSHPOP_QUEUE $(cat)" >> ${out}`],
-      {
-        env: { ...process.env, PUSHPOP_URL: svc.url },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    await waitFor('six completed', () => stdout.split('\n').filter((l) => l.includes('"completed"')).length === 6);
+    const { child, output } = startCli(['--json', 'consume', '--prefix', prefix, '--ttl', '5', '--wait', '1', '--', `echo "$PUSHPOP_QUEUE $(cat)" >> ${out}`]);
+    await waitFor('six completed', () => output.stdout.split('\n').filter((l) => l.includes('"completed"')).length === 6);
     child.kill('SIGTERM');
     expect(await new Promise((r) => child.once('exit', r))).toBe(0);
-    expect(stderr).toBe('');
-    const completed = stdout
+    expect(output.stderr).toBe('');
+    const completed = output.stdout
       .split('\n')
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { event: string; queue_id?: string; item?: { q: string; n: number } })
