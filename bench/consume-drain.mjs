@@ -9,18 +9,15 @@
 // Fills a new queue with --items items (batches of 1,000), then times a Consumer with a no-op
 // handler (the client's defaults, `waitSeconds: 1`) until every item completed, and deletes the
 // queue. PostgreSQL's CPU is every `postgres` process of the machine (so run it alone), read from
-// /proc like the service's (--pid) and the client's own (process.cpuUsage).
+// /proc like the service's (--pid); the client's is its own (process.cpuUsage).
 import console from 'node:console';
-import { readdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { pathToFileURL, URL } from 'node:url';
+import { arg } from './common/args.mjs';
+import { allStats, CLK_TCK, ownTicks } from './targets/proc.mjs';
 
-const arg = (name, fallback) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? found.slice(name.length + 3) : fallback;
-};
 const url = arg('url', 'http://127.0.0.1:8000');
 const pid = Number(arg('pid', '0'));
 const items = Number(arg('items', '20000'));
@@ -29,25 +26,8 @@ const mode = arg('mode', 'shared');
 const clientPath = resolve(arg('client', new URL('../libs/client/dist/index.js', import.meta.url).pathname));
 const { PushpopClient } = await import(pathToFileURL(clientPath).href);
 
-/** User + system CPU ticks (1/100 s) of the processes `pids`. */
-const ticksOf = (pids) =>
-  pids.reduce((sum, p) => {
-    try {
-      const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1].split(' ');
-      return sum + Number(fields[11]) + Number(fields[12]);
-    } catch {
-      return sum; // ended meanwhile
-    }
-  }, 0);
-const postgresPids = () =>
-  readdirSync('/proc').filter((d) => {
-    if (!/^\d+$/.test(d)) return false;
-    try {
-      return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'postgres';
-    } catch {
-      return false;
-    }
-  });
+/** CPU ticks of every `postgres` process of the machine. */
+const postgresTicks = () => allStats().reduce((sum, s) => (s.comm === 'postgres' ? sum + s.utime + s.stime : sum), 0);
 
 const client = new PushpopClient({ baseUrl: url });
 const queueId = `drain-${mode}-${Date.now()}`;
@@ -56,8 +36,8 @@ if (mode !== 'exclusive') await queue.updateSettings({ lock_mode: mode });
 for (let i = 0; i < items; i += 1000) await queue.pushBatch(Array.from({ length: Math.min(1000, items - i) }, (_, j) => ({ item: { n: i + j } })));
 
 const requestsBefore = client.requests;
-const pg0 = ticksOf(postgresPids());
-const service0 = pid ? ticksOf([pid]) : 0;
+const pg0 = postgresTicks();
+const service0 = pid ? ownTicks(pid) : 0;
 const own0 = process.cpuUsage();
 const t0 = performance.now();
 let completed = 0;
@@ -70,15 +50,15 @@ await new Promise((done) => {
 });
 const seconds = (performance.now() - t0) / 1000;
 const own = process.cpuUsage(own0);
-const perItem = (ticks) => Math.round((ticks * 10_000) / items);
+const perItem = (ticks) => Math.round((ticks * 1e6) / CLK_TCK / items);
 console.log(
   JSON.stringify({
     mode,
     concurrency,
     items,
     items_per_s: Math.round(items / seconds),
-    service_us_per_item: pid ? perItem(ticksOf([pid]) - service0) : null,
-    postgres_us_per_item: perItem(ticksOf(postgresPids()) - pg0),
+    service_us_per_item: pid ? perItem(ownTicks(pid) - service0) : null,
+    postgres_us_per_item: perItem(postgresTicks() - pg0),
     client_us_per_item: Math.round((own.user + own.system) / items),
     requests_per_item: Number(((client.requests - requestsBefore) / items).toFixed(3)),
   }),

@@ -21,13 +21,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import process from 'node:process';
 import { URL } from 'node:url';
+import { arg } from './common/args.mjs';
 
-const arg = (name, fallback) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? found.slice(name.length + 3) : fallback;
-};
 const url = new URL(arg('url', 'http://127.0.0.1:8000'));
 const pid = Number(arg('pid', '0'));
 const items = Number(arg('items', '200000'));

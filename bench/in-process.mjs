@@ -18,11 +18,8 @@ import { writeFileSync } from 'node:fs';
 import console from 'node:console';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
+import { arg } from './common/args.mjs';
 
-const arg = (name, fallback) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? found.slice(name.length + 3) : fallback;
-};
 const db = arg('db', '');
 if (!db) {
   console.error('--db=<scratch database> is required (it is dropped and made again)');

@@ -15,11 +15,8 @@ import console from 'node:console';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import pg from 'pg';
+import { arg } from './common/args.mjs';
 
-const arg = (name, fallback) => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`));
-  return found ? found.slice(name.length + 3) : fallback;
-};
 const databaseUrl = arg('database-url', 'postgres://postgres@127.0.0.1:5432/postgres');
 const statements = Number(arg('statements', '3000'));
 const connections = Number(arg('connections', '16'));
