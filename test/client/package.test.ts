@@ -21,7 +21,7 @@ function distSnapshot(): string[] {
 }
 
 /**
- * What a user gets: the client packed as a tarball (`npm run pack`), installed into an empty
+ * What a user gets: the client packed as a tarball (`npm run tarball`, the README's command), installed into an empty
  * project with npm, the README's TypeScript examples compiled against the installed package's
  * declarations and run against the service, and its `pushpop` command.
  */
@@ -35,9 +35,16 @@ describe(`the packed client (${databaseKind})`, () => {
 
   beforeAll(async () => {
     before = distSnapshot();
-    const packing = run(process.execPath, [join(repoRoot, 'libs/client/scripts/pack.mjs'), '--destination', dir], { timeout: 180_000 });
-    [svc, { stdout: tarball }] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), packing]);
-    tarball = tarball.trim();
+    // The README's command, through npm (so that a lifecycle script npm runs beside it would show here).
+    // Into a directory that does not exist yet, as the README's /tmp/pushpop.
+    const packing = run('npm', ['run', 'tarball', '--workspace=@pushpop/client', '--', '--destination', join(dir, 'tarballs')], {
+      cwd: repoRoot,
+      timeout: 180_000,
+    });
+    let packed: string;
+    [svc, { stdout: packed }] = await Promise.all([startService({ env: { LOCK_SWEEP_INTERVAL_MS: '100' } }), packing]);
+    // npm prints the script's header first; the tarball's path is the script's last line.
+    tarball = packed.trim().split('\n').at(-1)!.trim();
     mkdirSync(join(project, 'src'), { recursive: true });
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'pushpop-client-user', private: true, type: 'module' }));
     // From npm's cache when it has the client's dependencies (CI's `npm ci` filled it), else from the registry.

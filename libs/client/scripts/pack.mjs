@@ -2,11 +2,11 @@
 // into a staging directory (scripts/build.mjs --out, the generated client compiled in), copies
 // the README and the examples beside it with a package.json that has no scripts, and runs
 // `npm pack` there.
-//   npm run pack --workspace=@pushpop/client -- --destination <dir>   (default: the current directory)
-// Prints the tarball's path. `--check` (the package's prepack) refuses a plain `npm pack` of
+//   npm run tarball --workspace=@pushpop/client -- --destination <dir>   (default: the current directory)
+// Makes the destination if missing. Prints the tarball's path. `--check` (the package's prepack) refuses a plain `npm pack` of
 // libs/client, which would ship whatever dist/ holds.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,11 +18,13 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({ options: { destination: { type: 'string' }, check: { type: 'boolean' } } });
 if (values.check) {
   console.error(
-    'Pack @pushpop/client with `npm run pack --workspace=@pushpop/client -- --destination <dir>`: it builds a fresh dist/ for the tarball and leaves this one alone.',
+    'Pack @pushpop/client with `npm run tarball --workspace=@pushpop/client -- --destination <dir>`: it builds a fresh dist/ for the tarball and leaves this one alone.',
   );
   process.exit(1);
 }
 const destination = resolve(values.destination ?? process.cwd());
+// `npm pack` writes into an existing directory only.
+mkdirSync(destination, { recursive: true });
 const staging = mkdtempSync(join(tmpdir(), 'pushpop-client-pack-'));
 try {
   execFileSync(process.execPath, [join(root, 'scripts/build.mjs'), '--out', join(staging, 'dist')], { stdio: ['ignore', 'ignore', 'inherit'] });
