@@ -1,4 +1,4 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, createContextKey, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 /**
  * Trace context for the client, through the OpenTelemetry API only: without an SDK registered
@@ -20,6 +20,39 @@ export function withActiveTraceparent(headers: Record<string, string> | undefine
   if (headers?.traceparent !== undefined) return headers;
   const traceparent = activeTraceparent();
   return traceparent === undefined ? headers : { ...headers, traceparent };
+}
+
+/** A context that only a registered context manager makes active (the no-op one keeps the root context). */
+const PROBE = ROOT_CONTEXT.setValue(createContextKey('@pushpop/client context probe'), true);
+const probeIsActive = (): boolean => context.active() === PROBE;
+
+/**
+ * Whether an item's span could be seen: a tracer provider is registered (the span records), or a
+ * context manager is (the handler would find the span, and the item's trace, in its context).
+ * Without either, the span is a non-recording one that nothing can reach: it is not made.
+ * Asked per item, so that an SDK registered after the consumer started is followed.
+ */
+function itemSpansSeen(): boolean {
+  const provider = trace.getTracerProvider() as { getDelegateTracer?(name: string): unknown };
+  // Not the API's proxy (another copy registered something else): assume it records.
+  if (typeof provider.getDelegateTracer !== 'function') return true;
+  return provider.getDelegateTracer('@pushpop/client') !== undefined || context.with(PROBE, probeIsActive);
+}
+
+/**
+ * Runs a consumer's handler for one item, as {@link inItemSpan} does when a span could be seen;
+ * otherwise calls it directly, and returns what it returned (a promise, or a value), or throws
+ * what it threw.
+ */
+export function handleItem<M, R>(
+  queueId: string,
+  headers: Record<string, string>,
+  deliveryCount: number,
+  handler: (message: M) => R,
+  message: M,
+): R | Promise<R> {
+  if (!itemSpansSeen()) return handler(message);
+  return inItemSpan(queueId, headers, deliveryCount, async () => handler(message));
 }
 
 /**
