@@ -2,7 +2,8 @@ import { EventEmitter } from 'node:events';
 import { BASE_CAPABILITIES, type Capabilities } from './capabilities.js';
 import { isPushpopError, isRetryDelay } from './errors.js';
 import { type BackoffOptions, DEFAULT_QUEUE_POLICY, type FailureRules, QueuePolicies, type QueuePolicy, queuePolicyOf } from './failure-policy.js';
-import { createLockSource, type HeldLock, type LockSource } from './lock-source.js';
+import { createLockSource, type LockSource } from './lock-source.js';
+import { LockExtender } from './lock-extender.js';
 import { LockWork, type LockWorkContext } from './lock-work.js';
 import { PrefetchSource, prefixPops } from './prefetch-source.js';
 import type { PushpopClient, Queue } from './client.js';
@@ -53,9 +54,12 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   };
   /** Aborted by close(): no new pops, and a waiting long poll is cut. */
   private readonly stopping = new AbortController();
+  /** Locks being worked on or settled: a slot goes on to its next lock while a settlement waits for its batch ({@link LockSource.settlesAhead}). */
   private readonly working = new Set<LockWork<T>>();
-  /** Settlements of finished locks that their slots did not wait for ({@link LockSource.settlesAhead}). */
-  private readonly settlements = new Set<Promise<void>>();
+  /** Called when the last lock of {@link working} is settled, while the consumer's run waits for that. */
+  private allSettled: (() => void) | undefined;
+  /** Takes a settled lock out of the work in hand (each lock's `done`). */
+  private readonly onSettled = (work: LockWork<T>): void => this.settled(work);
   private run: Promise<void> | undefined;
   private source: LockSource<T> | undefined;
   /** The service's `dead_letter` on release, once known. */
@@ -155,7 +159,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       const context: LockWorkContext<T> = {
         source,
         handler: this.handler,
-        extendEverySeconds,
+        extender: new LockExtender(extendEverySeconds * 1000),
         maxProcessingSeconds,
         stats: this.stats,
         rules: (queueId) => this.rules(queueId),
@@ -164,7 +168,8 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
       };
       const slots = mode === 'shared' ? this.options.concurrency : 1;
       await Promise.all(Array.from({ length: slots }, () => this.slot(context)));
-      while (this.settlements.size > 0) await Promise.all([...this.settlements]);
+      // What is left is settling ahead of its slot, which has stopped.
+      if (this.working.size > 0) await new Promise<void>((resolve) => (this.allSettled = resolve));
     })();
   }
 
@@ -259,18 +264,28 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
 
   /** One slot: takes a lock, handles it, settles it, again; looks without waiting after work, so `drained` comes when the queue runs dry. */
   private async slot(context: LockWorkContext<T>): Promise<void> {
+    const { source } = context;
     let wait = false;
     while (!this.stopping.signal.aborted) {
-      const taken = await context.source.take(wait);
-      if ('stopped' in taken) return;
-      if ('nothing' in taken) {
-        if (taken.nothing === 'empty') this.noteEmpty();
-        wait = true;
-        continue;
+      // A lock the source holds ready is taken without a promise.
+      let lock = source.takeReady?.();
+      if (!lock) {
+        const taken = await source.take(wait);
+        if ('stopped' in taken) return;
+        if ('nothing' in taken) {
+          if (taken.nothing === 'empty') this.noteEmpty();
+          wait = true;
+          continue;
+        }
+        lock = taken.lock;
       }
       this.busy = true;
       this.drainedOnSettle = false;
-      await this.work(context, taken.lock);
+      // Runs the lock's handlers (extending it meanwhile) and settles it; returns when it is settled,
+      // given up on or lost, or, of a source that settles ahead, once its settlement is under way.
+      const work: LockWork<T> = new LockWork(lock, context, this.onSettled);
+      this.working.add(work);
+      await work.run();
       wait = false;
     }
   }
@@ -294,19 +309,9 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
   /** A lock left the work in hand: if the queue was found empty meanwhile and it was the last one, the consumer drained. */
   private settled(work: LockWork<T>): void {
     this.working.delete(work);
-    if (this.drainedOnSettle && this.working.size === 0) this.noteEmpty();
-  }
-
-  /** Runs a lock's handlers (extending it meanwhile) and settles it; returns when it is settled, given up on or lost. */
-  private async work(context: LockWorkContext<T>, lock: HeldLock<T>): Promise<void> {
-    const work: LockWork<T> = new LockWork(lock, context, () => this.settled(work));
-    this.working.add(work);
-    const { settlingAhead } = await work.run();
-    if (settlingAhead) {
-      // The slot takes its next item while the settlement waits for its batch.
-      this.settlements.add(settlingAhead);
-      void settlingAhead.finally(() => this.settlements.delete(settlingAhead));
-    }
+    if (this.working.size > 0) return;
+    if (this.drainedOnSettle) this.noteEmpty();
+    this.allSettled?.();
   }
 
   /** The failure rules of a queue's items (reading its settings, of a prefix, when first needed). */

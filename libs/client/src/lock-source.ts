@@ -47,9 +47,15 @@ export interface LockSource<T> {
    * (paused, limited, locked by another consumer, a failed pop), after a pause.
    */
   take(wait: boolean): Promise<Take<T>>;
+  /**
+   * A lock the source holds ready for a slot, taken at once (what `take` would give first), or
+   * undefined: then the slot asks `take`. Of a source that buffers locks, this spares a promise per lock.
+   */
+  takeReady?(): HeldLock<T> | undefined;
   /** Settling waits for company (a batch request): a slot goes on to its next lock meanwhile. */
   readonly settlesAhead?: boolean;
-  acknowledge(lock: HeldLock<T>): Promise<void>;
+  /** Acknowledges the lock; resolves (with no meaning to the value) once it is acknowledged. */
+  acknowledge(lock: HeldLock<T>): Promise<unknown>;
   release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult>;
   /** Extends a lock a slot holds to the consumer's TTL from now. */
   extend(lock: HeldLock<T>): Promise<void>;

@@ -3,6 +3,7 @@ import type { ConsumerStats, Handler } from './consumer-types.js';
 import { PushpopError } from './errors.js';
 import { DEFAULT_QUEUE_POLICY } from './failure-policy.js';
 import type { HeldLock, LockSource } from './lock-source.js';
+import { LockExtender } from './lock-extender.js';
 import { LockWork, type LockWorkContext } from './lock-work.js';
 
 type Item = { n: number };
@@ -29,7 +30,7 @@ function workOn(lock: HeldLock<Item>, handler: Handler<Item>, source: Partial<Lo
   const context: LockWorkContext<Item> = {
     source: fake,
     handler,
-    extendEverySeconds: 0.02,
+    extender: new LockExtender(20),
     maxProcessingSeconds,
     stats,
     rules: async () => ({

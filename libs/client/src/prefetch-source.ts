@@ -74,8 +74,10 @@ export function prefixPops<T extends object>(client: PushpopClient, prefix: stri
  */
 export class PrefetchSource<T extends object> implements LockSource<T> {
   readonly settlesAhead = true;
-  /** Buffered locks by queue, the queue to take from next first. */
+  /** Buffered locks by queue. */
   private readonly buffer = new Map<string, Buffered<T>[]>();
+  /** The queues of {@link buffer} in the order they take turns, the queue to take from next first. */
+  private readonly turns: string[] = [];
   private buffered = 0;
   private popping: Promise<'got' | 'empty' | 'busy'> | undefined;
   /** Whether the last pop suggests there is more to pop now (it brought items; of one queue, all it asked for). */
@@ -102,12 +104,8 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   async take(wait: boolean): Promise<Take<T>> {
     for (;;) {
       if (this.stopping.aborted) return { stopped: true };
-      const next = this.next();
-      if (next) {
-        this.held.add(next);
-        if (this.full && this.buffered < this.options.prefetch / 2) void this.fill(false);
-        return { lock: next };
-      }
+      const next = this.takeReady();
+      if (next) return { lock: next };
       const outcome = await this.fill(wait);
       if (outcome === 'got') continue;
       if (this.stopping.aborted) return { stopped: true };
@@ -115,10 +113,20 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     }
   }
 
-  async acknowledge(lock: HeldLock<T>): Promise<void> {
+  /** The next buffered lock, if any (and none once closing); pops more when the buffer runs low. */
+  takeReady(): HeldLock<T> | undefined {
+    if (this.stopping.aborted) return undefined;
+    const next = this.next();
+    if (!next) return undefined;
+    this.held.add(next);
+    if (this.full && this.buffered < this.options.prefetch / 2) void this.fill(false);
+    return next;
+  }
+
+  acknowledge(lock: HeldLock<T>): Promise<unknown> {
     // Its handler finished: the buffer may refill in its place (of one queue, in this very request, with `next`).
     this.held.delete(lock);
-    await this.acknowledger(lock.queueId).settle(lock.lockId);
+    return this.acknowledger(lock.queueId).settle(lock.lockId);
   }
 
   async release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult> {
@@ -154,6 +162,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       await this.popping?.catch(() => undefined);
       const waiting = [...this.buffer];
       this.buffer.clear();
+      this.turns.length = 0;
       this.buffered = 0;
       await Promise.all(
         waiting.map(([queueId, list]) =>
@@ -170,18 +179,28 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
 
   /** The next buffered lock with time left, of the queue whose turn it is; drops those without. */
   private next(): HeldLock<T> | undefined {
+    const { turns, buffer } = this;
+    if (turns.length === 0) return undefined;
     const now = Date.now();
-    for (const [queueId, list] of this.buffer) {
-      // Taken out and, while it has more, put back last: the queues take turns.
-      this.buffer.delete(queueId);
+    while (turns.length > 0) {
+      const queueId = turns[0];
+      const list = buffer.get(queueId)!;
       for (let b = list.shift(); b; b = list.shift()) {
         this.buffered -= 1;
         if (b.expiresAt - now <= MIN_LEFT_MS) continue;
-        if (list.length > 0) this.buffer.set(queueId, list);
+        // While it has more, it goes last: the queues take turns.
+        if (list.length === 0) this.dropTurn();
+        else if (turns.length > 1) turns.push(turns.shift()!);
         return b.lock;
       }
+      this.dropTurn();
     }
     return undefined;
+  }
+
+  /** The queue whose turn it is has nothing buffered any more. */
+  private dropTurn(): void {
+    this.buffer.delete(this.turns.shift()!);
   }
 
   private acknowledger(queueId: string): LockBatcher {
@@ -279,12 +298,16 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     const now = Date.now();
     const expiresAt = result.lock_expires_at !== undefined ? result.lock_expires_at * 1000 : now + options.ttlSeconds * 1000;
     let list = this.buffer.get(queueId);
-    if (!list) this.buffer.set(queueId, (list = []));
-    result.items.forEach((item, i) => {
-      const delivery: Delivery<T> = { item, deliveryCount: result.delivery_counts?.[i] ?? 1, headers: result.headers?.[i] ?? {} };
+    if (!list) {
+      this.buffer.set(queueId, (list = []));
+      this.turns.push(queueId);
+    }
+    const { items, delivery_counts: counts, headers } = result;
+    for (let i = 0; i < items.length; i++) {
+      const delivery: Delivery<T> = { item: items[i], deliveryCount: counts?.[i] ?? 1, headers: headers?.[i] ?? {} };
       list.push({ lock: { lockId: lockIds[i], queueId, deliveries: [delivery] }, expiresAt, renewedAt: now });
-    });
-    this.buffered += result.items.length;
+    }
+    this.buffered += items.length;
     return 'got';
   }
 
