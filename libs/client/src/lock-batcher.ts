@@ -76,16 +76,26 @@ export class LockBatcher {
       return;
     }
     await this.each.answered?.(answer);
-    const byId = new Map((answer.results ?? []).map((r) => [r.lock_id, r]));
-    const what = `POST ${this.route.replace('{queue_id}', encodeURIComponent(this.queue.id))}`;
-    for (const w of batch) {
-      const result = byId.get(w.lockId);
-      if (!result) w.reject(new PushpopError(`${what}: no result for lock ${w.lockId}`, 0, 'NO_RESULT'));
-      else if (result.status >= 200 && result.status < 300) w.resolve(result);
-      else {
-        const code = result.error_code ?? `HTTP_${result.status}`;
-        w.reject(new PushpopError(`${what}: lock ${w.lockId}: ${result.status} ${code}: ${result.message ?? ''}`.trim(), result.status, code, { ...result }));
+    const results = answer.results ?? [];
+    // The contract answers a result per lock, in order: looked up by id only when one is not where it should be.
+    let byId: Map<string, LockResult> | undefined;
+    for (let i = 0; i < batch.length; i++) {
+      const w = batch[i];
+      let result: LockResult | undefined = results[i];
+      if (result?.lock_id !== w.lockId) {
+        byId ??= new Map(results.map((r) => [r.lock_id, r]));
+        result = byId.get(w.lockId);
       }
+      if (result && result.status >= 200 && result.status < 300) w.resolve(result);
+      else w.reject(this.failure(w.lockId, result));
     }
+  }
+
+  /** The error of a lock whose result is not 200, or missing. */
+  private failure(lockId: string, result: LockResult | undefined): PushpopError {
+    const what = `POST ${this.route.replace('{queue_id}', encodeURIComponent(this.queue.id))}`;
+    if (!result) return new PushpopError(`${what}: no result for lock ${lockId}`, 0, 'NO_RESULT');
+    const code = result.error_code ?? `HTTP_${result.status}`;
+    return new PushpopError(`${what}: lock ${lockId}: ${result.status} ${code}: ${result.message ?? ''}`.trim(), result.status, code, { ...result });
   }
 }

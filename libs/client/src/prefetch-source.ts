@@ -5,13 +5,14 @@ import { idle, popFailed, type Delivery, type HeldLock, type LockSource, type Re
 import type { PopOptions, PopResult, ReleaseOptions, ReleaseResult } from './types.js';
 import { releaseFields } from './queue.js';
 
-/** A lock popped ahead of the handlers, waiting in the buffer. */
-interface Buffered<T> {
-  lock: HeldLock<T>;
-  /** When the lock expires (ms since the epoch), as last answered by the service. */
+/** A lock popped ahead of the handlers: waiting in the buffer, then taken by a slot. */
+interface Prefetched<T> extends HeldLock<T> {
+  /** When the lock expires (ms since the epoch), as last answered by the service, while it waits in the buffer. */
   expiresAt: number;
-  /** When the lock was popped or last extended (ms since the epoch). */
+  /** When the lock was popped or last extended (ms since the epoch), while it waits in the buffer. */
   renewedAt: number;
+  /** Taken by a slot whose handler runs: neither settled nor lost yet. */
+  held: boolean;
 }
 
 /** A prefetched lock with less than this left is not handed to a handler: the service takes it back at its expiry. */
@@ -75,7 +76,7 @@ export function prefixPops<T extends object>(client: PushpopClient, prefix: stri
 export class PrefetchSource<T extends object> implements LockSource<T> {
   readonly settlesAhead = true;
   /** Buffered locks by queue. */
-  private readonly buffer = new Map<string, Buffered<T>[]>();
+  private readonly buffer = new Map<string, Prefetched<T>[]>();
   /** The queues of {@link buffer} in the order they take turns, the queue to take from next first. */
   private readonly turns: string[] = [];
   private buffered = 0;
@@ -87,8 +88,8 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private readonly releases = new Map<string, LockBatcher>();
   private readonly extender: NodeJS.Timeout;
   private closed: Promise<void> | undefined;
-  /** Locks taken by slots whose handlers run (not settled, nor lost). */
-  private readonly held = new Set<HeldLock<T>>();
+  /** Locks taken by slots whose handlers run (not settled, nor lost): a count of those marked `held`. */
+  private held = 0;
 
   constructor(
     private readonly pops: Pops<T>,
@@ -118,21 +119,22 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     if (this.stopping.aborted) return undefined;
     const next = this.next();
     if (!next) return undefined;
-    this.held.add(next);
+    next.held = true;
+    this.held += 1;
     if (this.full && this.buffered < this.options.prefetch / 2) void this.fill(false);
     return next;
   }
 
   acknowledge(lock: HeldLock<T>): Promise<unknown> {
     // Its handler finished: the buffer may refill in its place (of one queue, in this very request, with `next`).
-    this.held.delete(lock);
+    this.unhold(lock);
     return this.acknowledger(lock.queueId).settle(lock.lockId);
   }
 
   async release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult> {
     try {
       const result = await this.releaser(lock.queueId, how).settle(lock.lockId);
-      this.held.delete(lock);
+      this.unhold(lock);
       return {
         success: true,
         items_returned: result.items_returned ?? 0,
@@ -141,7 +143,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       };
     } catch (error) {
       // A dead-lettering refused for want of a dead-letter queue leaves the lock held: it is released again.
-      if (!isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) this.held.delete(lock);
+      if (!isPushpopError(error, 'NO_DEAD_LETTER_QUEUE')) this.unhold(lock);
       throw error;
     }
   }
@@ -150,7 +152,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     try {
       await this.pops.queue(lock.queueId).extendLock(lock.lockId, this.options.ttlSeconds);
     } catch (error) {
-      if (isPushpopError(error) && error.status >= 400 && error.status < 500) this.held.delete(lock);
+      if (isPushpopError(error) && error.status >= 400 && error.status < 500) this.unhold(lock);
       throw error;
     }
   }
@@ -168,7 +170,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
         waiting.map(([queueId, list]) =>
           this.giveBack(
             queueId,
-            list.map((b) => b.lock.lockId),
+            list.map((b) => b.lockId),
           ),
         ),
       );
@@ -178,7 +180,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   }
 
   /** The next buffered lock with time left, of the queue whose turn it is; drops those without. */
-  private next(): HeldLock<T> | undefined {
+  private next(): Prefetched<T> | undefined {
     const { turns, buffer } = this;
     if (turns.length === 0) return undefined;
     const now = Date.now();
@@ -191,11 +193,19 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
         // While it has more, it goes last: the queues take turns.
         if (list.length === 0) this.dropTurn();
         else if (turns.length > 1) turns.push(turns.shift()!);
-        return b.lock;
+        return b;
       }
       this.dropTurn();
     }
     return undefined;
+  }
+
+  /** A lock taken by a slot was settled or lost (once per lock, however often it is said). */
+  private unhold(lock: HeldLock<T>): void {
+    const taken = lock as Prefetched<T>;
+    if (!taken.held) return;
+    taken.held = false;
+    this.held -= 1;
   }
 
   /** The queue whose turn it is has nothing buffered any more. */
@@ -273,7 +283,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   /** Items a pop may ask for now: up to `concurrency + prefetch` locks held, at most 100. */
   private room(): number {
     const { concurrency, prefetch } = this.options;
-    return Math.min(100, concurrency + prefetch - this.held.size - this.buffered);
+    return Math.min(100, concurrency + prefetch - this.held - this.buffered);
   }
 
   /** A pop's answer (a pop's, or an acknowledgement's `next`) into the buffer. */
@@ -305,7 +315,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     const { items, delivery_counts: counts, headers } = result;
     for (let i = 0; i < items.length; i++) {
       const delivery: Delivery<T> = { item: items[i], deliveryCount: counts?.[i] ?? 1, headers: headers?.[i] ?? {} };
-      list.push({ lock: { lockId: lockIds[i], queueId, deliveries: [delivery] }, expiresAt, renewedAt: now });
+      list.push({ lockId: lockIds[i], queueId, deliveries: [delivery], expiresAt, renewedAt: now, held: false });
     }
     this.buffered += items.length;
     return 'got';
@@ -318,7 +328,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     const waiting = [...this.buffer.values()].flatMap((list) => list.filter((b) => b.renewedAt <= due).map((b) => ({ b, list })));
     for (const { b, list } of waiting) {
       try {
-        const answer = await this.pops.queue(b.lock.queueId).extendLock(b.lock.lockId, this.options.ttlSeconds);
+        const answer = await this.pops.queue(b.queueId).extendLock(b.lockId, this.options.ttlSeconds);
         b.renewedAt = Date.now();
         const expiresAt = (answer as { lock_expires_at?: number }).lock_expires_at;
         b.expiresAt = expiresAt !== undefined ? expiresAt * 1000 : b.renewedAt + this.options.ttlSeconds * 1000;
