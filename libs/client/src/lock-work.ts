@@ -249,18 +249,52 @@ export class LockWork<T> {
    * Acknowledges a lock whose handlers all succeeded; otherwise gives it back by the failure
    * rules: with the delay of its worst failure, or to the dead-letter queue when every item of
    * it is to be dead-lettered (a lock is released as a whole). Then calls `done`.
+   *
+   * The acknowledgement, every item's own path, is chained by hand rather than awaited in an
+   * async function, whose suspended frame was the largest allocation left per item.
    */
-  private async settleThenDone(outcomes: Outcome<T>[]): Promise<void> {
-    const { source, stats } = this.context;
+  private settleThenDone(outcomes: Outcome<T>[]): Promise<void> {
+    for (const outcome of outcomes) if (!outcome.ok) return this.giveBackThenDone(outcomes);
+    let acknowledged: Promise<unknown>;
     try {
-      if (outcomes.every((o) => o.ok)) {
-        await source.acknowledge(this.lock);
-        for (const { delivery } of outcomes) {
-          stats.completed++;
-          this.context.emit('completed', this.itemEvent(delivery));
-        }
-        return;
+      acknowledged = this.context.source.acknowledge(this.lock);
+    } catch (error) {
+      this.settleFailed(error);
+      return Promise.resolve();
+    }
+    return acknowledged.then(
+      () => this.completed(outcomes),
+      (error: unknown) => this.settleFailed(error),
+    );
+  }
+
+  /** The lock was acknowledged: `completed` per item, then `done`. */
+  private completed(outcomes: Outcome<T>[]): void {
+    const { stats } = this.context;
+    try {
+      for (const { delivery } of outcomes) {
+        stats.completed++;
+        this.context.emit('completed', this.itemEvent(delivery));
       }
+    } catch (error) {
+      this.settleFailed(error);
+      return;
+    }
+    this.done(this);
+  }
+
+  /** Settling failed (or a listener of its events threw): the lock is lost, or the error reported; then `done`. */
+  private settleFailed(error: unknown): void {
+    try {
+      if (isLockGone(error)) this.lockLost(error);
+      else this.context.report(error);
+    } finally {
+      this.done(this);
+    }
+  }
+
+  private async giveBackThenDone(outcomes: Outcome<T>[]): Promise<void> {
+    try {
       await this.giveBack(
         outcomes,
         outcomes.filter((o) => !o.ok),
