@@ -72,6 +72,9 @@ class ItemMessage<T> implements Message<T> {
   }
 }
 
+/** `[value]` (one function for all, not a closure per call). */
+const inArray = <V>(value: V): V[] => [value];
+
 /** A value a handler returned that `await` would wait for. */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
@@ -160,23 +163,24 @@ export class LockWork<T> {
    * on or lost (a lock given up on settles without waiting for its handlers, which may ignore
    * their signal).
    */
-  private async whileRunning(outcomes: Promise<Outcome<T>[]>, startedAt: number): Promise<Outcome<T>[] | undefined> {
+  private whileRunning(outcomes: Promise<Outcome<T>[]>, startedAt: number): Promise<Outcome<T>[] | undefined> {
     const { extender, maxProcessingSeconds } = this.context;
+    if (this.abortReason !== undefined) return Promise.resolve(undefined);
     extender.add(this, startedAt);
     const maxTimer =
       maxProcessingSeconds !== undefined
         ? setTimeout(() => void this.giveUp('timeout'), Math.max(0, startedAt + maxProcessingSeconds * 1000 - performance.now()))
         : undefined;
-    try {
-      if (this.abortReason !== undefined) return undefined;
-      return await new Promise<Outcome<T>[] | undefined>((resolve) => {
-        this.abandon = resolve;
-        void outcomes.then(resolve);
-      });
-    } finally {
-      extender.delete(this);
-      clearTimeout(maxTimer);
-    }
+    return new Promise((resolve) => {
+      // Whichever comes first: the outcomes, or the give-up (undefined).
+      const stop = (settled: Outcome<T>[] | undefined): void => {
+        extender.delete(this);
+        clearTimeout(maxTimer);
+        resolve(settled);
+      };
+      this.abandon = stop;
+      void outcomes.then(stop);
+    });
   }
 
   /** Extends the lock now (its {@link LockExtender} calls this). */
@@ -219,7 +223,7 @@ export class LockWork<T> {
     const { deliveries } = this.lock;
     if (deliveries.length === 1) {
       const outcome = this.handle(deliveries[0]);
-      return outcome instanceof Promise ? outcome.then((o) => [o]) : [outcome];
+      return outcome instanceof Promise ? outcome.then(inArray) : [outcome];
     }
     const outcomes = deliveries.map((delivery) => this.handle(delivery));
     if (!outcomes.some((o) => o instanceof Promise)) return outcomes as Outcome<T>[];
