@@ -4,10 +4,11 @@
 // `npm run bench` without that scenario's peers.
 //
 //   node bench/consume-drain.mjs --url=http://127.0.0.1:8000 --pid=<service pid> [--items=20000]
-//     [--concurrency=32] [--mode=shared|exclusive] [--client=<path of a client build's dist/index.js>]
+//     [--concurrency=32] [--mode=shared|exclusive] [--handler=sync|async] [--client=<path of a client build's dist/index.js>]
 //
 // Fills a new queue with --items items (batches of 1,000), then times a Consumer with a no-op
-// handler (the client's defaults, `waitSeconds: 1`) until every item completed, and deletes the
+// handler (returning at once, or with --handler=async an async function, so a promise; the
+// client's defaults, `waitSeconds: 1`) until every item completed, and deletes the
 // queue. PostgreSQL's CPU is every `postgres` process of the machine (so run it alone), read from
 // /proc like the service's (--pid); the client's is its own (process.cpuUsage).
 import console from 'node:console';
@@ -23,6 +24,7 @@ const pid = Number(arg('pid', '0'));
 const items = Number(arg('items', '20000'));
 const concurrency = Number(arg('concurrency', '32'));
 const mode = arg('mode', 'shared');
+const handler = arg('handler', 'sync') === 'async' ? async () => undefined : () => undefined;
 const clientPath = resolve(arg('client', new URL('../libs/client/dist/index.js', import.meta.url).pathname));
 const { PushpopClient } = await import(pathToFileURL(clientPath).href);
 
@@ -42,7 +44,7 @@ const own0 = process.cpuUsage();
 const t0 = performance.now();
 let completed = 0;
 await new Promise((done) => {
-  const consumer = client.consume(queueId, () => undefined, { concurrency, waitSeconds: 1 });
+  const consumer = client.consume(queueId, handler, { concurrency, waitSeconds: 1 });
   consumer.on('completed', () => {
     if (++completed === items) void consumer.close().then(done);
   });
@@ -54,6 +56,7 @@ const perItem = (ticks) => Math.round((ticks * 1e6) / CLK_TCK / items);
 console.log(
   JSON.stringify({
     mode,
+    handler: arg('handler', 'sync'),
     concurrency,
     items,
     items_per_s: Math.round(items / seconds),
