@@ -1,5 +1,6 @@
+import { performance } from 'node:perf_hooks';
 import { describe, expect, it, vi } from 'vitest';
-import type { ConsumerStats, Handler } from './consumer-types.js';
+import type { ConsumerStats, Handler, Message } from './consumer-types.js';
 import { PushpopError } from './errors.js';
 import { DEFAULT_QUEUE_POLICY } from './failure-policy.js';
 import type { HeldLock, LockSource } from './lock-source.js';
@@ -43,7 +44,7 @@ function workOn(lock: HeldLock<Item>, handler: Handler<Item>, source: Partial<Lo
     report: (error) => calls.push(`report ${String(error)}`),
   };
   const done = vi.fn();
-  return { work: new LockWork(lock, context, done), calls, events, stats, done };
+  return { work: new LockWork(lock, context, done), calls, events, stats, done, extender: context.extender };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -144,5 +145,52 @@ describe('LockWork', () => {
     expect(signal.reason).toBe('timeout');
     expect(readLate(), 'one signal per lock').toBe(signal);
     finish();
+  });
+
+  it("extends the lock while a handler's promise runs, every period, and not after; a handler that returned at once holds no timer", async () => {
+    const slow = workOn(lockOf(1), () => sleep(100));
+    const started = performance.now();
+    const running = slow.work.run();
+    expect(slow.extender.size).toBe(1);
+    await running;
+    const elapsed = performance.now() - started;
+    expect(slow.extender.size).toBe(0);
+    const extensions = slow.calls.filter((c) => c === 'extend').length;
+    // Due every 20 ms while the 100 ms handler runs (later ones when timers run late; up to 2 ms early counts as due).
+    expect(extensions).toBeGreaterThanOrEqual(2);
+    expect(extensions).toBeLessThanOrEqual(Math.floor((elapsed + 3) / 20));
+    await sleep(50);
+    expect(slow.calls.filter((c) => c === 'extend')).toHaveLength(extensions);
+
+    const quick = workOn(lockOf(1), () => 'done at once');
+    const ran = quick.work.run();
+    expect(quick.extender.size).toBe(0);
+    await ran;
+    expect(quick.calls).toEqual(['acknowledge']);
+  });
+
+  it('a handler that throws at once fails its item as one that rejects does', async () => {
+    for (const handler of [
+      () => {
+        throw new Error('at once');
+      },
+      () => Promise.reject(new Error('later')),
+    ]) {
+      const { work, calls, events } = workOn(lockOf(1), handler);
+      await work.run();
+      expect(calls).toEqual(['release {"delaySeconds":3}']);
+      expect(events).toEqual([['retrying', expect.objectContaining({ error: expect.any(Error), delaySeconds: 3 })]]);
+    }
+  });
+
+  it("a message's signal is an own enumerable property, as of an object literal: a spread copy carries it", async () => {
+    let message: Message<Item> | undefined;
+    const { work } = workOn(lockOf(7), (m) => void (message = m));
+    await work.run();
+    expect(Object.keys(message!)).toEqual(['item', 'deliveryCount', 'headers', 'queueId', 'lockId', 'signal']);
+    const copy = { ...message! };
+    expect(copy.signal).toBeInstanceOf(AbortSignal);
+    expect(copy.signal).toBe(message!.signal);
+    expect(copy).toMatchObject({ item: { n: 7 }, deliveryCount: 1, queueId: 'q', lockId: 'lock-1' });
   });
 });
