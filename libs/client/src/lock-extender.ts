@@ -9,14 +9,14 @@ export interface Extendable {
 const EARLY_MS = 2;
 
 /**
- * Extends each lock a consumer's handlers run on every `everyMs` from when its work started, as
- * a `setInterval` per lock would, through one timer for all of them: a consumer starts and
- * stops that many locks per second that a timer of its own per lock showed in its profile.
+ * Extends each lock whose handlers run every `everyMs` from when its work started, as a
+ * `setInterval` per lock did, through one timer for all of a consumer's locks: at thousands of
+ * items per second, a timer made and cleared per lock showed in the consumer's profile.
  *
  * All locks have the same period, so the order in which they are due is the order in which they
- * were added (a `Set` keeps it), and a lock extended goes to the end with its next due time: the
- * timer is always set for the first one. It is cleared when the last lock leaves, so an idle
- * consumer holds no timer.
+ * were added (a `Map` keeps it), and a lock extended goes last with its next due time: the timer
+ * is always set for the first one. It is cleared when the last lock leaves, so that an idle
+ * consumer holds no timer (nor keeps the process alive).
  */
 export class LockExtender {
   /** Each lock's next due time (`performance.now()`, a clock that never goes back), in due order. */
