@@ -87,6 +87,15 @@ export class Environment {
   @Max(1000)
   BUFFER_SEGMENTS = 1;
 
+  /**
+   * A segment brought back from the offload store is written as one packed row (false: a row per
+   * item, as the previous release writes and reads it; set false on new processes while a
+   * rolling upgrade still runs processes of that release, see docs/operations.md).
+   */
+  @Transform(toBool)
+  @IsBoolean({ message: 'PACKED_SEGMENTS must be true or false' })
+  PACKED_SEGMENTS = true;
+
   /** Highest priority number accepted (0 is popped first). */
   @Transform(toInt)
   @IsInt()

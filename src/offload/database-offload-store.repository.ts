@@ -43,7 +43,8 @@ export class DatabaseOffloadStore extends OffloadStore {
   }
 
   async countSegments(): Promise<number> {
-    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM offloaded_segments`);
+    // Not the packed segments the table also holds (in the actors' state, see storage/packed-segments.ts).
+    const rows = await this.uow.autocommit.query<{ n: string }>(`SELECT count(*) AS n FROM offloaded_segments WHERE key LIKE 'offloaded\\_%'`);
     return Number(rows[0]?.n ?? 0);
   }
 }

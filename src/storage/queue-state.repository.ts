@@ -8,6 +8,7 @@ import { writeTurnValues } from '../database/functions/write-turn.values.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
 import type { PriorityMetadata, SegmentEntry } from '../queue/core/types.js';
+import { packedSegmentKeySql, withPackedSegments } from './packed-segments.js';
 import { heldItems, toEntry } from './stored-rows.js';
 
 interface RawQueueRow {
@@ -54,6 +55,10 @@ interface RawFront {
   front_deliveries: number[] | null;
   front_from: (string | null)[] | null;
   front_headers: (string | null)[] | null;
+  /** The front segment's packed row (see `packed-segments.ts`), if it has one. */
+  front_packed_items: string[] | null;
+  front_packed_from: (string | null)[] | null;
+  front_packed_headers: (string | null)[] | null;
 }
 
 /** The columns of a queue row and its exclusive lock (`queues q LEFT JOIN queue_locks l`), as {@link RawQueueRow}. */
@@ -75,11 +80,13 @@ const LOAD_QUEUE = `
 const FRONT_COLUMNS = `
          f.priority AS front_priority, f.segment AS front_segment,
          h.positions AS front_positions, h.items AS front_items, h.deliveries AS front_deliveries, h.dead_lettered_from AS front_from,
-         h.headers AS front_headers`;
+         h.headers AS front_headers,
+         k.items AS front_packed_items, k.dead_lettered_from AS front_packed_from, k.headers AS front_packed_headers`;
 
 /**
  * When `condition` holds for the queue row `q`: the rows of the head segment of its lowest
- * priority whose segments hold items (as arrays), which is what a pop takes first. Otherwise
+ * priority whose segments hold items (as arrays), and its packed row, which is what a pop takes
+ * first. Otherwise
  * the {@link FRONT_COLUMNS} are null, and PostgreSQL reads nothing more (the condition refers
  * only to the outer row, so it is checked once before the reads).
  */
@@ -94,7 +101,9 @@ const frontJoins = (condition: string): string => `
              array_agg(s.deliveries ORDER BY s.position) AS deliveries, array_agg(s.dead_lettered_from ORDER BY s.position) AS dead_lettered_from,
              array_agg(s.headers ORDER BY s.position) AS headers
         FROM segment_items s
-       WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true`;
+       WHERE f.priority IS NOT NULL AND s.queue_id = q.queue_id AND s.priority = f.priority AND s.segment = f.segment) h ON true
+    LEFT JOIN offloaded_segments k
+      ON f.priority IS NOT NULL AND k.queue_id = q.queue_id AND k.key = ${packedSegmentKeySql('f.priority', 'f.segment')}`;
 
 /**
  * Several queue rows at once (the {@link QUEUE_COLUMNS}), in one snapshot, with the front
@@ -114,18 +123,25 @@ const RECHECK_QUEUE = `
    WHERE q.queue_id = $1`;
 
 /**
- * Rows of the segments asked for: one index range per segment. The subquery's ORDER BY keeps
- * PostgreSQL from turning it into a join, whose plan may read every row of the queue (the dead
- * rows of a bulk load included) when it was made while the table looked small.
+ * Rows of the segments asked for: one index range per segment, then the items of its packed row
+ * (`packed` true; see `packed-segments.ts`) at positions 0..n-1, looked up by its key. The
+ * subqueries' ORDER BY keeps PostgreSQL from turning them into a join, whose plan may read every
+ * row of the queue (the dead rows of a bulk load included) when it was made while the table
+ * looked small. Sorted so that at a position a row comes before the packed item it stands for.
  */
 const LOAD_SEGMENTS = `
-  SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from, s.headers
+  SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from, s.headers, s.packed
     FROM unnest($2::int[], $3::bigint[]) AS r(priority, segment)
    CROSS JOIN LATERAL (
-     SELECT x.position, x.item, x.deliveries, x.dead_lettered_from, x.headers FROM segment_items x
-      WHERE x.queue_id = $1 AND x.priority = r.priority AND x.segment = r.segment
-      ORDER BY x.position) s
-   ORDER BY r.priority, r.segment, s.position`;
+     (SELECT x.position, x.item, x.deliveries, x.dead_lettered_from, x.headers, false AS packed FROM segment_items x
+       WHERE x.queue_id = $1 AND x.priority = r.priority AND x.segment = r.segment
+       ORDER BY x.position)
+     UNION ALL
+     (SELECT (p.ord - 1)::int, p.item, 0, p.from_queue, p.headers, true FROM offloaded_segments o
+       CROSS JOIN LATERAL unnest(o.items, coalesce(o.dead_lettered_from, '{}'), coalesce(o.headers, '{}')) WITH ORDINALITY AS p(item, from_queue, headers, ord)
+       WHERE o.queue_id = $1 AND o.key = ${packedSegmentKeySql('r.priority', 'r.segment')}
+       ORDER BY p.ord)) s
+   ORDER BY r.priority, r.segment, s.position, s.packed`;
 
 /** `$from+1, …, $from+n`. */
 const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
@@ -189,10 +205,19 @@ function toStoredQueue(raw: RawQueueRow): StoredQueue {
 /** A queue row with its {@link FRONT_COLUMNS} (null: the front was not read, or the queue's segments hold no items). */
 function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
   const queue = toStoredQueue(row);
-  if (row.front_priority === null || row.front_positions === null) return { queue };
-  const entries = row.front_positions.map((position, i) =>
+  if (row.front_priority === null || (row.front_positions === null && row.front_packed_items === null)) return { queue };
+  const rows = (row.front_positions ?? []).map((position, i) =>
     toEntry(position, row.front_items![i], row.front_deliveries![i], row.front_from?.[i] ?? null, row.front_headers?.[i] ?? null),
   );
+  const packed = row.front_packed_items;
+  if (!packed) return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries: rows } };
+  // The packed items, where no row has their position (see LOAD_SEGMENTS).
+  const byPosition = new Map<number, SegmentEntry>();
+  packed.forEach((json, position) =>
+    byPosition.set(position, toEntry(position, json, 0, row.front_packed_from?.[position] ?? null, row.front_packed_headers?.[position] ?? null)),
+  );
+  for (const entry of rows) byPosition.set(entry.position, entry);
+  const entries = [...byPosition.values()].sort((a, b) => a.position - b.position);
   return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } };
 }
 
@@ -211,10 +236,14 @@ export class QueueStateRepository {
    */
   private readonly basicWrites: StatementGroups<{ queueId: string; values: unknown[] }, boolean>;
 
+  /** Segments brought back from the offload store are written packed (`PACKED_SEGMENTS`). */
+  private readonly packing: boolean;
+
   constructor(
     private readonly uow: UnitOfWork,
     config: AppConfig,
   ) {
+    this.packing = config.env.PACKED_SEGMENTS;
     this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 2)), MAX_WRITE_GROUP);
   }
 
@@ -314,7 +343,11 @@ export class QueueStateRepository {
     return rows[0]?.applied === true;
   }
 
-  /** Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no key). */
+  /**
+   * Rows of several segments, keyed `priority:segment`, positions ascending (missing segments: no
+   * key), with the items of their packed rows where no row has their position: a packed head's
+   * popped items too, which the core leaves out by the priority's `head_position`.
+   */
   async loadSegments(
     queueId: string,
     segments: readonly { priority: number; segment: number }[],
@@ -328,12 +361,15 @@ export class QueueStateRepository {
       deliveries: number;
       dead_lettered_from: string | null;
       headers: string | null;
+      packed: boolean;
     }>(LOAD_SEGMENTS, [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)], 'pushpop_load_segments');
     const out = new Map<string, SegmentEntry[]>();
     for (const row of rows) {
       const key = `${row.priority}:${row.segment}`;
       let list = out.get(key);
       if (!list) out.set(key, (list = []));
+      // A packed item whose position a row has is not the segment's any more (a row comes first).
+      if (row.packed && list.length > 0 && list[list.length - 1].position === row.position) continue;
       list.push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from, row.headers));
     }
     return out;
@@ -341,14 +377,14 @@ export class QueueStateRepository {
 
   /**
    * Applies a turn's write in one statement (`pushpop_write_turn`: queue row, segment rows,
-   * locks, the `offloaded_segments` rows of the in-database offload store, delayed items, dedup
+   * packed segments, locks, the `offloaded_segments` rows of the in-database offload store, delayed items, dedup
    * ids, given-back items, dead letters), if the queue row still has `expectedVersion` (or, to
    * create it, has no row). Returns false, having written nothing, otherwise. The short form
    * serves unless the write gives one of the full form's own parameters (see
    * {@link writeTurnValues}).
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
-    const values = writeTurnValues(queueId, write);
+    const values = writeTurnValues(queueId, withPackedSegments(write, this.packing));
     if (values.length === SHORT_FORM_LENGTH) {
       return session === this.uow.autocommit ? this.basicWrites.request({ queueId, values }) : this.writeBasic(values, session);
     }

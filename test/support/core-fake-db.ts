@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { drive, type SyncRowReader } from '../../src/queue/core/core-driver.js';
 import { QueueCore, type PopOutcome } from '../../src/queue/core/queue-core.js';
+import { WHOLE_SEGMENT } from '../../src/queue/core/write-set.js';
 import {
   NO_DELAYED,
   type DelayedItem,
@@ -23,6 +24,8 @@ import {
 export class FakeDb {
   readonly rows = new Map<string, Map<number, string>>();
   readonly store = new Map<string, string[]>();
+  /** Packed in-state segments (`TurnWrite.packs`): their items at positions 0..n-1, popped ones kept. */
+  readonly packed = new Map<string, string[]>();
   record: { version: number; priorities: Record<string, ReturnType<QueueCore['meta']> & object>; lock: LockState | null; delayed: DelayedSummary } | undefined;
   /** `delayed_items`, in no particular order. */
   delayedRows: DelayedItem[] = [];
@@ -36,7 +39,9 @@ export class FakeDb {
     this.fetches += 1;
     const k = `${ref.priority}:${ref.segment}`;
     if (ref.from === 'state') {
-      const rows = this.rows.get(k) ?? new Map<number, string>();
+      // As the repository reads them: the rows, and the packed items where no row has their position.
+      const rows = new Map<number, string>((this.packed.get(k) ?? []).map((json, position) => [position, json]));
+      for (const [position, json] of this.rows.get(k) ?? []) rows.set(position, json);
       return { entries: [...rows.entries()].sort((a, b) => a[0] - b[0]).map(([position, json]) => ({ position, json })) };
     }
     if (this.storeFails('load')) return { failed: true };
@@ -71,6 +76,7 @@ export class FakeDb {
   apply(write: TurnWrite): void {
     if (write.deleteQueue) {
       this.rows.clear();
+      this.packed.clear();
       this.record = undefined;
       this.delayedRows = [];
       this.dedup.clear();
@@ -78,6 +84,7 @@ export class FakeDb {
     }
     expect(write.expectedVersion).toBe(this.record?.version ?? null);
     for (const d of write.deletes) {
+      if (d.through === WHOLE_SEGMENT) this.packed.delete(`${d.priority}:${d.segment}`);
       const rows = this.rows.get(`${d.priority}:${d.segment}`);
       if (!rows) continue;
       for (const position of [...rows.keys()]) {
@@ -92,6 +99,7 @@ export class FakeDb {
       expect(rows.has(i.position), `duplicate key ${k}:${i.position}`).toBe(false);
       rows.set(i.position, i.json);
     }
+    for (const p of write.packs ?? []) this.packed.set(`${p.priority}:${p.segment}`, [...p.items]);
     const lock = write.lock ? (write.lock.op === 'upsert' ? write.lock.lock : null) : (this.record?.lock ?? null);
     const through = write.delayedDeleteThrough;
     if (through) this.delayedRows = this.delayedRows.filter((d) => d.dueAt > through.dueAt || (d.dueAt === through.dueAt && d.seq > through.seq));
@@ -130,7 +138,12 @@ export class FakeDb {
     const out: string[] = [];
     for (let s = meta.head_segment; s <= meta.tail_segment; s++) {
       const offloaded = meta.head_offloaded_segment !== null && s >= meta.head_offloaded_segment && s <= meta.tail_offloaded_segment!;
-      const rows = [...(this.rows.get(`${priority}:${s}`) ?? new Map<number, string>()).entries()].sort((a, b) => a[0] - b[0]).map(([, json]) => json);
+      // Packed items below the head's position were popped.
+      const first = s === meta.head_segment ? meta.head_position : -Infinity;
+      const byPosition = new Map<number, string>();
+      (this.packed.get(`${priority}:${s}`) ?? []).forEach((json, position) => position >= first && byPosition.set(position, json));
+      for (const [position, json] of this.rows.get(`${priority}:${s}`) ?? []) byPosition.set(position, json);
+      const rows = [...byPosition.entries()].sort((a, b) => a[0] - b[0]).map(([, json]) => json);
       if (offloaded) {
         out.push(...rows, ...(this.store.get(`${priority}:${s}`) ?? ['<missing offloaded segment>']));
       } else {

@@ -1,12 +1,16 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
-/** A segment moved out of its queue's state by the database offload store. */
+/**
+ * A segment moved out of its queue's state by the database offload store (key
+ * `offloaded_queue_…`), or a segment brought back into the state and kept packed in one row
+ * (key `queue_<p>_seg_<n>`, whatever the offload store; see `storage/packed-segments.ts`).
+ */
 @Entity('offloaded_segments')
 export class OffloadedSegmentEntity {
   @PrimaryColumn({ name: 'queue_id', type: 'varchar', length: 200, collation: 'C' })
   queueId: string;
 
-  /** `offloaded_queue_{priority}_seg_{n}_{queue_id}` */
+  /** `offloaded_queue_{priority}_seg_{n}_{queue_id}`, or `queue_{priority}_seg_{n}` for a packed segment */
   @PrimaryColumn({ type: 'varchar', length: 300, collation: 'C' })
   key: string;
 

@@ -249,7 +249,7 @@ export class PrioritySegments {
   /**
    * Hands over a segment a {@link Needed} asked for. From the table: merged with the
    * turn's pending row changes and kept in memory (until the end of the turn if outside the
-   * window). From the offload store for use: loaded back (its rows are written again, its
+   * window). From the offload store for use: loaded back (written as one packed row, its
    * store copy is deleted after commit, the offloaded range shrinks); if the store could not
    * be read, nothing is taken past it this turn.
    */
@@ -277,7 +277,8 @@ export class PrioritySegments {
     // The table's rows of the segment (items returned into it while it was out) as the turn left them.
     const rows = this.merged(ref.priority, ref.segment, turn.rowsOfOffloaded.get(k) ?? []);
     const entries = [...rows, ...loaded].sort((a, b) => a.position - b.position);
-    turn.writes.insert(ref.priority, ref.segment, loaded);
+    // One packed row instead of a row per item: never rewritten by pops, deleted with the segment.
+    turn.writes.pack(ref.priority, ref.segment, loaded);
     turn.writes.storeDeletes.push({ priority: ref.priority, segment: ref.segment });
     turn.rowsOfOffloaded.delete(k);
     const last = meta.tail_offloaded_segment!;
@@ -358,12 +359,21 @@ export class PrioritySegments {
     return meta;
   }
 
-  /** Table rows of a segment as the turn left them: minus its pending deletes, plus its pending inserts. */
+  /**
+   * Stored entries of a segment (its rows, and the items of its packed row where no row has
+   * their position) as the turn left them: minus what was popped (positions below the head's
+   * `head_position`: a packed row keeps its popped items) and its pending deletes, plus what the
+   * turn packed and its pending inserts.
+   */
   private merged(priority: number, segment: number, rows: readonly SegmentEntry[]): SegmentEntry[] {
     const writes = this.ctx.turn.writes;
     const through = writes.deletedThrough(priority, segment);
+    const meta = this.priorities.get(priority);
+    // (A row stored before `head_position` was kept has none: then nothing is left out.)
+    const first = meta && meta.head_segment === segment ? (meta.head_position ?? -Infinity) : -Infinity;
     const byPosition = new Map<number, SegmentEntry>();
-    for (const row of rows) if (row.position > through) byPosition.set(row.position, row);
+    for (const entry of writes.pendingPacked(priority, segment)) byPosition.set(entry.position, entry);
+    for (const row of rows) if (row.position > through && row.position >= first) byPosition.set(row.position, row);
     for (const entry of writes.pendingInserts(priority, segment)) byPosition.set(entry.position, entry);
     return [...byPosition.values()].sort((a, b) => a.position - b.position);
   }

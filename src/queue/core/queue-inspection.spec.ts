@@ -55,7 +55,9 @@ describe('snapshot: the committed queue as activating it reads it', () => {
     if (priorities.length === 0) return undefined;
     const [p, meta] = priorities[0];
     const ref: SegmentRef = { priority: Number(p), segment: meta.head_segment, from: 'state', purpose: 'use' };
-    return { priority: ref.priority, segment: ref.segment, entries: (db.fetch(ref) as { entries: { position: number; json: string }[] }).entries };
+    // A packed head keeps its popped items: the core leaves out those below the head's position when it adopts the rows.
+    const entries = (db.fetch(ref) as { entries: { position: number; json: string }[] }).entries.filter((e) => e.position >= meta.head_position);
+    return { priority: ref.priority, segment: ref.segment, entries };
   }
 
   it('after a push into an empty queue: the new version and the pushed rows, from which another core pops without a read', () => {

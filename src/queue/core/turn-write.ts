@@ -63,6 +63,7 @@ export function turnWrite(
     priorities,
     deletes: writes.deleteRows(),
     inserts: writes.insertRows(),
+    packs: writes.packRows(),
     lock: writes.lock,
     delayed: writes.delayedChanged ? delayed.summary : null,
     delayedInserts: writes.delayedInserts,

@@ -350,6 +350,17 @@ export interface OffloadMove {
   readonly headers?: readonly (string | null)[];
 }
 
+/** A segment written as one packed row (see {@link TurnWrite.packs}): its items, at positions 0..n-1. */
+export interface PackedSegment {
+  readonly priority: number;
+  readonly segment: number;
+  readonly items: readonly string[];
+  /** Parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was. */
+  readonly from?: readonly (string | null)[];
+  /** Parallel to `items`: each one's headers (null: none); absent when none has any. */
+  readonly headers?: readonly (string | null)[];
+}
+
 /** An item a redrive sends to the tail of its priority on `queueId` (its delivery count starts again at 0). */
 export interface RedrivenItem {
   readonly queueId: string;
@@ -386,6 +397,15 @@ export interface TurnWrite {
     readonly from?: string;
     readonly headers?: string;
   }[];
+  /**
+   * Segments brought back from the offload store, each written as one packed row (its items at
+   * positions 0..n-1) instead of a row per item, after the deletes and inserts; absent or empty:
+   * none. A packed segment is in the actor's state like any other: a pop never rewrites it (the
+   * priority's `head_position` says which of its items are gone), and a delete of the whole
+   * segment deletes it. Where its rows and its packed items share a position, the row wins (an
+   * item given back into a packed head).
+   */
+  readonly packs?: readonly PackedSegment[];
   readonly lock: { readonly op: 'upsert'; readonly lock: LockState } | { readonly op: 'delete' } | undefined;
   /** The queue row's shared-lock columns after the turn; null when the turn left them as they were. */
   readonly shared: SharedLockSummary | null;

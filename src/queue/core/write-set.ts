@@ -5,6 +5,7 @@ import {
   type ItemOrigin,
   type ItemTags,
   type LockState,
+  type PackedSegment,
   type PopBudget,
   type RedrivenItem,
   type ReturnedEntry,
@@ -30,10 +31,12 @@ const NO_SHARED_LOCKS: ReadonlyMap<string, LockState | null> = new Map();
  * at positions <= P there (an item pushed and popped in the same turn never reaches the
  * table); an insert recorded after a delete is kept, and applying deletes before inserts makes
  * it survive (a priority emptied and refilled in one turn reuses segment and position numbers).
+ * A packed segment ({@link pack}) is netted as its inserts would be, and written after them.
  */
 export class WriteSet {
   private readonly inserts = new Map<string, { priority: number; segment: number; rows: Map<number, SegmentEntry> }>();
   private readonly deletes = new Map<string, { priority: number; segment: number; from: number; through: number }>();
+  private packsOf?: Map<string, { priority: number; segment: number; entries: readonly SegmentEntry[] }>;
   lock: { op: 'upsert'; lock: LockState } | { op: 'delete' } | undefined;
   /** Offloaded segments to delete from the offload store once the turn has committed. */
   readonly storeDeletes: { priority: number; segment: number }[] = [];
@@ -85,6 +88,43 @@ export class WriteSet {
     this.metadataChanged = true;
   }
 
+  /**
+   * A segment brought back from the offload store, to be written as one packed row: its entries
+   * must be at positions 0..n-1 with no delivery counts (as the store gives them back), and the
+   * turn must not have deleted rows of the segment before; otherwise they are written as rows. Netted as inserts are (see the class doc): a delete
+   * through its last position drops it, a delete of part of it leaves it whole (those items
+   * are gone by the priority's `head_position`).
+   */
+  pack(priority: number, segment: number, entries: readonly SegmentEntry[]): void {
+    if (entries.length === 0) return;
+    if (this.deletes.has(key(priority, segment)) || !entries.every((e, i) => e.position === i && !e.deliveries)) {
+      this.insert(priority, segment, entries);
+      return;
+    }
+    (this.packsOf ??= new Map()).set(key(priority, segment), { priority, segment, entries });
+    this.metadataChanged = true;
+  }
+
+  /** The segments packed this turn, as the write carries them. */
+  packRows(): PackedSegment[] {
+    const out: PackedSegment[] = [];
+    for (const { priority, segment, entries } of this.packsOf?.values() ?? []) {
+      const pack: PackedSegment = { priority, segment, items: entries.map((e) => e.json) };
+      const from = entries.some((e) => e.from !== undefined) ? { from: entries.map((e) => e.from ?? null) } : {};
+      const headers = entries.some((e) => e.headers !== undefined) ? { headers: entries.map((e) => e.headers ?? null) } : {};
+      out.push({ ...pack, ...from, ...headers });
+    }
+    return out;
+  }
+
+  /** The entries of a segment packed this turn and not deleted since (positions ascending). */
+  pendingPacked(priority: number, segment: number): readonly SegmentEntry[] {
+    const pending = this.packsOf?.get(key(priority, segment));
+    if (!pending) return [];
+    const through = this.deletedThrough(priority, segment);
+    return pending.entries.filter((e) => e.position > through);
+  }
+
   /** An item given back goes to the stored given-back items (see {@link PriorityMetadata.returned}). */
   addReturned(priority: number, entry: ReturnedEntry): void {
     const k = `${priority}:${entry.segment}:${entry.position}`;
@@ -133,6 +173,8 @@ export class WriteSet {
       for (const position of pending.rows.keys()) if (position <= through) pending.rows.delete(position);
       if (pending.rows.size === 0) this.inserts.delete(k);
     }
+    const packed = this.packsOf?.get(k);
+    if (packed && through >= packed.entries.length - 1) this.packsOf!.delete(k);
     const existing = this.deletes.get(k);
     this.deletes.set(k, { priority, segment, from: Math.min(from, existing?.from ?? from), through: Math.max(through, existing?.through ?? through) });
     this.metadataChanged = true;
@@ -154,6 +196,7 @@ export class WriteSet {
       this.lock === undefined &&
       this.inserts.size === 0 &&
       this.deletes.size === 0 &&
+      (this.packsOf?.size ?? 0) === 0 &&
       this.delayedInserts.length === 0 &&
       this.delayedDeleteThrough === null &&
       this.dedupInserts.length === 0 &&
