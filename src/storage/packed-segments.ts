@@ -1,5 +1,4 @@
 import type { StoredTurnWrite } from '../database/stored-queue.js';
-import { WHOLE_SEGMENT } from '../queue/core/write-set.js';
 import type { PackedSegment } from '../queue/core/types.js';
 
 /**
@@ -10,6 +9,12 @@ import type { PackedSegment } from '../queue/core/types.js';
  * it, and it goes with the queue's other rows of that table when the queue is deleted.
  */
 export const packedSegmentKey = (priority: number, segment: number): string => `queue_${priority}_seg_${segment}`;
+
+/**
+ * A delete through this position takes the whole segment: the largest position the integer
+ * column holds, which the core's whole-segment deletes give (`WHOLE_SEGMENT`).
+ */
+const LAST_POSITION = 2_147_483_647;
 
 /** The SQL text of {@link packedSegmentKey} for a priority and segment given as SQL expressions. */
 export const packedSegmentKeySql = (priority: string, segment: string): string => `'queue_' || ${priority} || '_seg_' || ${segment}`;
@@ -49,7 +54,7 @@ function asRows(write: StoredTurnWrite, pack: PackedSegment): StoredTurnWrite['i
 export function withPackedSegments(write: StoredTurnWrite, packing: boolean): StoredTurnWrite {
   const packs = write.packs ?? [];
   let whole: string[] | undefined;
-  for (const d of write.deletes) if (d.through === WHOLE_SEGMENT) (whole ??= []).push(packedSegmentKey(d.priority, d.segment));
+  for (const d of write.deletes) if (d.through >= LAST_POSITION) (whole ??= []).push(packedSegmentKey(d.priority, d.segment));
   if (packs.length === 0 && !whole) return write;
   if (!packing) {
     return {

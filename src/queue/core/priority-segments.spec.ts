@@ -108,4 +108,66 @@ describe('PrioritySegments', () => {
     const meta = segments.get(0)!;
     expect([0, 1, 2, 3, 4].map((s) => segments.expectedCount(meta, s))).toEqual([2, 2, 2, 2, 1]);
   });
+
+  it('provide: a segment loaded back from the store is written packed, not as rows, and its store copy deleted', () => {
+    const ctx = context({ segmentSize: 2, bufferSegments: 1 });
+    const segments = new PrioritySegments(ctx, {
+      '0': stored({ count: 8, head_segment: 0, tail_segment: 3, head_offloaded_segment: 1, tail_offloaded_segment: 2, next_position: 2 }),
+    });
+    // The table's rows of the offloaded segment (none), then the store's copy.
+    segments.provide({ priority: 0, segment: 1, from: 'state', purpose: 'use' }, { entries: [] });
+    segments.provide(
+      { priority: 0, segment: 1, from: 'offload', purpose: 'use' },
+      { entries: [0, 1].map((position) => ({ position, json: `"${position}"` })) },
+    );
+    expect(ctx.turn.writes.packRows()).toEqual([{ priority: 0, segment: 1, items: ['"0"', '"1"'] }]);
+    expect(ctx.turn.writes.insertRows()).toEqual([]);
+    expect(ctx.turn.writes.storeDeletes).toEqual([{ priority: 0, segment: 1 }]);
+    expect(segments.get(0)).toMatchObject({ head_offloaded_segment: 2, tail_offloaded_segment: 2 });
+    expect(segments.cached(0, 1)!.entries.map((e) => e.json)).toEqual(['"0"', '"1"']);
+  });
+
+  it("provide: a packed head read from the table leaves out the items below the head's position; a row at a packed item's position stands", () => {
+    const ctx = context({ segmentSize: 4, bufferSegments: 1 });
+    // Head segment 2, popped through position 1, then two items given back at positions 0 and 1.
+    const segments = new PrioritySegments(ctx, {
+      '0': stored({ count: 8, head_segment: 2, tail_segment: 3, head_position: 0, next_position: 2 }),
+    });
+    // What the repository reads: the given-back rows at 0 and 1 (standing for the packed items there), packed items 2 and 3.
+    const read = [
+      { position: 0, json: '"g0"', deliveries: 1 },
+      { position: 1, json: '"g1"', deliveries: 1 },
+      { position: 2, json: '"2"' },
+      { position: 3, json: '"3"' },
+    ];
+    segments.provide({ priority: 0, segment: 2, from: 'state', purpose: 'use' }, { entries: read });
+    expect(segments.cached(0, 2)!.entries.map((e) => e.json)).toEqual(['"g0"', '"g1"', '"2"', '"3"']);
+
+    // Popped through position 2 (no rows at 0..1 any more): the packed row still holds 0..3.
+    const popped = new PrioritySegments(context({ segmentSize: 4, bufferSegments: 1 }), {
+      '0': stored({ count: 3, head_segment: 2, tail_segment: 3, head_position: 3, next_position: 2 }),
+    });
+    const packed = [0, 1, 2, 3].map((position) => ({ position, json: `"${position}"` }));
+    popped.provide({ priority: 0, segment: 2, from: 'state', purpose: 'use' }, { entries: packed });
+    expect(popped.cached(0, 2)!.entries.map((e) => e.json)).toEqual(['"3"']);
+    // A segment after the head keeps every item it holds.
+    popped.provide({ priority: 0, segment: 3, from: 'state', purpose: 'peek' }, { entries: packed.slice(0, 2) });
+    expect(popped.peek({ priority: 0, segment: 3, from: 'state', purpose: 'peek' })).toEqual({ entries: packed.slice(0, 2) });
+  });
+
+  it('provide: a segment packed earlier in the turn and peeked from the table shows the packed items not popped since', () => {
+    const ctx = context({ segmentSize: 2, bufferSegments: 1 });
+    const segments = new PrioritySegments(ctx, {
+      '0': stored({ count: 6, head_segment: 1, tail_segment: 3, head_offloaded_segment: 2, tail_offloaded_segment: 2, next_position: 2 }),
+    });
+    segments.provide({ priority: 0, segment: 2, from: 'state', purpose: 'use' }, { entries: [] });
+    segments.provide(
+      { priority: 0, segment: 2, from: 'offload', purpose: 'use' },
+      { entries: [0, 1].map((position) => ({ position, json: `"${position}"` })) },
+    );
+    ctx.turn.writes.deleteRange(0, 2, 0, 0);
+    // The table does not have the pack yet.
+    segments.provide({ priority: 0, segment: 2, from: 'state', purpose: 'peek' }, { entries: [] });
+    expect(segments.peek({ priority: 0, segment: 2, from: 'state', purpose: 'peek' })).toEqual({ entries: [{ position: 1, json: '"1"' }] });
+  });
 });

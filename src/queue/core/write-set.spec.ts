@@ -20,6 +20,7 @@ describe('WriteSet', () => {
       (w) => w.sharedLocks.set('L', null),
       (w) => w.addReturned(0, { segment: 0, position: 0, json: '{}', deliveries: 1 }),
       (w) => w.deadLetters.push({ priority: 0, json: '{}' }),
+      (w) => w.pack(0, 1, entries(0)),
     ];
     for (const [i, change] of changes.entries()) {
       const w = new WriteSet();
@@ -107,5 +108,75 @@ describe('WriteSet', () => {
       ['A', null],
       ['B', lock('B')],
     ]);
+  });
+
+  describe('pack', () => {
+    it('a segment packed whole comes out as one packed segment with its items in order, tags only when some has them, never as rows', () => {
+      const w = new WriteSet();
+      w.pack(0, 4, entries(0, 1, 2));
+      w.pack(2, 7, [
+        { position: 0, json: 'a', headers: '{"h":"1"}' },
+        { position: 1, json: 'b', from: 'q2' },
+      ]);
+      expect(w.packRows()).toEqual([
+        { priority: 0, segment: 4, items: ['{"p":0}', '{"p":1}', '{"p":2}'] },
+        { priority: 2, segment: 7, items: ['a', 'b'], from: [null, 'q2'], headers: ['{"h":"1"}', null] },
+      ]);
+      expect(w.insertRows()).toEqual([]);
+      expect(w.pendingPacked(0, 4).map((e) => e.position)).toEqual([0, 1, 2]);
+      expect(w.pendingPacked(0, 5)).toEqual([]);
+      expect(w.pendingInserts(0, 4), 'not an insert').toEqual([]);
+    });
+
+    it('entries not at 0..n-1, with deliveries, or of a segment the turn deleted rows of are written as rows', () => {
+      const gap = new WriteSet();
+      gap.pack(0, 1, entries(0, 2));
+      expect(gap.packRows()).toEqual([]);
+      expect(gap.insertRows().map((r) => r.position)).toEqual([0, 2]);
+      const shifted = new WriteSet();
+      shifted.pack(0, 1, entries(1, 2));
+      expect(shifted.packRows()).toEqual([]);
+      expect(shifted.insertRows().map((r) => r.position)).toEqual([1, 2]);
+      const delivered = new WriteSet();
+      delivered.pack(0, 1, [{ position: 0, json: 'a', deliveries: 1 }]);
+      expect(delivered.packRows()).toEqual([]);
+      expect(delivered.insertRows()).toEqual([{ priority: 0, segment: 1, position: 0, json: 'a', deliveries: 1 }]);
+      const afterDelete = new WriteSet();
+      afterDelete.deleteSegment(0, 1);
+      afterDelete.pack(0, 1, entries(0, 1));
+      expect(afterDelete.packRows()).toEqual([]);
+      expect(afterDelete.insertRows().map((r) => r.position)).toEqual([0, 1]);
+    });
+
+    it('an empty pack changes nothing', () => {
+      const w = new WriteSet();
+      w.pack(0, 0, []);
+      expect(w.isEmpty).toBe(true);
+      expect(w.packRows()).toEqual([]);
+    });
+
+    it('a delete of part of a pack leaves it whole (the head position says what is gone) but out of pendingPacked; through its last position drops it', () => {
+      const w = new WriteSet();
+      w.pack(0, 3, entries(0, 1, 2, 3));
+      w.deleteRange(0, 3, 0, 1);
+      expect(w.packRows()[0].items).toHaveLength(4);
+      expect(w.pendingPacked(0, 3).map((e) => e.position)).toEqual([2, 3]);
+      expect(w.deleteRows()).toEqual([{ priority: 0, segment: 3, from: 0, through: 1 }]);
+      w.deleteRange(0, 3, 2, 3);
+      expect(w.packRows(), 'every item popped in the turn').toEqual([]);
+      expect(w.pendingPacked(0, 3)).toEqual([]);
+      const whole = new WriteSet();
+      whole.pack(1, 0, entries(0, 1));
+      whole.deleteSegment(1, 0);
+      expect(whole.packRows()).toEqual([]);
+      expect(whole.deleteRows()).toEqual([{ priority: 1, segment: 0, from: FIRST_POSITION, through: WHOLE_SEGMENT }]);
+    });
+
+    it('a later pack of the same segment replaces the earlier one', () => {
+      const w = new WriteSet();
+      w.pack(0, 3, entries(0, 1));
+      w.pack(0, 3, [{ position: 0, json: 'x' }]);
+      expect(w.packRows()).toEqual([{ priority: 0, segment: 3, items: ['x'] }]);
+    });
   });
 });
