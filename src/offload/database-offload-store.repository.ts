@@ -27,14 +27,20 @@ export class DatabaseOffloadStore extends OffloadStore {
     );
   }
 
+  /**
+   * The items come as one JSON array's text, parsed by `JSON.parse`: `pg` parses a `text[]`
+   * character by character in JavaScript, which cost a deep queue's service about 6 µs per
+   * push+pop pair (a segment of 100 items of 200 bytes brought back every 100 pops).
+   */
   async load(queueId: string, key: string): Promise<StoredSegment | undefined> {
-    const rows = await this.uow.autocommit.query<{ items: string[]; dead_lettered_from: (string | null)[] | null; headers: (string | null)[] | null }>(
-      `SELECT items, dead_lettered_from, headers FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
+    const rows = await this.uow.autocommit.query<{ items: string; dead_lettered_from: (string | null)[] | null; headers: (string | null)[] | null }>(
+      `SELECT array_to_json(items)::text AS items, dead_lettered_from, headers FROM offloaded_segments WHERE queue_id = $1 AND key = $2`,
       [queueId, key],
     );
     const row = rows[0];
     if (!row) return undefined;
-    return { items: row.items, ...(row.dead_lettered_from ? { from: row.dead_lettered_from } : {}), ...(row.headers ? { headers: row.headers } : {}) };
+    const items = JSON.parse(row.items) as string[];
+    return { items, ...(row.dead_lettered_from ? { from: row.dead_lettered_from } : {}), ...(row.headers ? { headers: row.headers } : {}) };
   }
 
   async delete(queueId: string, keys: readonly string[]): Promise<void> {

@@ -113,6 +113,27 @@ describe('segments brought back from the offload store are kept packed (SEGMENT_
     expect(await storedRows(svc.app, q)).toStrictEqual({ items: 0, offloaded: 0 });
   });
 
+  it('items of any text come back exactly through the offload store and a packed segment', async () => {
+    const q = uniqueQueueId('packed-text');
+    expect((await svc.http.put(`/queue/${q}/settings`).send({ segment_size: 4 })).status).toBe(200);
+    const texts = [
+      'quote " and \\ backslash',
+      'nul \u0000 inside',
+      'emoji 🦀 and é',
+      '{"json": [1, "x"]}',
+      'tab\t newline\n',
+      '\u2028 separator',
+      "'single'",
+      '',
+    ];
+    const items = range(40).map((i) => ({ i, text: texts[i % texts.length], nested: { deep: [texts[(i + 3) % texts.length]] } }));
+    const res = await svc.http.post(`/queue/${q}/push/batch`).send({ items: items.map((item) => ({ item })) });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const info = await inspectQueue(svc.http, q);
+    expect(info.priorities['0'].head_offloaded_segment, 'segments were offloaded').toBe(2);
+    expect(await drain(svc.http, q)).toStrictEqual(items);
+  });
+
   it('a deleted queue leaves no packed segment behind', async () => {
     const q = uniqueQueueId('packed-delete');
     await pushIds(q, 0, 500);
