@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OffloadStore } from '../../src/offload/offload-store.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
 import { inspectQueue, stateKey, storedRows } from '../support/offload-helpers.js';
 import { drain, range } from '../support/queue-helpers.js';
@@ -56,7 +57,10 @@ describe('segments brought back from the offload store are kept packed (SEGMENT_
     expect(await segmentStorage(svc, q, 2)).toStrictEqual({ rows: 0, packed: undefined });
 
     // The head moves to segment 1: segment 2 comes back into the actor's state, packed.
+    const store = svc.app.get(OffloadStore);
+    const offloadedBefore = await store.countSegments();
     expect((await pop(q, 100)).items).toStrictEqual(ids(0, 100));
+    expect(await store.countSegments(), 'the offload store counts one segment less: a packed one is not offloaded').toBe(offloadedBefore - 1);
     const loaded = await segmentStorage(svc, q, 2);
     expect(loaded.rows, 'no item rows written for the segment brought back').toBe(0);
     expect(loaded.packed?.items, 'one packed row with its 100 items').toBe(100);
