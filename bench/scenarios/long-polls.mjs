@@ -184,7 +184,7 @@ export async function noPollsWaiting(url) {
  */
 export async function closeIdleServiceConnections(monitor, procs) {
   const { rowCount } = await monitor.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('pushpop', 'pushpop-notifications') AND state = 'idle' AND pid <> pg_backend_pid()`,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('pushpop/4', 'pushpop-notifications/4') AND state = 'idle' AND pid <> pg_backend_pid()`,
   );
   for (const proc of procs) {
     for (let i = 0; i < 50 && (await metricsOf(proc.url)).get('pushpop_notifications_listening') !== 1; i++) await sleep(20);

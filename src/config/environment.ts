@@ -88,9 +88,9 @@ export class Environment {
   BUFFER_SEGMENTS = 1;
 
   /**
-   * A segment brought back from the offload store is written as one packed row (false: a row per
-   * item, as the previous release writes and reads it; set false on new processes while a
-   * rolling upgrade still runs processes of that release, see docs/operations.md).
+   * A segment brought back from the offload store is written as one packed row, once no process
+   * of the previous release (which reads only rows) is connected to the database (see
+   * `storage/packing-gate.ts`); false: a row per item always, as that release writes them.
    */
   @Transform(toBool)
   @IsBoolean({ message: 'PACKED_SEGMENTS must be true or false' })

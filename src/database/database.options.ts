@@ -62,10 +62,21 @@ export const MIGRATIONS = [
   SqlEnqueueDepthCheck1764100000021,
 ];
 
+/**
+ * The `application_name` of the service's connections: the pool's, and the notification
+ * listener's. `/4` marks this release, which reads packed segments (see
+ * `storage/packing-gate.ts`); the previous release's connections are named as in
+ * {@link PREVIOUS_RELEASE_CONNECTIONS}.
+ */
+export const CONNECTION_NAMES = { pool: 'pushpop/4', notifications: 'pushpop-notifications/4' } as const;
+
+/** How the connections of the previous release, which reads no packed segments, name themselves. */
+export const PREVIOUS_RELEASE_CONNECTIONS: readonly string[] = ['pushpop', 'pushpop-notifications'];
+
 /** Settings every connection of the service gets, the pool's and the notification listener's. */
 export function connectionSettings(schema?: string): { application_name: string; options?: string } {
   return {
-    application_name: 'pushpop',
+    application_name: CONNECTION_NAMES.pool,
     // Every connection resolves pushpop's tables and functions in its schema.
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   };

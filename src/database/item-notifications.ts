@@ -3,6 +3,7 @@ import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@ne
 import pg from 'pg';
 import { isConnectionFailure } from '../common/store-errors.js';
 import { DatabaseProvider } from './database.provider.js';
+import { CONNECTION_NAMES } from './database.options.js';
 
 /** Reconnection backoff: the first retry after this long, doubling up to the ceiling (each with jitter). */
 const RETRY_FIRST_MS = 100;
@@ -183,7 +184,7 @@ export class ItemNotifications implements OnApplicationBootstrap, OnModuleDestro
 
   private connect(): void {
     if (this.stopped) return;
-    const client = new pg.Client({ ...this.db.clientConfig('pushpop-notifications'), keepAliveInitialDelayMillis: 10_000 });
+    const client = new pg.Client({ ...this.db.clientConfig(CONNECTION_NAMES.notifications), keepAliveInitialDelayMillis: 10_000 });
     this.client = client;
     let lost = false;
     const onLost = (error?: unknown): void => {

@@ -9,6 +9,7 @@ import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
 import type { PriorityMetadata, SegmentEntry } from '../queue/core/types.js';
 import { packedSegmentKeySql, withPackedSegments } from './packed-segments.js';
+import { PackingGate } from './packing-gate.js';
 import { heldItems, toEntry } from './stored-rows.js';
 
 interface RawQueueRow {
@@ -236,14 +237,12 @@ export class QueueStateRepository {
    */
   private readonly basicWrites: StatementGroups<{ queueId: string; values: unknown[] }, boolean>;
 
-  /** Segments brought back from the offload store are written packed (`PACKED_SEGMENTS`). */
-  private readonly packing: boolean;
-
   constructor(
     private readonly uow: UnitOfWork,
     config: AppConfig,
+    /** Whether segments brought back from the offload store are written packed now. */
+    private readonly packingGate: PackingGate,
   ) {
-    this.packing = config.env.PACKED_SEGMENTS;
     this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 2)), MAX_WRITE_GROUP);
   }
 
@@ -384,7 +383,7 @@ export class QueueStateRepository {
    * {@link writeTurnValues}).
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
-    const values = writeTurnValues(queueId, withPackedSegments(write, this.packing));
+    const values = writeTurnValues(queueId, withPackedSegments(write, this.packingGate.packing));
     if (values.length === SHORT_FORM_LENGTH) {
       return session === this.uow.autocommit ? this.basicWrites.request({ queueId, values }) : this.writeBasic(values, session);
     }

@@ -3,6 +3,7 @@ import { DedupIdRepository } from './dedup-id.repository.js';
 import { DelayedItemRepository } from './delayed-item.repository.js';
 import { EnqueueInboxRepository } from './enqueue-inbox.repository.js';
 import { LockRepository } from './lock.repository.js';
+import { PackingGate } from './packing-gate.js';
 import { QueueListingRepository } from './queue-listing.repository.js';
 import { QueueStateRepository } from './queue-state.repository.js';
 import { ScheduleRepository } from './schedule.repository.js';
@@ -21,5 +22,5 @@ const REPOSITORIES = [
 ];
 
 /** The repositories, one per aggregate; the only code that sends SQL for queues. */
-@Module({ providers: [...REPOSITORIES, StorageMetrics], exports: REPOSITORIES })
+@Module({ providers: [...REPOSITORIES, PackingGate, StorageMetrics], exports: [...REPOSITORIES, PackingGate] })
 export class StorageModule {}

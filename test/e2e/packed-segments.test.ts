@@ -1,7 +1,13 @@
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppConfig } from '../../src/config/app-config.js';
+import { PREVIOUS_RELEASE_CONNECTIONS } from '../../src/database/database.options.js';
+import { DatabaseProvider } from '../../src/database/database.provider.js';
+import { UnitOfWork } from '../../src/database/unit-of-work.js';
 import { OffloadStore } from '../../src/offload/offload-store.js';
 import { ActorRegistry } from '../../src/queue/runtime/actor-registry.js';
+import { PackingGate } from '../../src/storage/packing-gate.js';
 import { inspectQueue, stateKey, storedRows } from '../support/offload-helpers.js';
 import { drain, range } from '../support/queue-helpers.js';
 import type { Item } from '../support/queue-model.js';
@@ -33,6 +39,8 @@ describe('segments brought back from the offload store are kept packed (SEGMENT_
   let svc: TestService;
   beforeAll(async () => {
     svc = await startService({ env: { SEGMENT_SIZE: '100', BUFFER_SEGMENTS: '1' } });
+    // The gate looks once the database is open; waited for here so that the first load-back packs.
+    expect(await svc.app.get(PackingGate).look(), 'no connection of the previous release').toBe(true);
   });
   afterAll(async () => {
     await svc?.close();
@@ -172,5 +180,34 @@ describe('PACKED_SEGMENTS=false: a segment brought back is written as rows', () 
     expect(await stateKey(svc.http, q, 'queue_0_seg_2')).toStrictEqual(ids(25, 30));
     expect(await drain(svc.http, q)).toStrictEqual(ids(25, 200));
     expect(await storedRows(svc.app, q)).toStrictEqual({ items: 0, offloaded: 0 });
+  });
+});
+
+describe('the packing gate: shut while a process of the previous release is connected', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startService();
+  });
+  afterAll(async () => {
+    await svc?.close();
+    if (svc) removeDataDir(svc.dataDir);
+  });
+
+  it('stays shut while a connection named as that release names its own is open, and opens once it is gone', async () => {
+    const db = svc.app.get(DatabaseProvider);
+    // Held as briefly as the test allows: the database may be shared with other tests' services.
+    const old = new pg.Client(db.clientConfig(PREVIOUS_RELEASE_CONNECTIONS[0]));
+    await old.connect();
+    // A gate as a process starting now makes it (the service's own opened when it started).
+    const gate = new PackingGate(svc.app.get(AppConfig), db, svc.app.get(UnitOfWork));
+    try {
+      expect(await gate.look(), 'shut: a process of the previous release would not read packed segments').toBe(false);
+      expect(gate.packing).toBe(false);
+    } finally {
+      await old.end();
+    }
+    expect(await gate.look(), 'open once it is gone').toBe(true);
+    expect(gate.packing).toBe(true);
+    gate.onApplicationShutdown();
   });
 });

@@ -54,7 +54,7 @@ describe(`${POLLS} idle long polls (a private PostgreSQL)`, () => {
     // connection is left alone: it sends nothing meanwhile, and a reconnection would make the
     // service forget which queues are known to be empty.
     const closeIdle = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND application_name = 'pushpop'`;
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND application_name = 'pushpop/4'`;
     await db.query(closeIdle);
     // Every consumer has polled again once at least: from here on its polls find their queue known empty.
     await sleep(WAIT_SECONDS * 1000 + 500);
