@@ -90,6 +90,8 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private closed: Promise<void> | undefined;
   /** Locks taken by slots whose handlers run (not settled, nor lost): a count of those marked `held`. */
   private held = 0;
+  /** Slots waiting for a pop, told when locks reach the buffer by another way (see {@link fillOrArrival}). */
+  private readonly arrivals = new Set<() => void>();
 
   constructor(
     private readonly pops: Pops<T>,
@@ -107,7 +109,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       if (this.stopping.aborted) return { stopped: true };
       const next = this.takeReady();
       if (next) return { lock: next };
-      const outcome = await this.fill(wait);
+      const outcome = await this.fillOrArrival(wait);
       if (outcome === 'got') continue;
       if (this.stopping.aborted) return { stopped: true };
       return { nothing: outcome };
@@ -249,6 +251,23 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     return batcher;
   }
 
+  /**
+   * Waits for the pop in flight (or a new one), or for locks that reach the buffer meanwhile by
+   * another way, whichever comes first: an acknowledgement's `next` may bring the item a long
+   * poll waits for (its turn ran first), and the slot takes it at once instead of waiting for
+   * the poll to end (at the next push, or after `waitSeconds`).
+   */
+  private async fillOrArrival(wait: boolean): Promise<'got' | 'empty' | 'busy'> {
+    let arrived!: () => void;
+    const arrival = new Promise<'got'>((resolve) => (arrived = () => resolve('got')));
+    this.arrivals.add(arrived);
+    try {
+      return await Promise.race([this.fill(wait), arrival]);
+    } finally {
+      this.arrivals.delete(arrived);
+    }
+  }
+
   /** One pop at a time, shared by every slot that waits for it. */
   private fill(wait: boolean): Promise<'got' | 'empty' | 'busy'> {
     this.popping ??= this.pop(wait).finally(() => (this.popping = undefined));
@@ -318,6 +337,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
       list.push({ lockId: lockIds[i], queueId, deliveries: [delivery], expiresAt, renewedAt: now, held: false });
     }
     this.buffered += items.length;
+    for (const arrived of this.arrivals) arrived();
     return 'got';
   }
 
