@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { drive, type SyncRowReader } from '../../src/queue/core/core-driver.js';
 import { QueueCore } from '../../src/queue/core/queue-core.js';
+import { WHOLE_SEGMENT } from '../../src/queue/core/write-set.js';
 import {
   NO_DELAYED,
   Needed,
@@ -31,6 +32,8 @@ import {
 export class FakeDb {
   readonly rows = new Map<string, Map<number, { json: string; deliveries: number } & ItemTags>>();
   readonly store = new Map<string, string[]>();
+  /** Packed in-state segments (`TurnWrite.packs`): their items at positions 0..n-1 (popped ones kept), with their tags. */
+  readonly packed = new Map<string, { json: string; from?: string; headers?: string }[]>();
   readonly locks = new Map<string, LockState>();
   /** `returned_items` per priority. */
   readonly returned = new Map<number, ReturnedEntry[]>();
@@ -43,7 +46,11 @@ export class FakeDb {
   fetch(ref: SegmentRef): SegmentFetch {
     const k = `${ref.priority}:${ref.segment}`;
     if (ref.from === 'state') {
-      const rows = this.rows.get(k) ?? new Map();
+      // As the repository reads them: the rows, and the packed items where no row has their position.
+      const rows = new Map<number, { json: string; deliveries: number } & ItemTags>(
+        (this.packed.get(k) ?? []).map((p, position) => [position, withTags({ json: p.json, deliveries: 0 }, p)]),
+      );
+      for (const [position, row] of this.rows.get(k) ?? []) rows.set(position, row);
       return {
         entries: [...rows.entries()]
           .sort((a, b) => a[0] - b[0])
@@ -82,6 +89,7 @@ export class FakeDb {
     expect(write.deleteQueue).toBe(false);
     expect(write.expectedVersion).toBe(this.record?.version ?? null);
     for (const d of write.deletes) {
+      if (d.through === WHOLE_SEGMENT) this.packed.delete(`${d.priority}:${d.segment}`);
       const rows = this.rows.get(`${d.priority}:${d.segment}`);
       for (const position of [...(rows?.keys() ?? [])]) if (position >= d.from && position <= d.through) rows!.delete(position);
     }
@@ -90,6 +98,12 @@ export class FakeDb {
       if (!this.rows.has(k)) this.rows.set(k, new Map());
       expect(this.rows.get(k)!.has(i.position), `duplicate key ${k}:${i.position}`).toBe(false);
       this.rows.get(k)!.set(i.position, withTags({ json: i.json, deliveries: i.deliveries ?? 0 }, i));
+    }
+    for (const p of write.packs ?? []) {
+      this.packed.set(
+        `${p.priority}:${p.segment}`,
+        p.items.map((json, i) => ({ json, ...(p.from?.[i] ? { from: p.from[i] } : {}), ...(p.headers?.[i] ? { headers: p.headers[i] } : {}) })),
+      );
     }
     for (const id of write.sharedLockDeletes) {
       expect(this.locks.has(id), `deleting lock ${id} that is not stored`).toBe(true);
