@@ -1,6 +1,6 @@
 import type { PrioritySegments } from './priority-segments.js';
 import { segKey, type CoreContext } from './turn-state.js';
-import { Needed, type OffloadMove, type SegmentRef } from './types.js';
+import { Needed, segmentItems, type OffloadMove, type SegmentRef } from './types.js';
 
 /**
  * Offloading (seed 003), planned here and carried out by the turn runner: full middle segments
@@ -54,11 +54,7 @@ export class OffloadPlanner {
         const cached = this.segments.cached(priority, segment);
         if (!cached) missing.push(...this.segments.refsFor(priority, segment));
         else {
-          const entries = cached.entries.slice(cached.offset);
-          const move: OffloadMove = { priority, segment, items: entries.map((e) => e.json) };
-          const from = entries.some((e) => e.from !== undefined) ? { from: entries.map((e) => e.from ?? null) } : {};
-          const headers = entries.some((e) => e.headers !== undefined) ? { headers: entries.map((e) => e.headers ?? null) } : {};
-          moves.push({ ...move, ...from, ...headers });
+          moves.push(segmentItems(priority, segment, cached.entries.slice(cached.offset)));
         }
       }
     }

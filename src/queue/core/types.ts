@@ -339,8 +339,8 @@ export type OrNeed<T> = T | Needed;
 /** Why a lock operation (acknowledge, extend, release) was refused, in the contract's order. */
 export type LockProblem = 'LOCK_NOT_FOUND' | 'LOCK_EXPIRED' | 'INVALID_LOCK_ID';
 
-/** A segment to move to the offload store, with the items to save. */
-export interface OffloadMove {
+/** A segment's items as one piece (a segment moved to the offload store, or kept packed), at positions 0..n-1. */
+export interface SegmentItems {
   readonly priority: number;
   readonly segment: number;
   readonly items: readonly string[];
@@ -350,16 +350,19 @@ export interface OffloadMove {
   readonly headers?: readonly (string | null)[];
 }
 
-/** A segment written as one packed row (see {@link TurnWrite.packs}): its items, at positions 0..n-1. */
-export interface PackedSegment {
-  readonly priority: number;
-  readonly segment: number;
-  readonly items: readonly string[];
-  /** Parallel to `items`: the queue each was dead-lettered from (null: never); absent when none was. */
-  readonly from?: readonly (string | null)[];
-  /** Parallel to `items`: each one's headers (null: none); absent when none has any. */
-  readonly headers?: readonly (string | null)[];
+/** The {@link SegmentItems} of `entries` (in position order), tags only where an entry has one. */
+export function segmentItems(priority: number, segment: number, entries: readonly SegmentEntry[]): SegmentItems {
+  const base: SegmentItems = { priority, segment, items: entries.map((e) => e.json) };
+  const from = entries.some((e) => e.from !== undefined) ? { from: entries.map((e) => e.from ?? null) } : {};
+  const headers = entries.some((e) => e.headers !== undefined) ? { headers: entries.map((e) => e.headers ?? null) } : {};
+  return { ...base, ...from, ...headers };
 }
+
+/** A segment to move to the offload store, with the items to save. */
+export type OffloadMove = SegmentItems;
+
+/** A segment written as one packed row (see {@link TurnWrite.packs}). */
+export type PackedSegment = SegmentItems;
 
 /** An item a redrive sends to the tail of its priority on `queueId` (its delivery count starts again at 0). */
 export interface RedrivenItem {

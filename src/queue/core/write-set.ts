@@ -1,4 +1,5 @@
 import {
+  segmentItems,
   withTags,
   type DelayedItem,
   type HeldItem,
@@ -107,14 +108,7 @@ export class WriteSet {
 
   /** The segments packed this turn, as the write carries them. */
   packRows(): PackedSegment[] {
-    const out: PackedSegment[] = [];
-    for (const { priority, segment, entries } of this.packsOf?.values() ?? []) {
-      const pack: PackedSegment = { priority, segment, items: entries.map((e) => e.json) };
-      const from = entries.some((e) => e.from !== undefined) ? { from: entries.map((e) => e.from ?? null) } : {};
-      const headers = entries.some((e) => e.headers !== undefined) ? { headers: entries.map((e) => e.headers ?? null) } : {};
-      out.push({ ...pack, ...from, ...headers });
-    }
-    return out;
+    return [...(this.packsOf?.values() ?? [])].map(({ priority, segment, entries }) => segmentItems(priority, segment, entries));
   }
 
   /** The entries of a segment packed this turn and not deleted since (positions ascending). */
