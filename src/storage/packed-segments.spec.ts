@@ -1,35 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../database/stored-queue.js';
-import { NO_DELAYED } from '../queue/core/types.js';
 import { FIRST_POSITION, WHOLE_SEGMENT } from '../queue/core/write-set.js';
+import { storedWrite } from '../../test/support/stored-writes.js';
 import { packedSegmentKey, withPackedSegments } from './packed-segments.js';
 
 /** A write that changes nothing but what a test gives it. */
-const write = (w: Partial<StoredTurnWrite>): StoredTurnWrite => ({
-  expectedVersion: 1,
-  newVersion: 2,
-  deleteQueue: false,
-  settings: { segmentSize: 4, bufferSegments: 1 },
-  itemCount: 0,
-  priorities: {},
-  deletes: [],
-  inserts: [],
-  lock: undefined,
-  shared: null,
-  sharedLockUpserts: [],
-  sharedLockDeletes: [],
-  returnedInserts: [],
-  returnedDeletes: [],
-  deadLetters: null,
-  redriven: [],
-  delayed: NO_DELAYED,
-  delayedInserts: [],
-  delayedDeleteThrough: null,
-  dedupInserts: [],
-  storeSaves: [],
-  storeDeletes: [],
-  ...w,
-});
+const write = (w: Partial<StoredTurnWrite>): StoredTurnWrite => storedWrite({ settings: { segmentSize: 4, bufferSegments: 1 }, ...w });
 
 const whole = (priority: number, segment: number) => ({ priority, segment, from: FIRST_POSITION, through: WHOLE_SEGMENT });
 

@@ -9,36 +9,14 @@ import { parametersOf, WRITE_TURN_PARAMETERS } from '../../src/database/function
 import { writeTurnValues } from '../../src/database/functions/write-turn.values.js';
 import type { StoredTurnWrite } from '../../src/database/stored-queue.js';
 import { functionDrift } from '../support/function-drift.js';
+import { storedWrite } from '../support/stored-writes.js';
 import { databaseKind, removeDataDir, startService, type TestService } from '../support/service.js';
 
 /** The schema the migrations make, against the declarations in the code: the database functions and the entities. */
 
 /** The write that creates a queue at version 1 with its settings and nothing else, but `changes`. */
-const newQueueWrite = (changes: Partial<StoredTurnWrite> & Pick<StoredTurnWrite, 'settings'>): StoredTurnWrite => ({
-  expectedVersion: null,
-  newVersion: 1,
-  deleteQueue: false,
-  settingsChanged: true,
-  itemCount: 0,
-  priorities: {},
-  deletes: [],
-  inserts: [],
-  lock: undefined,
-  storeSaves: [],
-  storeDeletes: [],
-  delayed: null,
-  delayedInserts: [],
-  delayedDeleteThrough: null,
-  dedupInserts: [],
-  shared: null,
-  sharedLockUpserts: [],
-  sharedLockDeletes: [],
-  returnedInserts: [],
-  returnedDeletes: [],
-  deadLetters: null,
-  redriven: [],
-  ...changes,
-});
+const newQueueWrite = (changes: Partial<StoredTurnWrite> & Pick<StoredTurnWrite, 'settings'>): StoredTurnWrite =>
+  storedWrite({ expectedVersion: null, newVersion: 1, settingsChanged: true, delayed: null, ...changes });
 
 describe(`database schema (${databaseKind})`, () => {
   let svc: TestService;

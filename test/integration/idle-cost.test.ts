@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DataSource } from 'typeorm';
+import { CONNECTION_NAMES } from '../../src/database/database.options.js';
 import { ItemNotifications } from '../../src/database/item-notifications.js';
 import { QueueService } from '../../src/queue/queue.service.js';
 import { QueueEvents } from '../../src/queue/runtime/queue-events.js';
@@ -54,7 +55,7 @@ describe(`${POLLS} idle long polls (a private PostgreSQL)`, () => {
     // connection is left alone: it sends nothing meanwhile, and a reconnection would make the
     // service forget which queues are known to be empty.
     const closeIdle = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND application_name = 'pushpop/4'`;
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle' AND application_name = '${CONNECTION_NAMES.pool}'`;
     await db.query(closeIdle);
     // Every consumer has polled again once at least: from here on its polls find their queue known empty.
     await sleep(WAIT_SECONDS * 1000 + 500);
