@@ -297,18 +297,15 @@ export class LockWork<T> {
     }
   }
 
-  private async giveBackThenDone(outcomes: Outcome<T>[]): Promise<void> {
-    try {
-      await this.giveBack(
-        outcomes,
-        outcomes.filter((o) => !o.ok),
-      );
-    } catch (error) {
-      if (isLockGone(error)) this.lockLost(error);
-      else this.context.report(error);
-    } finally {
-      this.done(this);
-    }
+  /** Gives the lock back by the failure rules, then `done` (a failure goes the way of a failed acknowledgement). */
+  private giveBackThenDone(outcomes: Outcome<T>[]): Promise<void> {
+    return this.giveBack(
+      outcomes,
+      outcomes.filter((o) => !o.ok),
+    ).then(
+      () => this.done(this),
+      (error: unknown) => this.settleFailed(error),
+    );
   }
 
   private async giveBack(outcomes: Outcome<T>[], failures: Outcome<T>[]): Promise<void> {
