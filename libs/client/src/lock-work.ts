@@ -36,7 +36,6 @@ export interface LockWorkContext<T> {
 type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
 
 /** What {@link LockWork.run} answers when nothing settles ahead. */
-const NOTHING_AHEAD: { settlingAhead?: Promise<void> } = Object.freeze({});
 
 /**
  * What a handler gets for one item. `signal` is an own enumerable accessor, as of an object
@@ -135,9 +134,9 @@ export class LockWork<T> {
   /**
    * Runs the lock's handlers (extending it meanwhile) and settles it. Resolves when it is settled,
    * given up on or lost; of a source that settles ahead ({@link LockSource.settlesAhead}), as soon
-   * as its handlers finished, with the settlement still under way as `settlingAhead`.
+   * as its handlers finished, while the settlement goes on (`done` is called when it ends).
    */
-  async run(): Promise<{ settlingAhead?: Promise<void> }> {
+  async run(): Promise<void> {
     let settling: Promise<void> | undefined;
     try {
       const startedAt = performance.now();
@@ -148,13 +147,12 @@ export class LockWork<T> {
         // Its handlers finished: from here on it is settled, never given up on.
         this.givenUp = true;
         settling = this.settling = this.settleThenDone(settled);
-        if (this.context.source.settlesAhead) return { settlingAhead: settling };
+        if (this.context.source.settlesAhead) return;
         await settling;
       } else if (this.settling) await this.settling;
     } finally {
       if (!settling) this.done(this);
     }
-    return NOTHING_AHEAD;
   }
 
   /**
