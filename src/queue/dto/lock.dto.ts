@@ -1,7 +1,7 @@
-import { ApiPropertyOptional, IntersectionType, PickType } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, IntersectionType, PickType } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { Allow, ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsBoolean, IsInt, IsObject, IsString, Max, Min, ValidateNested } from 'class-validator';
-import { IsOmittable } from '../../common/validation.js';
+import { Allow, ArrayMaxSize, ArrayMinSize, IsArray, IsBoolean, IsInt, IsObject, IsString, Max, Min, ValidateNested } from 'class-validator';
+import { ArrayDistinct, IsOmittable } from '../../common/validation.js';
 
 export class LockRequestDto {
   /**
@@ -115,7 +115,8 @@ export class LockIdsRequestDto {
   @IsArray()
   @ArrayMinSize(1)
   @ArrayMaxSize(1000)
-  @ArrayUnique()
+  @ArrayDistinct()
+  @ApiProperty({ uniqueItems: true })
   @IsString({ each: true })
   lock_ids: string[];
 }
