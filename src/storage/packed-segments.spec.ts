@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredTurnWrite } from '../database/stored-queue.js';
 import { FIRST_POSITION, WHOLE_SEGMENT } from '../queue/core/write-set.js';
 import { storedWrite } from '../../test/support/stored-writes.js';
-import { packedSegmentKey, withPackedSegments } from './packed-segments.js';
+import { packedSegmentKey, rowsOverPacked, withPackedSegments } from './packed-segments.js';
 
 /** A write that changes nothing but what a test gives it. */
 const write = (w: Partial<StoredTurnWrite>): StoredTurnWrite => storedWrite({ settings: { segmentSize: 4, bufferSegments: 1 }, ...w });
@@ -66,5 +66,26 @@ describe('withPackedSegments', () => {
       { priority: 0, segment: 5, position: 0, json: 'd' },
     ]);
     expect(stored.storeDeletes).toEqual(['queue_0_seg_3']);
+  });
+});
+
+describe('rowsOverPacked', () => {
+  const entry = (position: number, json: string) => ({ position, json });
+  const packed = ['{"p":0}', '{"p":1}', '{"p":2}', '{"p":3}'].map((json, position) => entry(position, json));
+
+  it('is the packed items where no row has their position, the rows where one has', () => {
+    expect(rowsOverPacked([entry(1, '{"r":1}'), entry(3, '{"r":3}')], packed)).toEqual([
+      entry(0, '{"p":0}'),
+      entry(1, '{"r":1}'),
+      entry(2, '{"p":2}'),
+      entry(3, '{"r":3}'),
+    ]);
+  });
+
+  it('keeps rows past the packed items, and rows alone when nothing is packed', () => {
+    const rows = [entry(3, '{"r":3}'), entry(4, '{"r":4}'), entry(7, '{"r":7}')];
+    expect(rowsOverPacked(rows, packed).map((e) => e.json)).toEqual(['{"p":0}', '{"p":1}', '{"p":2}', '{"r":3}', '{"r":4}', '{"r":7}']);
+    expect(rowsOverPacked(rows, [])).toEqual(rows);
+    expect(rowsOverPacked([], packed)).toEqual(packed);
   });
 });

@@ -1,5 +1,5 @@
 import type { StoredTurnWrite } from '../database/stored-queue.js';
-import type { PackedSegment } from '../queue/core/types.js';
+import type { PackedSegment, SegmentEntry } from '../queue/core/types.js';
 
 /**
  * How a packed segment (`TurnWrite.packs`: a segment brought back from the offload store, in the
@@ -18,6 +18,24 @@ const LAST_POSITION = 2_147_483_647;
 
 /** The SQL text of {@link packedSegmentKey} for a priority and segment given as SQL expressions. */
 export const packedSegmentKeySql = (priority: string, segment: string): string => `'queue_' || ${priority} || '_seg_' || ${segment}`;
+
+/**
+ * A segment's entries as read: its item rows over its packed row's items, both ascending by
+ * position. Where a row has a position the row is the item there (an item given back into a
+ * packed head is written as a row); elsewhere the packed item is.
+ */
+export function rowsOverPacked(rows: readonly SegmentEntry[], packed: readonly SegmentEntry[]): SegmentEntry[] {
+  if (packed.length === 0) return rows as SegmentEntry[];
+  const entries: SegmentEntry[] = [];
+  let r = 0;
+  for (const item of packed) {
+    while (r < rows.length && rows[r].position < item.position) entries.push(rows[r++]);
+    if (r < rows.length && rows[r].position === item.position) entries.push(rows[r++]);
+    else entries.push(item);
+  }
+  while (r < rows.length) entries.push(rows[r++]);
+  return entries;
+}
 
 /**
  * A packed segment's items as rows at positions 0..n-1 (what a write sends when packing is off),

@@ -8,7 +8,7 @@ import { writeTurnValues } from '../database/functions/write-turn.values.js';
 import { UnitOfWork, type DbSession } from '../database/unit-of-work.js';
 import type { LoadedQueue, StoredQueue, StoredTurnWrite } from '../database/stored-queue.js';
 import type { PriorityMetadata, SegmentEntry } from '../queue/core/types.js';
-import { packedSegmentKeySql, withPackedSegments } from './packed-segments.js';
+import { packedSegmentKeySql, rowsOverPacked, withPackedSegments } from './packed-segments.js';
 import { PackingGate } from './packing-gate.js';
 import { heldItems, toEntry } from './stored-rows.js';
 
@@ -128,7 +128,7 @@ const RECHECK_QUEUE = `
  * (`packed` true; see `packed-segments.ts`) at positions 0..n-1, looked up by its key. The
  * subqueries' ORDER BY keeps PostgreSQL from turning them into a join, whose plan may read every
  * row of the queue (the dead rows of a bulk load included) when it was made while the table
- * looked small. Sorted so that at a position a row comes before the packed item it stands for.
+ * looked small. Sorted by position within each segment, as {@link rowsOverPacked} merges them.
  */
 const LOAD_SEGMENTS = `
   SELECT r.priority, r.segment, s.position, s.item, s.deliveries, s.dead_lettered_from, s.headers, s.packed
@@ -142,7 +142,7 @@ const LOAD_SEGMENTS = `
        CROSS JOIN LATERAL unnest(o.items, coalesce(o.dead_lettered_from, '{}'), coalesce(o.headers, '{}')) WITH ORDINALITY AS p(item, from_queue, headers, ord)
        WHERE o.queue_id = $1 AND o.key = ${packedSegmentKeySql('r.priority', 'r.segment')}
        ORDER BY p.ord)) s
-   ORDER BY r.priority, r.segment, s.position, s.packed`;
+   ORDER BY r.priority, r.segment, s.position`;
 
 /** `$from+1, …, $from+n`. */
 const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
@@ -210,15 +210,10 @@ function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
   const rows = (row.front_positions ?? []).map((position, i) =>
     toEntry(position, row.front_items![i], row.front_deliveries![i], row.front_from?.[i] ?? null, row.front_headers?.[i] ?? null),
   );
-  const packed = row.front_packed_items;
-  if (!packed) return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries: rows } };
-  // The packed items, where no row has their position (see LOAD_SEGMENTS).
-  const byPosition = new Map<number, SegmentEntry>();
-  packed.forEach((json, position) =>
-    byPosition.set(position, toEntry(position, json, 0, row.front_packed_from?.[position] ?? null, row.front_packed_headers?.[position] ?? null)),
+  const packed = (row.front_packed_items ?? []).map((json, position) =>
+    toEntry(position, json, 0, row.front_packed_from?.[position] ?? null, row.front_packed_headers?.[position] ?? null),
   );
-  for (const entry of rows) byPosition.set(entry.position, entry);
-  const entries = [...byPosition.values()].sort((a, b) => a.position - b.position);
+  const entries = rowsOverPacked(rows, packed);
   return { queue, front: { priority: row.front_priority, segment: Number(row.front_segment), entries } };
 }
 
@@ -362,15 +357,15 @@ export class QueueStateRepository {
       headers: string | null;
       packed: boolean;
     }>(LOAD_SEGMENTS, [queueId, segments.map((s) => s.priority), segments.map((s) => s.segment)], 'pushpop_load_segments');
-    const out = new Map<string, SegmentEntry[]>();
+    const read = new Map<string, { rows: SegmentEntry[]; packed: SegmentEntry[] }>();
     for (const row of rows) {
       const key = `${row.priority}:${row.segment}`;
-      let list = out.get(key);
-      if (!list) out.set(key, (list = []));
-      // A packed item whose position a row has is not the segment's any more (a row comes first).
-      if (row.packed && list.length > 0 && list[list.length - 1].position === row.position) continue;
-      list.push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from, row.headers));
+      let segment = read.get(key);
+      if (!segment) read.set(key, (segment = { rows: [], packed: [] }));
+      (row.packed ? segment.packed : segment.rows).push(toEntry(row.position, row.item, row.deliveries, row.dead_lettered_from, row.headers));
     }
+    const out = new Map<string, SegmentEntry[]>();
+    for (const [key, segment] of read) out.set(key, rowsOverPacked(segment.rows, segment.packed));
     return out;
   }
 
