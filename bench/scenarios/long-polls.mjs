@@ -182,9 +182,16 @@ export async function noPollsWaiting(url) {
  * when it needs them; the notification connection comes back by itself, and this waits until it
  * listens again in each of `procs`). Answers how many connections were closed.
  */
+/**
+ * The application names of the service's connections, of any release (`pushpop` and
+ * `pushpop-notifications`, with `/<release>` since the fourth), so that the build measured may be
+ * an older one.
+ */
+const SERVICE_CONNECTION_NAMES = '^pushpop(-notifications)?(/[0-9]+)?$';
+
 export async function closeIdleServiceConnections(monitor, procs) {
   const { rowCount } = await monitor.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name IN ('pushpop/4', 'pushpop-notifications/4') AND state = 'idle' AND pid <> pg_backend_pid()`,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name ~ '${SERVICE_CONNECTION_NAMES}' AND state = 'idle' AND pid <> pg_backend_pid()`,
   );
   for (const proc of procs) {
     for (let i = 0; i < 50 && (await metricsOf(proc.url)).get('pushpop_notifications_listening') !== 1; i++) await sleep(20);
