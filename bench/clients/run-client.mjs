@@ -8,15 +8,18 @@
 //   consume-1/8/32   `items` items on one queue, consumed at concurrency 1, 8, 32 by no-op handlers
 //   latency          a waiting consumer and a push every `everyMs` (10 ms): push → handler
 //
-// Each row on a queue of its own, deleted afterwards. Items are the benchmark's 200-byte JSON
-// objects, at each system's default priority. Options: one JSON argument (bench/scenarios/clients.mjs).
+// A system runs the rows its adapter lists (`rows`; the raw-SQL floor has no batch and no
+// lingering producer). Each row on a queue of its own, deleted afterwards. Items are the
+// benchmark's 200-byte JSON objects, at each system's default priority.
+//
+// Options: one JSON argument (bench/scenarios/clients.mjs).
 
 import process from 'node:process';
 import { itemJson } from '../common/items.mjs';
 import { consumeAll, inFlight, measuredRow, pushToHandler } from './measure.mjs';
 
 const options = JSON.parse(process.argv[2] ?? '{}');
-const ADAPTERS = { pushpop: './pushpop.mjs', bullmq: './bullmq.mjs', pgboss: './pgboss.mjs' };
+const ADAPTERS = { pushpop: './pushpop.mjs', bullmq: './bullmq.mjs', pgboss: './pgboss.mjs', floor: './floor.mjs' };
 const ITEM = JSON.parse(itemJson());
 const itemOf = (n) => ({ ...ITEM, n });
 const stamp = Date.now().toString(36);
@@ -36,7 +39,7 @@ async function withQueue(row, use) {
   }
 }
 
-/** Unmeasured: `count` items onto `queue` by batches. */
+/** Unmeasured: `count` items onto `queue` by batches (the floor's: single pushes, 64 at once). */
 async function fill(queue, count) {
   for (let i = 0; i < count; i += options.batchSize)
     await adapter.pushBatch(
@@ -55,6 +58,7 @@ const row = (name, run) =>
 
 async function rows() {
   const { items, inFlight: width } = options;
+  const has = (name) => adapter.rows.includes(name);
   say(`warming up (unmeasured): ${width * 4} single pushes, consumed at concurrency 8 ...`);
   await withQueue('warm-up', async (queue) => {
     await inFlight(width * 4, width, (i) => adapter.pushOne(queue, itemOf(i)));
@@ -62,21 +66,26 @@ async function rows() {
   });
   adapter.takeErrors();
 
-  say(`produce: ${items} single pushes, ${width} awaited at once ...`);
-  await withQueue('produce-single', (queue) =>
-    row('produce-single', () => inFlight(items, width, (i) => adapter.pushOne(queue, itemOf(i))).then(() => ({ items }))),
-  );
-  if (adapter.lingeringPusher) {
+  if (has('produce-single')) {
+    say(`produce: ${items} single pushes, ${width} awaited at once ...`);
+    await withQueue('produce-single', (queue) =>
+      row('produce-single', () => inFlight(items, width, (i) => adapter.pushOne(queue, itemOf(i))).then(() => ({ items }))),
+    );
+  }
+  if (has('produce-linger')) {
     say(`produce: ${items} pushes through a lingering Producer, ${width} awaited at once ...`);
     await withQueue('produce-linger', (queue) => {
       const push = adapter.lingeringPusher(queue);
       return row('produce-linger', () => inFlight(items, width, (i) => push(itemOf(i))).then(() => ({ items })));
     });
   }
-  say(`produce: ${options.batchItems} items in batches of ${options.batchSize}, one batch at a time ...`);
-  await withQueue('produce-batch', (queue) => row('produce-batch', () => fill(queue, options.batchItems).then(() => ({ items: options.batchItems }))));
+  if (has('produce-batch')) {
+    say(`produce: ${options.batchItems} items in batches of ${options.batchSize}, one batch at a time ...`);
+    await withQueue('produce-batch', (queue) => row('produce-batch', () => fill(queue, options.batchItems).then(() => ({ items: options.batchItems }))));
+  }
 
   for (const concurrency of [1, 8, 32]) {
+    if (!has(`consume-${concurrency}`)) continue;
     say(`consume: ${items} items at concurrency ${concurrency} (at most ${options.maxSeconds} s) ...`);
     await withQueue(`consume-${concurrency}`, async (queue) => {
       await fill(queue, items);
@@ -84,10 +93,12 @@ async function rows() {
     });
   }
 
-  say(`latency: ${options.latencyPushes} pushes, one every ${options.everyMs} ms, to a waiting consumer (concurrency 1) ...`);
-  await withQueue('latency', (queue) =>
-    row('latency', () => pushToHandler(adapter, queue, options.latencyPushes, options.everyMs, options.maxSeconds, itemOf)),
-  );
+  if (has('latency')) {
+    say(`latency: ${options.latencyPushes} pushes, one every ${options.everyMs} ms, to a waiting consumer (concurrency 1) ...`);
+    await withQueue('latency', (queue) =>
+      row('latency', () => pushToHandler(adapter, queue, options.latencyPushes, options.everyMs, options.maxSeconds, itemOf)),
+    );
+  }
 }
 
 const outcome = await rows().then(
