@@ -12,8 +12,15 @@
 // lingering producer). Each row on a queue of its own, deleted afterwards. Items are the
 // benchmark's 200-byte JSON objects, at each system's default priority.
 //
+// Before the rows, an unmeasured warm-up, the same for every system: `items` single pushes
+// consumed at concurrency 1, then `items` more consumed at concurrency 32, each part at most
+// `maxSeconds`. A service and a client compile a path only after it ran thousands of times, and
+// at concurrency 1 each path runs once per item: without this, consume-1 (the first consume row)
+// would measure code still being compiled, and each system a different share of it.
+//
 // Options: one JSON argument (bench/scenarios/clients.mjs).
 
+import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { itemJson } from '../common/items.mjs';
 import { consumeAll, inFlight, measuredRow, pushToHandler } from './measure.mjs';
@@ -56,15 +63,32 @@ const row = (name, run) =>
     return { ...result, errors: adapter.takeErrors(), ...(requests === undefined ? {} : { requests: adapter.requests() - requests }) };
   });
 
+/**
+ * Unmeasured: for each concurrency of 1 and 32, `items` single pushes, then a consumer at that
+ * concurrency until they are done; the pushes and the consuming each stop after `maxSeconds`.
+ */
+async function warmUp() {
+  const { items, inFlight: width, maxSeconds } = options;
+  for (const concurrency of [1, 32]) {
+    say(`warming up (unmeasured): ${items} single pushes, consumed at concurrency ${concurrency} (at most ${maxSeconds} s each) ...`);
+    await withQueue(`warm-up-${concurrency}`, async (queue) => {
+      const until = performance.now() + maxSeconds * 1000;
+      let pushed = 0;
+      await inFlight(items, width, async (i) => {
+        if (performance.now() > until) return;
+        await adapter.pushOne(queue, itemOf(i));
+        pushed += 1;
+      });
+      if (pushed > 0) await consumeAll(adapter, queue, pushed, concurrency, maxSeconds);
+    });
+  }
+  adapter.takeErrors();
+}
+
 async function rows() {
   const { items, inFlight: width } = options;
   const has = (name) => adapter.rows.includes(name);
-  say(`warming up (unmeasured): ${width * 4} single pushes, consumed at concurrency 8 ...`);
-  await withQueue('warm-up', async (queue) => {
-    await inFlight(width * 4, width, (i) => adapter.pushOne(queue, itemOf(i)));
-    await consumeAll(adapter, queue, width * 4, 8, 5);
-  });
-  adapter.takeErrors();
+  await warmUp();
 
   if (has('produce-single')) {
     say(`produce: ${items} single pushes, ${width} awaited at once ...`);
