@@ -4,6 +4,7 @@
 
 import { Queue, Worker } from 'bullmq';
 import { URL } from 'node:url';
+import { ALL_ROWS } from './measure.mjs';
 
 /** Every job's options: removed once completed or failed, as bench/peers/bullmq.mjs does (else BullMQ keeps them all). */
 export const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: true };
@@ -29,6 +30,8 @@ export async function createAdapter({ storeUrl }) {
   return {
     system: 'BullMQ on Redis',
     options: { job: JOB_OPTIONS, worker: WORKER_OPTIONS },
+    // no producer that gathers pushes
+    rows: ALL_ROWS.filter((row) => row !== 'produce-linger'),
     takeErrors: () => errors.splice(0),
     async newQueue(name) {
       await queueOf(name).waitUntilReady();

@@ -7,6 +7,9 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** Every client row, in the order they run; an adapter lists those it has (`rows`), the table shows '–' for the others. */
+export const ALL_ROWS = ['produce-single', 'produce-linger', 'produce-batch', 'consume-1', 'consume-8', 'consume-32', 'latency'];
+
 /** Waits until the benchmark has sampled the CPU (its answer to `begin`). */
 function parentSaysGo() {
   return new Promise((resolveGo) => {

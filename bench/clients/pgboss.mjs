@@ -3,6 +3,7 @@
 
 import PgBoss from 'pg-boss';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ALL_ROWS } from './measure.mjs';
 
 /** pg-boss's options: as bench/peers/pgboss.mjs (a pool of 10, no cron, no maintenance in the background). */
 export const BOSS_OPTIONS = { max: 10, schedule: false, supervise: false };
@@ -26,6 +27,8 @@ export async function createAdapter({ storeUrl }) {
   return {
     system: 'pg-boss',
     options: { boss: BOSS_OPTIONS, work: WORK_OPTIONS },
+    // no producer that gathers pushes
+    rows: ALL_ROWS.filter((row) => row !== 'produce-linger'),
     takeErrors: () => errors.splice(0),
     async newQueue(name) {
       await boss.createQueue(name);

@@ -4,6 +4,7 @@
 
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { ALL_ROWS } from './measure.mjs';
 
 /**
  * The Consumer's options in every pushpop row, besides `concurrency` and `lockMode` (the row's).
@@ -32,6 +33,7 @@ export async function createAdapter({ url, pushpopDir, lockMode }) {
   return {
     system: `pushpop (${lockMode})`,
     options: { consumer: CONSUMER_OPTIONS, producer: PRODUCER_OPTIONS, linger_producer: LINGER_PRODUCER_OPTIONS, lock_mode: lockMode },
+    rows: ALL_ROWS,
     takeErrors: () => errors.splice(0),
     /** HTTP requests the client made so far, retries included. */
     requests: () => client.requests,

@@ -8,15 +8,25 @@
 //   consume-1/8/32   `items` items on one queue, consumed at concurrency 1, 8, 32 by no-op handlers
 //   latency          a waiting consumer and a push every `everyMs` (10 ms): push → handler
 //
-// Each row on a queue of its own, deleted afterwards. Items are the benchmark's 200-byte JSON
-// objects, at each system's default priority. Options: one JSON argument (bench/scenarios/clients.mjs).
+// A system runs the rows its adapter lists (`rows`; the raw-SQL floor has no batch and no
+// lingering producer). Each row on a queue of its own, deleted afterwards. Items are the
+// benchmark's 200-byte JSON objects, at each system's default priority.
+//
+// Before the rows, an unmeasured warm-up, the same for every system: `items` single pushes
+// consumed at concurrency 1, then `items` more consumed at concurrency 32, each part at most
+// `maxSeconds`. A service and a client compile a path only after it ran thousands of times, and
+// at concurrency 1 each path runs once per item: without this, consume-1 (the first consume row)
+// would measure code still being compiled, and each system a different share of it.
+//
+// Options: one JSON argument (bench/scenarios/clients.mjs).
 
+import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { itemJson } from '../common/items.mjs';
 import { consumeAll, inFlight, measuredRow, pushToHandler } from './measure.mjs';
 
 const options = JSON.parse(process.argv[2] ?? '{}');
-const ADAPTERS = { pushpop: './pushpop.mjs', bullmq: './bullmq.mjs', pgboss: './pgboss.mjs' };
+const ADAPTERS = { pushpop: './pushpop.mjs', bullmq: './bullmq.mjs', pgboss: './pgboss.mjs', floor: './floor.mjs' };
 const ITEM = JSON.parse(itemJson());
 const itemOf = (n) => ({ ...ITEM, n });
 const stamp = Date.now().toString(36);
@@ -36,7 +46,7 @@ async function withQueue(row, use) {
   }
 }
 
-/** Unmeasured: `count` items onto `queue` by batches. */
+/** Unmeasured: `count` items onto `queue` by batches (the floor's: single pushes, 64 at once). */
 async function fill(queue, count) {
   for (let i = 0; i < count; i += options.batchSize)
     await adapter.pushBatch(
@@ -53,30 +63,53 @@ const row = (name, run) =>
     return { ...result, errors: adapter.takeErrors(), ...(requests === undefined ? {} : { requests: adapter.requests() - requests }) };
   });
 
+/**
+ * Unmeasured: for each concurrency of 1 and 32, `items` single pushes, then a consumer at that
+ * concurrency until they are done; the pushes and the consuming each stop after `maxSeconds`.
+ */
+async function warmUp() {
+  const { items, inFlight: width, maxSeconds } = options;
+  for (const concurrency of [1, 32]) {
+    say(`warming up (unmeasured): ${items} single pushes, consumed at concurrency ${concurrency} (at most ${maxSeconds} s each) ...`);
+    await withQueue(`warm-up-${concurrency}`, async (queue) => {
+      const until = performance.now() + maxSeconds * 1000;
+      let pushed = 0;
+      await inFlight(items, width, async (i) => {
+        if (performance.now() > until) return;
+        await adapter.pushOne(queue, itemOf(i));
+        pushed += 1;
+      });
+      if (pushed > 0) await consumeAll(adapter, queue, pushed, concurrency, maxSeconds);
+    });
+  }
+  adapter.takeErrors();
+}
+
 async function rows() {
   const { items, inFlight: width } = options;
-  say(`warming up (unmeasured): ${width * 4} single pushes, consumed at concurrency 8 ...`);
-  await withQueue('warm-up', async (queue) => {
-    await inFlight(width * 4, width, (i) => adapter.pushOne(queue, itemOf(i)));
-    await consumeAll(adapter, queue, width * 4, 8, 5);
-  });
-  adapter.takeErrors();
+  const has = (name) => adapter.rows.includes(name);
+  await warmUp();
 
-  say(`produce: ${items} single pushes, ${width} awaited at once ...`);
-  await withQueue('produce-single', (queue) =>
-    row('produce-single', () => inFlight(items, width, (i) => adapter.pushOne(queue, itemOf(i))).then(() => ({ items }))),
-  );
-  if (adapter.lingeringPusher) {
+  if (has('produce-single')) {
+    say(`produce: ${items} single pushes, ${width} awaited at once ...`);
+    await withQueue('produce-single', (queue) =>
+      row('produce-single', () => inFlight(items, width, (i) => adapter.pushOne(queue, itemOf(i))).then(() => ({ items }))),
+    );
+  }
+  if (has('produce-linger')) {
     say(`produce: ${items} pushes through a lingering Producer, ${width} awaited at once ...`);
     await withQueue('produce-linger', (queue) => {
       const push = adapter.lingeringPusher(queue);
       return row('produce-linger', () => inFlight(items, width, (i) => push(itemOf(i))).then(() => ({ items })));
     });
   }
-  say(`produce: ${options.batchItems} items in batches of ${options.batchSize}, one batch at a time ...`);
-  await withQueue('produce-batch', (queue) => row('produce-batch', () => fill(queue, options.batchItems).then(() => ({ items: options.batchItems }))));
+  if (has('produce-batch')) {
+    say(`produce: ${options.batchItems} items in batches of ${options.batchSize}, one batch at a time ...`);
+    await withQueue('produce-batch', (queue) => row('produce-batch', () => fill(queue, options.batchItems).then(() => ({ items: options.batchItems }))));
+  }
 
   for (const concurrency of [1, 8, 32]) {
+    if (!has(`consume-${concurrency}`)) continue;
     say(`consume: ${items} items at concurrency ${concurrency} (at most ${options.maxSeconds} s) ...`);
     await withQueue(`consume-${concurrency}`, async (queue) => {
       await fill(queue, items);
@@ -84,10 +117,12 @@ async function rows() {
     });
   }
 
-  say(`latency: ${options.latencyPushes} pushes, one every ${options.everyMs} ms, to a waiting consumer (concurrency 1) ...`);
-  await withQueue('latency', (queue) =>
-    row('latency', () => pushToHandler(adapter, queue, options.latencyPushes, options.everyMs, options.maxSeconds, itemOf)),
-  );
+  if (has('latency')) {
+    say(`latency: ${options.latencyPushes} pushes, one every ${options.everyMs} ms, to a waiting consumer (concurrency 1) ...`);
+    await withQueue('latency', (queue) =>
+      row('latency', () => pushToHandler(adapter, queue, options.latencyPushes, options.everyMs, options.maxSeconds, itemOf)),
+    );
+  }
 }
 
 const outcome = await rows().then(

@@ -1,5 +1,6 @@
 // The client rows' tables: a column per system (and pushpop lock mode), a row per measurement,
-// medians over the rounds; items/s, then the CPU each item cost.
+// medians over the rounds; items/s, then the CPU each item cost. The last column, when the floor
+// target ran, is a reference rather than a library: its raw SQL over plain HTTP.
 
 import { CONFIG } from '../common/config.mjs';
 import { fmtMs, fmtNum } from '../common/format.mjs';
@@ -16,9 +17,9 @@ const ROWS = [
   ['latency', 'push → handler latency p50 / p99 (ms), a waiting consumer, a push every 10 ms'],
 ];
 
-/** The columns in table order (BullMQ, pg-boss, then pushpop's), from the rows recorded. */
+/** The columns in table order (BullMQ, pg-boss, then pushpop's, the raw-SQL floor last), from the rows recorded. */
 function columns() {
-  const order = ['BullMQ', 'pg-boss', 'pushpop-postgres', 'pushpop-embedded'];
+  const order = ['BullMQ', 'pg-boss', 'pushpop-postgres', 'pushpop-embedded', 'raw-SQL floor'];
   const names = [...new Set(runRows.filter((r) => r.scenario === 'clients' && !r.failed).map((r) => r.column))];
   return names.sort((a, b) => order.findIndex((o) => a.startsWith(o)) - order.findIndex((o) => b.startsWith(o)));
 }
@@ -47,10 +48,10 @@ function cpuCell(rows) {
 }
 
 const title = () =>
-  `Through each system's own client library (BullMQ's Queue and Worker on its Redis, pg-boss's send/insert/work, @pushpop/client's Producer, pushBatch and Consumer), items/s, medians over ${CONFIG.rounds} round(s): ${fmtNum(CONFIG.clientItems)} items per produce and consume row (batches: ${fmtNum(CONFIG.clientItems * 10)}), consumed from one queue by no-op handlers; * the ${CONFIG.clientMaxSeconds} s a consume row may take ran out first (items/s of the items done by then); latency from the push call to the handler's start, ${fmtNum(CONFIG.clientLatencyPushes)} pushes ("> wait": not handled ${CONFIG.clientMaxSeconds} s after the last push)`;
+  `Through each system's own client library (BullMQ's Queue and Worker on its Redis, pg-boss's send/insert/work, @pushpop/client's Producer, pushBatch and Consumer) and, as a reference, the raw-SQL floor over node:http with no library (a committed INSERT per push, a committed DELETE per item popped, an empty pop polled again at once), items/s, medians over ${CONFIG.rounds} round(s), after an unmeasured warm-up of ${fmtNum(CONFIG.clientItems)} single pushes consumed at concurrency 1 and as many at 32: ${fmtNum(CONFIG.clientItems)} items per produce and consume row (batches: ${fmtNum(CONFIG.clientItems * 10)}), consumed from one queue by no-op handlers; – a row the column has no call for (a lingering Producer is pushpop's; the floor has no batch route); * the ${CONFIG.clientMaxSeconds} s a consume row may take ran out first (items/s of the items done by then); latency from the push call to the handler's start, ${fmtNum(CONFIG.clientLatencyPushes)} pushes ("> wait": not handled ${CONFIG.clientMaxSeconds} s after the last push)`;
 
 const cpuTitle = () =>
-  "The same rows' CPU per item, µs: the client library's process / pushpop's service (the peers have none here) / the store (PostgreSQL's whole process tree, shared by the PostgreSQL targets, or Redis)";
+  "The same rows' CPU per item, µs: the client's process / the HTTP server it speaks to (pushpop's service, the floor's peer; BullMQ and pg-boss have none) / the store (PostgreSQL's whole process tree, shared by the PostgreSQL targets, or Redis)";
 
 /** The client tables (no rows when the `clients` scenario did not run). */
 export function clientTables() {

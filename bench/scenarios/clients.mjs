@@ -1,8 +1,9 @@
 // `clients`: each system through its own client library, side by side (bench/clients/): BullMQ's
 // Queue and Worker on the bullmq-redis target's Redis, pg-boss on the pgboss target's database,
 // @pushpop/client against each pushpop target with its queues in exclusive and in shared lock
-// mode. The library runs in a child process per system and round; this side samples the
-// target's CPU around each of its measured parts and records the rows.
+// mode, and as a reference the floor target's raw SQL over plain node:http, no library. The
+// library runs in a child process per system and round; this side samples the target's CPU
+// around each of its measured parts and records the rows.
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -33,7 +34,10 @@ const RUNS = {
     { system: 'pushpop', lockMode: 'exclusive', column: 'pushpop-embedded (exclusive)' },
     { system: 'pushpop', lockMode: 'shared', column: 'pushpop-embedded (shared)' },
   ],
+  floor: [{ system: 'floor', column: 'raw-SQL floor (HTTP, no library)' }],
 };
+/** The systems whose client speaks the target's HTTP: the target's server process is the service they use (else the library talks to the store). */
+const OVER_HTTP = ['pushpop', 'floor'];
 /** The targets that have a client run, in the table's column order. */
 export const CLIENT_TARGETS = Object.keys(RUNS);
 
@@ -55,8 +59,8 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
     system,
     lockMode,
     url: target.url,
-    // the library's store: the Redis or the database of the peer's target (pushpop's client speaks HTTP)
-    storeUrl: system === 'pushpop' ? null : target.redis ? target.redis.url : dbUrl(target.db),
+    // the library's store: the Redis or the database of the peer's target (pushpop's client and the floor's requests speak HTTP)
+    storeUrl: OVER_HTTP.includes(system) ? null : target.redis ? target.redis.url : dbUrl(target.db),
     pushpopDir: CONFIG.pushpopDir,
     items: CONFIG.clientItems,
     batchItems: CONFIG.clientItems * 10,
@@ -66,7 +70,7 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
     maxSeconds: CONFIG.clientMaxSeconds,
     latencyPushes: CONFIG.clientLatencyPushes,
   };
-  progress(`  ${target.name} · clients, ${column}: through its own client library (a process of its own) ...`);
+  progress(`  ${target.name} · clients, ${column}: ${system === 'floor' ? 'over node:http' : 'through its own client library'} (a process of its own) ...`);
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   const child = spawn(process.execPath, [join(benchDir, 'clients', 'run-client.mjs'), JSON.stringify(options)], {
@@ -86,11 +90,12 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
     else if (message.type === 'begin') {
       before.set(message.row, sampleCpu(target));
       child.send({ type: 'go' });
-    } else if (message.type === 'end') recordRow(target, roundNo, column, message, cpuPerRequest(before.get(message.row), sampleCpu(target), message.items));
+    } else if (message.type === 'end')
+      recordRow(target, roundNo, column, OVER_HTTP.includes(system), message, cpuPerRequest(before.get(message.row), sampleCpu(target), message.items));
     else if (message.type === 'done' || message.type === 'failed') outcome = message;
   });
-  // bounded: seven rows, the slow ones capped at BENCH_CLIENT_MAX_SECONDS, plus fills and start-up
-  const capSeconds = 10 * CONFIG.clientMaxSeconds + 600;
+  // bounded: the warm-up's four parts and seven rows, the slow ones capped at BENCH_CLIENT_MAX_SECONDS, plus fills and start-up
+  const capSeconds = 14 * CONFIG.clientMaxSeconds + 600;
   const exit = await Promise.race([exited, sleep(capSeconds * 1000).then(() => null)]);
   if (exit === null) {
     killGroup(child.pid, 'SIGKILL');
@@ -101,7 +106,7 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
   for (const row of runRows) if (row.scenario === 'clients' && row.round === roundNo && row.column === column) row.options = outcome.options;
 }
 
-function recordRow(target, roundNo, column, m, cpu) {
+function recordRow(target, roundNo, column, overHttp, m, cpu) {
   const latency = m.latencies_ms ? summarize(m.latencies_ms.map((x) => x ?? Infinity)) : null;
   const row = {
     round: roundNo,
@@ -116,8 +121,8 @@ function recordRow(target, roundNo, column, m, cpu) {
     ...(m.requests === undefined ? {} : { requests: m.requests, requests_per_item: round(m.requests / m.items, 2) }),
     ...(latency ? { latency_ms: latency, handled: m.handled, push_failures: m.push_failure_count } : {}),
     cpu: {
-      // a peer's HTTP server takes no part in these rows: only pushpop's service does
-      service_us_per_item: target.kind === 'pushpop' ? cpu.server_us_per_req : null,
+      // the server process of the target the client speaks HTTP to (pushpop's service, the floor's peer); a library on a store has none
+      service_us_per_item: overHttp ? cpu.server_us_per_req : null,
       store_us_per_item: cpu.store_us_per_req,
       client_us_per_item: round(m.client_us_per_item, 1),
     },
