@@ -11,23 +11,32 @@ interface Waiting {
 /** At most this many lock ids per request (the contract's limit). */
 const MAX_LOCKS = 1000;
 
+/** More fields of a batcher's requests, decided as each goes out (an acknowledgement's `next`), and what to do with each one's whole answer. */
+export interface EachRequest {
+  fields?: () => Record<string, unknown>;
+  /** Called once per request with the fields {@link fields} gave it, and its answer (undefined when the request failed). */
+  answered?: (answer: BatchSettleResult | undefined, sent: Record<string, unknown>) => Promise<void>;
+}
+
 /**
  * Settles locks of one queue through a batch route (`acknowledge/batch`, `release/batch`), with
- * the same body fields for all (a release's delay, `dead_letter`): a lock settled while none of
- * this batcher's requests is in flight goes out at once; locks settled while one is in flight go
- * out together once it is answered. No timer: settling never waits for company. Each caller
- * gets its own lock's result, or a {@link PushpopError} made of it when its status is not 200.
+ * the same body fields for all (a release's delay, `dead_letter`): a lock settled while fewer than
+ * `maxInFlight` of this batcher's requests are in flight goes out at once; locks settled while
+ * that many are go out together once one is answered. No timer: settling never waits for
+ * company. Each caller gets its own lock's result, or a {@link PushpopError} made of it when its
+ * status is not 200.
  */
 export class LockBatcher {
   private waiting: Waiting[] = [];
-  private inFlight: Promise<void> | undefined;
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly queue: Queue<object>,
     private readonly route: '/queue/{queue_id}/acknowledge/batch' | '/queue/{queue_id}/release/batch',
     private readonly fields: Record<string, unknown> = {},
-    /** More fields, decided as each request goes out (an acknowledgement's `next`), and what to do with its whole answer. */
-    private readonly each: { fields?: () => Record<string, unknown>; answered?: (answer: BatchSettleResult) => Promise<void> } = {},
+    private readonly each: EachRequest = {},
+    /** Requests in flight at once at most. */
+    private readonly maxInFlight = 1,
   ) {}
 
   /** Settles `lockId`; resolves with its result when it is 200, rejects with its error otherwise. */
@@ -45,37 +54,40 @@ export class LockBatcher {
 
   /** Whether a lock waits or a request is in flight. */
   get busy(): boolean {
-    return this.inFlight !== undefined || this.waiting.length > 0;
+    return this.inFlight.size > 0 || this.waiting.length > 0;
   }
 
   /** Resolves when nothing is waiting or in flight. */
   async idle(): Promise<void> {
-    while (this.inFlight) await this.inFlight;
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
   private pump(): void {
-    if (this.inFlight || this.waiting.length === 0) return;
+    if (this.inFlight.size >= this.maxInFlight || this.waiting.length === 0) return;
     const batch = this.waiting.splice(0, MAX_LOCKS);
-    this.inFlight = this.send(batch).finally(() => {
-      this.inFlight = undefined;
+    const request: Promise<void> = this.send(batch).finally(() => {
+      this.inFlight.delete(request);
       this.pump();
     });
+    this.inFlight.add(request);
   }
 
   private async send(batch: Waiting[]): Promise<void> {
+    const sent = this.each.fields?.() ?? {};
     let answer: BatchSettleResult;
     try {
       answer = await this.queue.client.call({
         method: 'POST',
         path: this.route,
         params: { path: { queue_id: this.queue.id } },
-        body: { lock_ids: batch.map((w) => w.lockId), ...this.fields, ...this.each.fields?.() },
+        body: { lock_ids: batch.map((w) => w.lockId), ...this.fields, ...sent },
       });
     } catch (error) {
       for (const w of batch) w.reject(error);
+      await this.each.answered?.(undefined, sent);
       return;
     }
-    await this.each.answered?.(answer);
+    await this.each.answered?.(answer, sent);
     const results = answer.results ?? [];
     // The contract answers a result per lock, in order: looked up by id only when one is not where it should be.
     let byId: Map<string, LockResult> | undefined;
