@@ -53,6 +53,37 @@ const title = () =>
 const cpuTitle = () =>
   "The same rows' CPU per item, µs: the client's process / the HTTP server it speaks to (pushpop's service, the floor's peer; BullMQ and pg-boss have none) / the store (PostgreSQL's whole process tree, shared by the PostgreSQL targets, or Redis)";
 
+const BULLMQ = 'BullMQ on Redis';
+
+/** `column` ÷ BullMQ's Worker or Queue in each round both ran the row, in round order ('–' if none). */
+function ratioCell(column, row) {
+  const theirs = new Map(rowsOf(BULLMQ, row).map((r) => [r.round, r.items_per_s]));
+  const ratios = rowsOf(column, row)
+    .filter((r) => theirs.get(r.round) > 0)
+    .sort((a, b) => a.round - b.round)
+    .map((r) => `${(r.items_per_s / theirs.get(r.round)).toFixed(2)}×`);
+  return ratios.length === 0 ? '–' : ratios.join(', ');
+}
+
+const ratioTitle = () =>
+  `The same rates as ratios to BullMQ on Redis within each round, round 1 first: a machine's speed moves every system's rates between rounds far more than the ratio within one`;
+
+/** The ratio table: each pushpop column ÷ BullMQ, per round (none without BullMQ or pushpop in the run). */
+function ratioTable() {
+  const cols = columns().filter((c) => c.startsWith('pushpop'));
+  if (!columns().includes(BULLMQ) || cols.length === 0) return [];
+  const rows = ROWS.filter(([row]) => row !== 'latency' && row !== 'produce-linger');
+  return [
+    {
+      title: ratioTitle(),
+      mdTitle: `${ratioTitle()}.`,
+      headers: ['÷ BullMQ, per round', ...cols],
+      rows: rows.map(([row, label]) => [label, ...cols.map((c) => ratioCell(c, row))]),
+      right: [false, ...cols.map(() => true)],
+    },
+  ];
+}
+
 /** The client tables (no rows when the `clients` scenario did not run). */
 export function clientTables() {
   const cols = columns();
@@ -77,5 +108,6 @@ export function clientTables() {
       ),
       right,
     },
+    ...ratioTable(),
   ];
 }
