@@ -5,16 +5,16 @@ import { DEFAULT_METRICS_PREFIX, METRICS } from './metric-names.js';
 import { LATENCY_BUCKETS, MetricsRegistry } from './metrics-registry.js';
 
 /**
- * The app's registry as `/metrics` serves it: the HTTP operation metrics (fed by Fastify's
- * response hooks, {@link OperationMetrics}), Node.js's process metrics, and whatever the other
- * modules registered through {@link MetricCollectors} (each module its own).
- */
-/**
  * How often the event loop's lag is sampled (`nodejs_eventloop_lag_*`), in ms: ten samples a
  * second, 150 between two scrapes 15 s apart.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
+/**
+ * The app's registry as `/metrics` serves it: the HTTP operation metrics (fed by Fastify's
+ * response hooks, {@link OperationMetrics}), Node.js's process metrics, and whatever the other
+ * modules registered through {@link MetricCollectors} (each module its own).
+ */
 @Injectable()
 export class MetricsService implements OnModuleInit {
   readonly registry: Registry;

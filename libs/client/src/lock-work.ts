@@ -35,8 +35,6 @@ export interface LockWorkContext<T> {
 /** A handler's outcome. */
 type Outcome<T> = { delivery: Delivery<T>; error?: unknown; ok: boolean };
 
-/** What {@link LockWork.run} answers when nothing settles ahead. */
-
 /**
  * What a handler gets for one item. `signal` is an own enumerable accessor, as of an object
  * literal with a getter (a copy made by spreading carries it), read through one function shared
