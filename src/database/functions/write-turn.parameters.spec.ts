@@ -8,34 +8,21 @@ import { generatedFiles } from './generated-files.js';
 import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
 import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS } from './write-turn.parameters.js';
 import { writeTurnValues } from './write-turn.values.js';
+import { storedWrite } from '../../../test/support/stored-writes.js';
 
 /** A push of one item onto an existing exclusive queue: what most turns write. */
-const push: StoredTurnWrite = {
+const push: StoredTurnWrite = storedWrite({
   expectedVersion: 7,
   newVersion: 8,
-  deleteQueue: false,
   settings: { segmentSize: 100, bufferSegments: 2, lockMode: 'shared', maxDeliveries: 3, deadLetterQueue: 'dlq' },
   itemCount: 1,
   priorities: {
     '0': { count: 1, head_segment: 0, tail_segment: 0, head_offloaded_segment: null, tail_offloaded_segment: null, next_position: 1, head_position: 0 },
   },
-  deletes: [],
   inserts: [{ priority: 0, segment: 0, position: 0, json: '{"n":1}' }],
-  lock: undefined,
-  storeSaves: [],
-  storeDeletes: [],
   delayed: null,
-  delayedInserts: [],
-  delayedDeleteThrough: null,
   dedupInserts: [{ dedupId: 'd1', expiresAt: 5000 }],
-  shared: null,
-  sharedLockUpserts: [],
-  sharedLockDeletes: [],
-  returnedInserts: [],
-  returnedDeletes: [],
-  deadLetters: null,
-  redriven: [],
-};
+});
 
 const index = (name: string): number => WRITE_TURN_PARAMETERS.findIndex((p) => p.name === name);
 const valueOf = (values: unknown[], name: string): unknown => values[index(name)];
