@@ -88,6 +88,17 @@ export class Environment {
   BUFFER_SEGMENTS = 1;
 
   /**
+   * Offloaded segments read ahead of the turns that bring them back, per priority being popped
+   * (see `SegmentReadAhead`): a drained deep queue then never waits for the store in a turn, for
+   * this many more segments in memory; 0: none.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100)
+  READ_AHEAD_SEGMENTS = 2;
+
+  /**
    * A segment brought back from the offload store is written as one packed row, once no process
    * of the previous release (which reads only rows) is connected to the database (see
    * `storage/packing-gate.ts`); false: a row per item always, as that release writes them.

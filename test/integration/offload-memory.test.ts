@@ -10,7 +10,9 @@ import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId }
  * Memory stays bounded with offloading (seed 003: "Memory ≈ (buffer_segments + 2) ×
  * segment_size items"; CONTRACT.md "Segments and offloading"). With the default SEGMENT_SIZE
  * 100 and BUFFER_SEGMENTS 1 a priority keeps at most its head, one buffer segment and its tail
- * in memory: 300 items, whatever the queue's length.
+ * in memory: 300 items, whatever the queue's length. While a priority is popped, the next
+ * READ_AHEAD_SEGMENTS offloaded segments are read ahead of the pops (SegmentReadAhead), and are
+ * counted too: 500 items with the default 2.
  *
  * The numbers observed (items in memory, heap, timings) are logged once at the end.
  */
@@ -18,16 +20,19 @@ import { databaseKind, removeDataDir, startService, TestService, uniqueQueueId }
 const SIZE = 100;
 const BUFFER = 1;
 const PER_PRIORITY_BOUND = (BUFFER + 2) * SIZE;
+const READ_AHEAD = 2;
+/** A priority being popped, with the segments read ahead for it. */
+const POPPED_PRIORITY_BOUND = PER_PRIORITY_BOUND + READ_AHEAD * SIZE;
 const BATCH = 1000;
 /** HTTP by default (100 batches of 1000 take a few seconds); PUSH_VIA=service calls QueueService.pushBatch directly. */
 const pushVia = process.env.PUSH_VIA === 'service' ? 'service' : 'http';
 
-describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENTS 1)', () => {
+describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENTS 1, READ_AHEAD_SEGMENTS 2)', () => {
   let svc: TestService;
   let registry: ActorRegistry;
   const observed: Record<string, number | string> = {};
   beforeAll(async () => {
-    svc = await startService({ env: { SEGMENT_SIZE: String(SIZE), BUFFER_SEGMENTS: String(BUFFER) } });
+    svc = await startService({ env: { SEGMENT_SIZE: String(SIZE), BUFFER_SEGMENTS: String(BUFFER), READ_AHEAD_SEGMENTS: String(READ_AHEAD) } });
     registry = svc.app.get(ActorRegistry);
   });
   afterAll(async () => {
@@ -61,7 +66,7 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
     return max;
   };
 
-  it('100,000 items at priority 0: at most 300 items in memory after every batch and while draining', { timeout: 300_000 }, async () => {
+  it('100,000 items at priority 0: at most 300 items in memory after every batch, and 500 while draining', { timeout: 300_000 }, async () => {
     const q = uniqueQueueId('mem');
     const stats = svc.app.get(OffloadStats);
     const offloadedBefore = stats.segmentsOffloaded;
@@ -96,8 +101,9 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
     expect(registry.peek(q)?.itemsInMemory).toBe(registry.itemsInMemory);
 
     const drainStarted = Date.now();
-    const maxDraining = await popChecked(q, 20_000, PER_PRIORITY_BOUND, (i) => ({ n: i, pad: 'x'.repeat(32) }), 0);
+    const maxDraining = await popChecked(q, 20_000, POPPED_PRIORITY_BOUND, (i) => ({ n: i, pad: 'x'.repeat(32) }), 0);
     const drainMs = Date.now() - drainStarted;
+    expect(maxDraining, 'the segments read ahead are counted').toBeGreaterThan(PER_PRIORITY_BOUND);
     const after = await inspectQueue(svc.http, q);
     expect(after.priorities['0']).toMatchObject({ count: 80_000, head_segment: 200, head_offloaded_segment: 202, tail_offloaded_segment: 998 });
     expectOffloadInvariant(after, 'at-rest', 'after draining 20,000');
@@ -119,7 +125,7 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
     });
   });
 
-  it('3 priorities: at most 3 × 300 items in memory', { timeout: 300_000 }, async () => {
+  it('3 priorities: at most 3 × 300 items in memory, and the segments read ahead for the one popped', { timeout: 300_000 }, async () => {
     const q = uniqueQueueId('mem3');
     const perPriority = 10_000;
     const bound = 3 * PER_PRIORITY_BOUND;
@@ -152,7 +158,13 @@ describe('memory stays bounded with offloading (SEGMENT_SIZE 100, BUFFER_SEGMENT
       });
     }
     // Drain all of priority 0 and 2,000 of priority 1 (crossing from one priority into the next).
-    const maxDraining = await popChecked(q, perPriority + 2000, bound, (i) => (i < perPriority ? { p: 0, n: i } : { p: 1, n: i - perPriority }), 0);
+    const maxDraining = await popChecked(
+      q,
+      perPriority + 2000,
+      bound + READ_AHEAD * SIZE,
+      (i) => (i < perPriority ? { p: 0, n: i } : { p: 1, n: i - perPriority }),
+      0,
+    );
     const after = await inspectQueue(svc.http, q);
     expect(Object.keys(after.priorities)).toStrictEqual(['1', '2']);
     expect(after.priorities['1']).toMatchObject({ count: perPriority - 2000, head_segment: 20, head_offloaded_segment: 22 });

@@ -183,8 +183,8 @@ export function answered<T>(value: OrNeed<T>): T {
 
 /** Ends a turn as the runner does: load back, offload, write, commit. */
 export function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
-  withFetch(db, core, () => core.loadBack());
-  const moves = withFetch(db, core, () => core.planOffload());
+  withFetch(db, core, () => core.offload.loadBack());
+  const moves = withFetch(db, core, () => core.offload.plan());
   const failed = new Set<number>();
   for (const move of moves) {
     if (failed.has(move.priority)) continue;
@@ -193,7 +193,7 @@ export function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
       continue;
     }
     db.store.set(`${move.priority}:${move.segment}`, [...move.items]);
-    core.offloaded(move.priority, move.segment);
+    core.offload.offloaded(move.priority, move.segment);
   }
   const write = core.pendingWrite(() => 1000);
   if (write) db.apply(write);

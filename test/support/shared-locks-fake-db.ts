@@ -166,11 +166,11 @@ export function startTurn(db: FakeDb, core: QueueCore, now: number): void {
 }
 
 export function endTurn(db: FakeDb, core: QueueCore): TurnWrite | undefined {
-  withFetch(db, core, () => core.loadBack());
-  const moves = withFetch(db, core, () => core.planOffload());
+  withFetch(db, core, () => core.offload.loadBack());
+  const moves = withFetch(db, core, () => core.offload.plan());
   for (const move of moves) {
     db.store.set(`${move.priority}:${move.segment}`, [...move.items]);
-    core.offloaded(move.priority, move.segment);
+    core.offload.offloaded(move.priority, move.segment);
   }
   const write = core.pendingWrite(() => 1000);
   if (write) db.apply(write);

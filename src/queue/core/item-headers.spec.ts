@@ -150,7 +150,7 @@ describe('item headers in the core', () => {
         0,
       ),
     );
-    const moves = run(db, core, () => core.planOffload());
+    const moves = run(db, core, () => core.offload.plan());
     // Segment 0 (1, 2) is the head; 1 (3, 4) and 2 (5, 6) move; 3 (7) is the tail.
     expect(moves.map((m) => m.headers)).toEqual([[null, H(4)], undefined]);
   });

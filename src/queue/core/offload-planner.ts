@@ -38,6 +38,24 @@ export class OffloadPlanner {
   }
 
   /**
+   * The offloaded segments {@link loadBack} will ask for next, on the priorities whose head this
+   * turn worked on: those up to `ahead` segments past the buffer, bottom up. What the runner
+   * reads before a turn needs them (a read ahead), so that a consumer draining a deep queue does
+   * not wait for the store in every turn; the turn that loads one back still decides everything.
+   */
+  upcoming(ahead: number): SegmentRef[] {
+    const turn = this.ctx.turn;
+    const refs: SegmentRef[] = [];
+    for (const priority of turn.headTouched) {
+      const meta = this.segments.get(priority);
+      if (!meta || meta.head_offloaded_segment === null) continue;
+      const last = Math.min(meta.tail_offloaded_segment ?? meta.head_offloaded_segment, meta.head_segment + this.ctx.settings.bufferSegments + ahead);
+      for (let segment = meta.head_offloaded_segment; segment <= last; segment++) refs.push({ priority, segment, from: 'offload', purpose: 'use' });
+    }
+    return refs;
+  }
+
+  /**
    * After pushes: the full middle segments past the buffer that should move to the offload
    * store, per priority in ascending order (the offloaded range grows at its top). The runner
    * saves them and reports each success with {@link offloaded}, stopping a priority at its

@@ -124,6 +124,37 @@ describe('QueueCore', () => {
     expect(QueueCore.absent(SETTINGS).deleteQueue()).toBeUndefined();
   });
 
+  it('offload.upcoming names the offloaded segments the next turns load back, past the buffer, only where the turn popped', () => {
+    const db = new FakeDb();
+    const core = QueueCore.absent(SETTINGS);
+    core.push(
+      Array.from({ length: 30 }, (_, n) => item(0, n)),
+      0,
+      0,
+    );
+    core.push([item(1, 0)], 0, 0);
+    expect(core.offload.upcoming(3), 'a turn of pushes pops nothing: nothing to read ahead').toEqual([]);
+    endTurn(db, core);
+    expect(core.meta(0)).toMatchObject({ head_segment: 0, head_offloaded_segment: 2, tail_offloaded_segment: 8, tail_segment: 9 });
+    expect(items(core.pop(3, 0))).toEqual([0, 1, 2].map((n) => item(0, n).json));
+    withFetch(db, core, () => core.offload.loadBack());
+    const offload = (segment: number) => ({ priority: 0, segment, from: 'offload', purpose: 'use' });
+    // Segment 2 came back with this turn; 3, 4 and 5 come within the buffer as the head moves on.
+    expect(core.offload.upcoming(3)).toEqual([offload(3), offload(4), offload(5)]);
+    expect(core.offload.upcoming(1)).toEqual([offload(3)]);
+    endTurn(db, core);
+    // Near the top of the offloaded range it stops there.
+    for (let turn = 0; turn < 5; turn++) {
+      core.pop(3, 0);
+      endTurn(db, core);
+    }
+    expect(core.meta(0)).toMatchObject({ head_segment: 6, head_offloaded_segment: 8, tail_offloaded_segment: 8 });
+    core.pop(1, 0);
+    withFetch(db, core, () => core.offload.loadBack());
+    expect(core.offload.upcoming(3)).toEqual([offload(8)]);
+    endTurn(db, core);
+  });
+
   /**
    * Random operations over a few priorities with tiny segments, random reactivation (a fresh
    * core from the stored record) and random store failures: after every turn the stored queue

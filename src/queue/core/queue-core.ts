@@ -23,7 +23,6 @@ import {
   type LockState,
   Needed,
   type NewItem,
-  type OffloadMove,
   type PriorityMetadata,
   type QueueRecord,
   type QueueSettings,
@@ -88,7 +87,11 @@ export class QueueCore {
   private readonly shared: SharedLocks;
   private readonly delayed: DelayedItems;
   private readonly dedup: DedupIds;
-  private readonly offload: OffloadPlanner;
+  /**
+   * Offloading, the runner's side of it: which segments come back or go out with the turn
+   * (`loadBack`, `plan`, `offloaded`) and which the next turns bring back (`upcoming`).
+   */
+  readonly offload: OffloadPlanner;
   private readonly front: QueueFront;
   private readonly locks: LockOperations;
   private readonly pops: QueuePops;
@@ -437,21 +440,6 @@ export class QueueCore {
 
   // ---------------------------------------------------------------------------------------
   // the runner's side of a turn
-
-  /** Loads back the offloaded segments the turn's pops brought within the buffer (see {@link OffloadPlanner.loadBack}). */
-  loadBack(): Needed | undefined {
-    return this.offload.loadBack();
-  }
-
-  /** After pushes: the segments to move to the offload store (see {@link OffloadPlanner.plan}). */
-  planOffload(): OffloadMove[] | Needed {
-    return this.offload.plan();
-  }
-
-  /** A planned move's segment is in the offload store now. */
-  offloaded(priority: number, segment: number): void {
-    this.offload.offloaded(priority, segment);
-  }
 
   /** Hands over a segment a {@link Needed} asked for (see {@link PrioritySegments.provide}). */
   provide(ref: SegmentRef, fetch: SegmentFetch): void {

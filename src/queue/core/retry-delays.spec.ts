@@ -40,11 +40,11 @@ function turn<T>(db: DelayedDb, core: QueueCore, now: number, fn: () => OrNeed<T
   run(db, core, () => core.expireLock(now));
   run(db, core, () => core.expireSharedLocks(now));
   const result = run(db, core, fn);
-  run(db, core, () => core.loadBack());
-  const moves = run(db, core, () => core.planOffload());
+  run(db, core, () => core.offload.loadBack());
+  const moves = run(db, core, () => core.offload.plan());
   for (const m of moves) {
     db.store.set(`${m.priority}:${m.segment}`, [...m.items]);
-    core.offloaded(m.priority, m.segment);
+    core.offload.offloaded(m.priority, m.segment);
   }
   const write = core.pendingWrite(() => 1000);
   if (write) db.apply(write);

@@ -1,8 +1,9 @@
-import { Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { KeyedMutex } from '@pushpop/keyed-mutex';
 import { AppConfig } from '../../config/app-config.js';
 import { Clock } from '../../common/clock.js';
 import type { QueueCore } from '../core/queue-core.js';
+import { SegmentReadAhead } from './segment-read-ahead.js';
 
 /**
  * The virtual actors in memory: one {@link QueueCore} per active queue id, and the keyed mutex
@@ -27,6 +28,7 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly config: AppConfig,
     private readonly clock: Clock,
+    @Optional() private readonly readAhead?: SegmentReadAhead,
   ) {}
 
   onModuleInit(): void {
@@ -75,10 +77,10 @@ export class ActorRegistry implements OnModuleInit, OnModuleDestroy {
     return this.actors.size;
   }
 
-  /** Items held in memory over all actors. */
+  /** Items held in memory over all actors, with the segments read ahead for them. */
   get itemsInMemory(): number {
     let total = 0;
-    for (const { core } of this.actors.values()) total += core.itemsInMemory;
+    for (const { core } of this.actors.values()) total += core.itemsInMemory + (this.readAhead?.itemsOf(core) ?? 0);
     return total;
   }
 

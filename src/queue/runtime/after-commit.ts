@@ -5,6 +5,7 @@ import { ActorRegistry } from './actor-registry.js';
 import { OffloadCarriage } from './offload-carriage.js';
 import { QueueEvents } from './queue-events.js';
 import { QueueStats } from './queue-stats.js';
+import { SegmentReadAhead } from './segment-read-ahead.js';
 import { encodeQueueState } from './queue-state-payload.js';
 import type { Prepared } from './turn-attempt.js';
 import type { Pending } from './turn-lines.js';
@@ -12,9 +13,10 @@ import type { Pending } from './turn-lines.js';
 /**
  * What happens once a turn's write committed: only then does any operation get its outcome (a
  * refusal is an outcome like any other). Then the actor is kept (or dropped), the counters and
- * logs, the wake-ups of the queues that received dead letters or redriven items, the long polls
- * of this process and the notification to the others, and the offload store's clean-up (still
- * inside the turn).
+ * logs, the reads ahead of the segments the next turns load back (see {@link SegmentReadAhead}),
+ * the wake-ups of the queues that received dead letters or redriven items, the long polls of this
+ * process and the notification to the others, and the offload store's clean-up (still inside the
+ * turn).
  */
 @Injectable()
 export class AfterCommit {
@@ -28,6 +30,7 @@ export class AfterCommit {
     private readonly notifications: ItemNotifications,
     private readonly offloadStats: OffloadStats,
     private readonly carriage: OffloadCarriage,
+    private readonly readAhead: SegmentReadAhead,
   ) {}
 
   /** After the write committed: answers first, then the actor, the counters and the store's clean-up (still inside the turn). */
@@ -37,10 +40,14 @@ export class AfterCommit {
     { core, countBefore, write, results, dueMoved, lockExpired, sharedExpired, offloaded, loaded, failedSaves }: Prepared,
   ): Promise<void> {
     const unused = this.carriage.unused(core, failedSaves);
+    // Asked of the turn before it ends: which segments its pops bring next, and which it saved or deleted.
+    const upcoming = this.readAhead.segments > 0 ? core.offload.upcoming(this.readAhead.segments) : [];
+    const inStore = [...offloaded, ...failedSaves, ...core.storeDeletes()];
     core.committed(write);
     if (core.isPresent) this.registry.set(queueId, core);
     else this.registry.deactivate(queueId);
     results?.forEach((outcome, i) => batch[i].resolve(outcome));
+    this.readAhead.committed(queueId, core, upcoming, write, inStore);
     if (lockExpired !== undefined) {
       this.queueStats.lockExpirations += 1;
       this.queueStats.itemsRedelivered.expired += lockExpired;

@@ -59,7 +59,7 @@ export class OffloadCarriage {
   carry(queueId: string, core: QueueCore, moves: readonly OffloadMove[], locked: boolean): Carried | Promise<Carried> {
     if (this.store.inDatabase) {
       // Written by the turn's own statement.
-      for (const move of moves) core.offloaded(move.priority, move.segment);
+      for (const move of moves) core.offload.offloaded(move.priority, move.segment);
       return { offloaded: [...moves], failedSaves: [] };
     }
     if (locked || moves.length === 0) return { offloaded: [], failedSaves: [] };
@@ -128,7 +128,7 @@ export class OffloadCarriage {
         this.logger.warn(`Failed to offload segment ${move.segment} for priority ${move.priority} (actor ${queueId}): ${message(error)}`);
         continue;
       }
-      core.offloaded(move.priority, move.segment);
+      core.offload.offloaded(move.priority, move.segment);
       done.push(move);
     }
     return done;

@@ -12,6 +12,7 @@ import { RuntimeHistograms } from './runtime-histograms.js';
 import { RuntimeMetrics } from './runtime-metrics.js';
 import { RUNTIME_OBSERVER } from './runtime-observer.js';
 import { TurnReads } from './turn-reads.js';
+import { SegmentReadAhead } from './segment-read-ahead.js';
 import { TurnRunner } from './turn-runner.js';
 import { TurnAttempt } from './turn-attempt.js';
 import { AfterCommit } from './after-commit.js';
@@ -27,6 +28,7 @@ import { OffloadCarriage } from './offload-carriage.js';
     AfterCommit,
     OffloadCarriage,
     TurnReads,
+    SegmentReadAhead,
     QueueEvents,
     PrefixRotations,
     QueueStats,

@@ -196,7 +196,7 @@ export class TurnAttempt {
     const actor = core;
     const now = this.clock.now();
     const countBefore = actor.available;
-    const reader = this.reads.forAttempt(queueId, session, transaction, prefetched, now);
+    const reader = this.reads.forAttempt(queueId, actor, session, transaction, prefetched, now);
     // A core call that needs no rows answers at once: awaited only when the driver had to read
     // (an await of a plain value still costs a promise and a trip through the microtask queue,
     // half a dozen times per turn).
@@ -226,9 +226,9 @@ export class TurnAttempt {
         results.push(outcome instanceof Promise ? await outcome : outcome);
       }
     }
-    const loaded = run(() => actor.loadBack());
+    const loaded = run(() => actor.offload.loadBack());
     if (loaded instanceof Promise) await loaded;
-    let moves = run(() => actor.planOffload());
+    let moves = run(() => actor.offload.plan());
     if (moves instanceof Promise) moves = await moves;
     const inDatabase = this.carriage.inDatabase;
     let carried = this.carriage.carry(queueId, actor, moves, locked);

@@ -1,13 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import type { AppConfig } from '../../config/app-config.js';
 import { OffloadStats } from '../../offload/offload-stats.js';
 import type { OffloadStore } from '../../offload/offload-store.js';
+import type { QueueCore } from '../core/queue-core.js';
 import type { SegmentFetch, SegmentRef } from '../core/types.js';
+import { SegmentReadAhead } from './segment-read-ahead.js';
 import { refKey, StoreReadNeeded, TurnReads } from './turn-reads.js';
 
+const readAheadConfig = (segments: number): AppConfig => ({ env: { READ_AHEAD_SEGMENTS: segments } }) as AppConfig;
 const offload = (priority: number, segment: number): SegmentRef => ({ priority, segment, from: 'offload', purpose: 'use' });
 
 /** Turn reads over a store whose loads of the keys in `failing` fail; records the keys loaded. */
-function reads(failing: ReadonlySet<number>): { reads: TurnReads; loads: string[]; stats: OffloadStats } {
+function reads(failing: ReadonlySet<number>): { reads: TurnReads; loads: string[]; stats: OffloadStats; store: OffloadStore } {
   const loads: string[] = [];
   const store = {
     load: (_queueId: string, key: string) => {
@@ -18,7 +22,7 @@ function reads(failing: ReadonlySet<number>): { reads: TurnReads; loads: string[
   } as unknown as OffloadStore;
   const stats = new OffloadStats();
   const none = undefined as never;
-  return { reads: new TurnReads(none, none, none, none, store, stats), loads, stats };
+  return { reads: new TurnReads(none, none, none, none, store, stats, new SegmentReadAhead(readAheadConfig(2), store, none, stats)), loads, stats, store };
 }
 
 describe('TurnReads', () => {
@@ -45,5 +49,33 @@ describe('TurnReads', () => {
     const asked = await r.segments('q', [offload(0, 1), offload(0, 2)], transaction, prefetched, []).catch((error: unknown) => error);
     expect(asked).toBeInstanceOf(StoreReadNeeded);
     expect((asked as StoreReadNeeded).refs, 'only the one not read yet').toEqual([offload(0, 2)]);
+  });
+
+  it('takes the reads made ahead of the turn for its core, and reads the rest itself', async () => {
+    const { loads, store } = reads(new Set());
+    const rowReads: string[] = [];
+    const queueState = {
+      loadSegments: (_q: string, segments: readonly { priority: number; segment: number }[]) => {
+        rowReads.push(...segments.map((s) => `${s.priority}:${s.segment}`));
+        return Promise.resolve(new Map());
+      },
+    } as never;
+    const aheadStore = { load: (_q: string, key: string) => Promise.resolve({ items: [`"ahead ${/_seg_(\d+)_/.exec(key)![1]}"`] }) } as unknown as OffloadStore;
+    const readAhead = new SegmentReadAhead(readAheadConfig(2), aheadStore, queueState, new OffloadStats());
+    const core = { isPresent: true } as unknown as QueueCore;
+    readAhead.committed('q', core, [offload(0, 3)], undefined, []);
+    expect(rowReads, 'read ahead: the rows of segment 3').toEqual(['0:3']);
+    const none = undefined as never;
+    const r = new TurnReads(queueState, none, none, none, store, new OffloadStats(), readAhead);
+    const loaded: SegmentRef[] = [];
+    const state = (segment: number): SegmentRef => ({ priority: 0, segment, from: 'state', purpose: 'use' });
+    const fetched = await r.segments('q', [state(3), offload(0, 3), state(4), offload(0, 4)], undefined, new Map(), loaded, readAhead.of(core));
+    expect(fetched).toEqual([{ entries: [] }, { entries: [{ position: 0, json: '"ahead 3"' }] }, { entries: [] }, { entries: [{ position: 0, json: '"4"' }] }]);
+    expect(
+      loads.map((k) => /_seg_(\d+)_/.exec(k)![1]),
+      'the turn read only segment 4 from the store',
+    ).toEqual(['4']);
+    expect(rowReads, "and only segment 4's rows").toEqual(['0:3', '0:4']);
+    expect(loaded, 'both count as loaded back').toEqual([offload(0, 3), offload(0, 4)]);
   });
 });

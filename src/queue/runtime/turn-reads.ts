@@ -7,8 +7,10 @@ import { DelayedItemRepository } from '../../storage/delayed-item.repository.js'
 import { LockRepository } from '../../storage/lock.repository.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import type { RowReader } from '../core/core-driver.js';
+import type { QueueCore } from '../core/queue-core.js';
+import { segmentFetchOf, SegmentReadAhead, type ReadAheadSegments } from './segment-read-ahead.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
-import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentFetch, SegmentRef } from '../core/types.js';
+import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentEntry, SegmentFetch, SegmentRef } from '../core/types.js';
 
 /**
  * A turn under the row lock needs segments from the offload store, which is never read inside a
@@ -44,11 +46,12 @@ export class AttemptReader implements RowReader {
     private readonly transaction: DbSession | undefined,
     private readonly prefetched: ReadonlyMap<string, SegmentFetch>,
     private readonly now: number,
+    private readonly ahead: ReadAheadSegments | undefined,
   ) {}
 
   segments(refs: readonly SegmentRef[]): Promise<SegmentFetch[]> {
     this.read = true;
-    return this.reads.segments(this.queueId, refs, this.transaction, this.prefetched, this.loaded);
+    return this.reads.segments(this.queueId, refs, this.transaction, this.prefetched, this.loaded, this.ahead);
   }
 
   dueItems(now: number, limit: number): Promise<DueFetch> {
@@ -79,18 +82,20 @@ export class TurnReads {
     readonly dedupIds: DedupIdRepository,
     private readonly store: OffloadStore,
     private readonly stats: OffloadStats,
+    private readonly readAhead: SegmentReadAhead,
     @Optional() @Inject(RUNTIME_OBSERVER) private readonly observer: RuntimeObserver = NO_OBSERVER,
   ) {}
 
-  /** The reader of one attempt at a turn of `queueId` at `now`. */
+  /** The reader of one attempt at a turn of `queueId` at `now`, by `core` (whose reads ahead it takes). */
   forAttempt(
     queueId: string,
+    core: QueueCore,
     session: DbSession,
     transaction: DbSession | undefined,
     prefetched: ReadonlyMap<string, SegmentFetch>,
     now: number,
   ): AttemptReader {
-    return new AttemptReader(this, queueId, session, transaction, prefetched, now);
+    return new AttemptReader(this, queueId, session, transaction, prefetched, now, this.readAhead.of(core));
   }
 
   /** Fetches the segments a core call asked for, in the order asked; under the row lock, throws {@link StoreReadNeeded} for store reads not made yet. */
@@ -100,13 +105,18 @@ export class TurnReads {
     transaction: DbSession | undefined,
     prefetched: ReadonlyMap<string, SegmentFetch>,
     loaded: SegmentRef[],
+    ahead?: ReadAheadSegments,
   ): Promise<SegmentFetch[]> {
     const fromState = refs.filter((r) => r.from === 'state');
-    const rows = fromState.length > 0 ? await this.queueState.loadSegments(queueId, fromState, transaction) : new Map<string, never>();
     const fromStore = new Map<string, SegmentFetch>();
     const unread = refs.filter((r) => r.from === 'offload' && !prefetched.has(refKey(r)));
     if (transaction && unread.length > 0) throw new StoreReadNeeded(unread);
-    await this.readStoreInOrder(queueId, refs, fromStore, prefetched);
+    // The table's rows and the store's segments at once: a segment coming back needs both, and
+    // one round trip after the other would double what the turn waits for.
+    const [rows] = await Promise.all([
+      this.tableRows(queueId, fromState, transaction, ahead),
+      this.readStoreInOrder(queueId, refs, fromStore, prefetched, ahead),
+    ]);
     for (const ref of refs) {
       const fetch = fromStore.get(refKey(ref));
       if (ref.from === 'offload' && ref.purpose === 'use' && fetch && !('failed' in fetch) && fetch.entries) loaded.push(ref);
@@ -114,9 +124,28 @@ export class TurnReads {
     return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
   }
 
+  /** The table's rows of segments, keyed `priority:segment` (see `QueueStateRepository.loadSegments`): those read `ahead` from there. */
+  private async tableRows(
+    queueId: string,
+    refs: readonly SegmentRef[],
+    transaction: DbSession | undefined,
+    ahead: ReadAheadSegments | undefined,
+  ): Promise<Map<string, SegmentEntry[]>> {
+    const rows = new Map<string, SegmentEntry[]>();
+    const taken = refs.map((ref) => ahead?.take(ref));
+    const unread: SegmentRef[] = [];
+    for (const [i, ref] of refs.entries()) {
+      const read = await taken[i];
+      if (read && !('failed' in read)) rows.set(refKey(ref), [...(read.entries ?? [])]);
+      else unread.push(ref);
+    }
+    if (unread.length > 0) for (const [key, entries] of await this.queueState.loadSegments(queueId, unread, transaction)) rows.set(key, entries);
+    return rows;
+  }
+
   /**
    * Reads the offloaded segments among `refs` into `into`, in the order asked (those in
-   * `prefetched` from there). The segments of a priority come back bottom up, each only after
+   * `prefetched` from there, then those read `ahead`). The segments of a priority come back bottom up, each only after
    * the one below it: past one that could not be read, nothing more of its priority is read
    * (the core would not take it), and those refs are answered as not read.
    */
@@ -125,6 +154,7 @@ export class TurnReads {
     refs: readonly SegmentRef[],
     into: Map<string, SegmentFetch>,
     prefetched: ReadonlyMap<string, SegmentFetch> = new Map(),
+    ahead?: ReadAheadSegments,
   ): Promise<void> {
     const stopped = new Set<number>();
     for (const ref of refs) {
@@ -133,7 +163,7 @@ export class TurnReads {
         into.set(refKey(ref), { failed: true });
         continue;
       }
-      const fetch = prefetched.get(refKey(ref)) ?? (await this.readStore(queueId, ref));
+      const fetch = prefetched.get(refKey(ref)) ?? (await ahead?.take(ref)) ?? (await this.readStore(queueId, ref));
       into.set(refKey(ref), fetch);
       if (ref.purpose === 'use' && ('failed' in fetch || !fetch.entries)) stopped.add(ref.priority);
     }
@@ -165,16 +195,7 @@ export class TurnReads {
         if (!segment) throw new Error(`nothing stored under ${key}`);
         this.observer.segmentLoaded((performance.now() - started) / 1000);
       }
-      const from = segment?.from;
-      const headers = segment?.headers;
-      return {
-        entries: segment?.items.map((json, position) => {
-          const entry: { position: number; json: string; from?: string; headers?: string } = { position, json };
-          if (from?.[position]) entry.from = from[position];
-          if (headers?.[position]) entry.headers = headers[position];
-          return entry;
-        }),
-      };
+      return segmentFetchOf(segment);
     } catch (error) {
       if (ref.purpose === 'use') {
         this.stats.loadFailures += 1;
