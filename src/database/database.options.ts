@@ -21,6 +21,7 @@ import { SqlEnqueue1764100000016 } from './migrations/1764100000016-sql-enqueue.
 import { SqlEnqueueWakeUps1764100000017 } from './migrations/1764100000017-sql-enqueue-wake-ups.js';
 import { ReadyQueues1764100000020 } from './migrations/1764100000020-ready-queues.js';
 import { SqlEnqueueDepthCheck1764100000021 } from './migrations/1764100000021-sql-enqueue-depth-check.js';
+import { FreshSharedLocks1764100000022 } from './migrations/1764100000022-fresh-shared-locks.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -60,6 +61,7 @@ export const MIGRATIONS = [
   SqlEnqueueWakeUps1764100000017,
   ReadyQueues1764100000020,
   SqlEnqueueDepthCheck1764100000021,
+  FreshSharedLocks1764100000022,
 ];
 
 /**

@@ -150,6 +150,16 @@ describe('the parameters of pushpop_write_turn', () => {
     expect(JSON.parse(valueOf(shared, 'p_sl_upserts') as string)[0].from_queues).toEqual(['orders']);
   });
 
+  it('marks the shared locks the turn created as fresh (inserted without a conflict check), and only those', () => {
+    const created = { ...lock, lockId: 'new-one' };
+    const values = writeTurnValues('q1', { ...push, sharedLockUpserts: [lock, created], sharedLocksCreated: new Set(['new-one']) });
+    const written = JSON.parse(valueOf(values, 'p_sl_upserts') as string) as { id: string; fresh?: boolean }[];
+    expect(written.map((l) => [l.id, l.fresh])).toEqual([
+      [lock.lockId, undefined],
+      ['new-one', true],
+    ]);
+  });
+
   it('headers are bound parallel to their rows, null for the others; none at all keeps the short form', () => {
     const values = writeTurnValues('q1', {
       ...push,

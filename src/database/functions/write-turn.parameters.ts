@@ -155,6 +155,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
         ? JSON.stringify(
             w.sharedLockUpserts.map((l) => ({
               id: l.lockId,
+              ...(w.sharedLocksCreated?.has(l.lockId) ? { fresh: true } : {}),
               state: l.state,
               priorities: l.items.map((i) => i.priority),
               segments: l.items.map((i) => i.origin?.segment ?? 0),

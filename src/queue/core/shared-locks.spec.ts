@@ -56,6 +56,30 @@ describe('QueueCore in shared lock mode', () => {
     expect(db.locks.size).toBe(2);
   });
 
+  it('the write names the locks its turn created (no row yet), never one it extended or expired', () => {
+    const { db, core } = sharedQueue();
+    turn(db, core, 0, () => core.push([item(0, 0), item(0, 1), item(0, 2)], 0, 0));
+    startTurn(db, core, 0);
+    withFetch(db, core, () => core.pop(1, 0, { lockId: 'A', ttlMs: 100 }));
+    withFetch(db, core, () => core.pop(1, 0, { lockId: 'B', ttlMs: 100 }));
+    const created = endTurn(db, core)!;
+    expect(created.sharedLockUpserts.map((l) => l.lockId)).toEqual(['A', 'B']);
+    expect([...(created.sharedLocksCreated ?? [])]).toEqual(['A', 'B']);
+    startTurn(db, core, 10);
+    withFetch(db, core, () => core.extendLock('A', 10, 1000));
+    withFetch(db, core, () => core.pop(1, 10, { lockId: 'C', ttlMs: 100 }));
+    const extended = endTurn(db, core)!;
+    expect(extended.sharedLockUpserts.map((l) => l.lockId)).toEqual(['A', 'C']);
+    expect([...(extended.sharedLocksCreated ?? [])], 'A has its row').toEqual(['C']);
+    startTurn(db, core, 200);
+    const expired = endTurn(db, core)!;
+    expect(expired.sharedLockUpserts.map((l) => [l.lockId, l.state])).toEqual([
+      ['B', 'expired'],
+      ['C', 'expired'],
+    ]);
+    expect(expired.sharedLocksCreated).toBeUndefined();
+  });
+
   it('given-back items return to their push-order place, whatever order the locks end in, ahead of undelivered items', () => {
     const { db, core } = sharedQueue();
     turn(db, core, 0, () =>

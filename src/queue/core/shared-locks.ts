@@ -96,6 +96,7 @@ export class SharedLocks {
     const turn = this.ctx.turn;
     this.givenBack.hold(heldAfter);
     turn.writes.sharedLocks.set(lock.lockId, lock);
+    turn.writes.createdSharedLocks.add(lock.lockId);
     turn.lockRows.set(lock.lockId, lock);
     this.summary.live += 1;
     this.summary.items += lock.items.length;

@@ -72,6 +72,7 @@ export function turnWrite(
     shared: writes.sharedChanged ? shared.state : null,
     ...(writes.popBudget ? { popBudget: writes.popBudget } : {}),
     sharedLockUpserts: upserts,
+    ...(writes.createdSharedLockIds().size > 0 ? { sharedLocksCreated: writes.createdSharedLockIds() } : {}),
     sharedLockDeletes: deletes,
     returnedInserts: returned.inserts,
     returnedDeletes: returned.deletes,

@@ -416,6 +416,8 @@ export interface TurnWrite {
   readonly popBudget?: PopBudget | null;
   /** Shared locks written (created, extended, expired) and deleted (acknowledged, released). */
   readonly sharedLockUpserts: readonly LockState[];
+  /** Of those written, the ids of the locks the turn created (no row yet: inserted without a conflict check); absent: none. */
+  readonly sharedLocksCreated?: ReadonlySet<string>;
   readonly sharedLockDeletes: readonly string[];
   /** Given-back items added and removed (popped again), by priority and origin. */
   readonly returnedInserts: readonly (ReturnedEntry & { readonly priority: number })[];

@@ -19,6 +19,7 @@ export const WHOLE_SEGMENT = 2_147_483_647;
 
 const key = (priority: number, segment: number): string => `${priority}:${segment}`;
 const NO_SHARED_LOCKS: ReadonlyMap<string, LockState | null> = new Map();
+const NO_CREATED_LOCKS: ReadonlySet<string> = new Set();
 
 /**
  * The row changes of one turn, accumulated operation by operation and netted so that one
@@ -60,16 +61,25 @@ export class WriteSet {
   get sharedLocks(): Map<string, LockState | null> {
     return (this.sharedLocksOf ??= new Map());
   }
+  /** The shared-lock writes, without making the map when there are none. */
+  sharedLockWrites(): ReadonlyMap<string, LockState | null> {
+    return this.sharedLocksOf ?? NO_SHARED_LOCKS;
+  }
+  private createdLocksOf?: Set<string>;
+  /** Ids of the shared locks this turn created: none has a row yet, so the write inserts them without looking for one. */
+  get createdSharedLocks(): Set<string> {
+    return (this.createdLocksOf ??= new Set());
+  }
+  /** {@link createdSharedLocks}, without making the set when there are none. */
+  createdSharedLockIds(): ReadonlySet<string> {
+    return this.createdLocksOf ?? NO_CREATED_LOCKS;
+  }
+
   /**
    * Given-back items to add (an entry) or remove (null), by priority and origin. An item given
    * back and popped again in the same turn nets to nothing, unless it was stored before the
    * turn (then the removal stays).
    */
-  /** The shared-lock writes, without making the map when there are none. */
-  sharedLockWrites(): ReadonlyMap<string, LockState | null> {
-    return this.sharedLocksOf ?? NO_SHARED_LOCKS;
-  }
-
   private returnedOf?: Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }>;
   private get returned(): Map<string, { priority: number; origin: ItemOrigin; entry: ReturnedEntry | null; stored: boolean }> {
     return (this.returnedOf ??= new Map());
