@@ -1,6 +1,12 @@
 import type { DatabaseFunction } from './database-function.js';
 import { parametersOf, type WriteTurnParameter } from './write-turn.parameters.js';
 
+/** The shared-lock rows of the turn's locks (`l`, read from `p_sl_upserts`), for the plain insert and the upsert alike. */
+const SHARED_LOCK_ROWS = `INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
+    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
+           to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
+      FROM l`;
+
 /**
  * The body of `pushpop_write_turn`, full or short. The short body is the full one without what
  * only the full form's parameters bring (settings, shared locks, given-back items, dead
@@ -150,15 +156,9 @@ BEGIN${fullOnly(`
                                                           items text[], deliveries integer[], from_queues varchar[], headers text[],
                                                           created double precision, expires double precision)
     ), created AS (
-      INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
-      SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
-             to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
-        FROM l WHERE l.fresh
+      ${SHARED_LOCK_ROWS} WHERE l.fresh
     )
-    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
-    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
-           to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
-      FROM l WHERE l.fresh IS NOT TRUE
+    ${SHARED_LOCK_ROWS} WHERE l.fresh IS NOT TRUE
     ON CONFLICT (queue_id, lock_id) DO UPDATE SET state = EXCLUDED.state, priorities = EXCLUDED.priorities, segments = EXCLUDED.segments,
       positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
       headers = EXCLUDED.headers, expires_at = EXCLUDED.expires_at;

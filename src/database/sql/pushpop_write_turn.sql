@@ -227,9 +227,9 @@ BEGIN
                                                           created double precision, expires double precision)
     ), created AS (
       INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
-      SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
-             to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
-        FROM l WHERE l.fresh
+    SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
+           to_timestamp(l.created / 1000.0), to_timestamp(l.expires / 1000.0)
+      FROM l WHERE l.fresh
     )
     INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
     SELECT p_queue_id, l.id, l.state, l.priorities, l.segments, l.positions, l.items, l.deliveries, l.from_queues, l.headers,
