@@ -37,7 +37,7 @@ function readAhead(options: { failing?: number[]; missing?: number[]; rows?: Rec
 }
 
 const core = (present = true): QueueCore => ({ isPresent: present }) as unknown as QueueCore;
-const take = (a: SegmentReadAhead, c: QueueCore, ref: SegmentRef): Promise<SegmentFetch | undefined> | undefined => a.of(c)?.take(ref);
+const take = (a: SegmentReadAhead, c: QueueCore, ref: SegmentRef): Promise<SegmentFetch | undefined> | undefined => a.take(c, ref);
 const rowsWritten = (segments: number[]): TurnWrite =>
   ({ inserts: segments.map((segment) => ({ priority: 0, segment, position: 0, json: '1' })), deletes: [] }) as unknown as TurnWrite;
 
@@ -45,7 +45,7 @@ describe('SegmentReadAhead', () => {
   it('reads the store segment and the table rows of every upcoming segment (the rows in one query); each read serves one turn', async () => {
     const { ahead, storeLoads, rowReads } = readAhead({ rows: { '0:4': [{ position: 3, json: '"back"' }] } });
     const c = core();
-    expect(ahead.of(c), 'nothing read yet').toBeUndefined();
+    expect(take(ahead, c, offload(3)), 'nothing read yet').toBeUndefined();
     ahead.committed('q', c, [offload(3), offload(4)], undefined, []);
     expect(storeLoads).toEqual([3, 4]);
     expect(rowReads).toEqual([['0:3', '0:4']]);
@@ -77,14 +77,14 @@ describe('SegmentReadAhead', () => {
     const { ahead } = readAhead();
     const c = core();
     ahead.committed('q', c, [offload(3)], undefined, []);
-    expect(ahead.of(core()), 'a core loaded again (another process changed the queue) has none').toBeUndefined();
+    expect(take(ahead, core(), offload(3)), 'a core loaded again (another process changed the queue) has none').toBeUndefined();
     ahead.committed('q', core(false), [], undefined, []);
-    expect(ahead.of(c)).toBeDefined();
+    expect(take(ahead, c, offload(3))).toBeDefined();
     const deleted = { isPresent: true } as { isPresent: boolean };
     ahead.committed('q', deleted as unknown as QueueCore, [offload(3)], undefined, []);
     deleted.isPresent = false;
     ahead.committed('q', deleted as unknown as QueueCore, [], undefined, []);
-    expect(ahead.of(deleted as unknown as QueueCore)).toBeUndefined();
+    expect(take(ahead, deleted as unknown as QueueCore, offload(3))).toBeUndefined();
   });
 
   it('gives nothing for a store read that failed (counted as a failed load) or found nothing, so that the turn reads itself', async () => {

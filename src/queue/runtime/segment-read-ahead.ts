@@ -26,12 +26,6 @@ export function segmentFetchOf(segment: StoredSegment | undefined): SegmentFetch
   };
 }
 
-/** What one actor's turns can take of what was read ahead for it (see {@link SegmentReadAhead.of}). */
-export interface ReadAheadSegments {
-  /** The read made ahead for `ref` (the table's rows or the store's segment), taken (a read serves one turn), or undefined: none was made, or it failed. */
-  take(ref: SegmentRef): Promise<SegmentFetch | undefined> | undefined;
-}
-
 /** A read under way or made, with the items it brought once it did (for `pushpop_items_in_memory`). */
 interface Read {
   readonly fetch: Promise<SegmentFetch | undefined>;
@@ -91,18 +85,17 @@ export class SegmentReadAhead {
     this.maxSegmentsPerActor = MAX_PRIORITIES_READ_AHEAD * this.segments;
   }
 
-  /** What `core`'s turns can take of the reads made for it, or undefined when none was made. */
-  of(core: QueueCore): ReadAheadSegments | undefined {
+  /**
+   * The read made ahead for `core` of `ref` (the table's rows or the store's segment), taken (a
+   * read serves one turn), or undefined: none was made. It answers undefined when it failed.
+   */
+  take(core: QueueCore, ref: SegmentRef): Promise<SegmentFetch | undefined> | undefined {
     const reads = this.reads.get(core);
-    if (!reads || reads.size === 0) return undefined;
-    return {
-      take: (ref) => {
-        const key = readKey(ref.from, ref.priority, ref.segment);
-        const read = reads.get(key);
-        reads.delete(key);
-        return read?.fetch;
-      },
-    };
+    if (!reads) return undefined;
+    const key = readKey(ref.from, ref.priority, ref.segment);
+    const read = reads.get(key);
+    reads.delete(key);
+    return read?.fetch;
   }
 
   /**

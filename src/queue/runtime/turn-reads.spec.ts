@@ -69,7 +69,7 @@ describe('TurnReads', () => {
     const r = new TurnReads(queueState, none, none, none, store, new OffloadStats(), readAhead);
     const loaded: SegmentRef[] = [];
     const state = (segment: number): SegmentRef => ({ priority: 0, segment, from: 'state', purpose: 'use' });
-    const fetched = await r.segments('q', [state(3), offload(0, 3), state(4), offload(0, 4)], undefined, new Map(), loaded, readAhead.of(core));
+    const fetched = await r.segments('q', [state(3), offload(0, 3), state(4), offload(0, 4)], undefined, new Map(), loaded, core);
     expect(fetched).toEqual([{ entries: [] }, { entries: [{ position: 0, json: '"ahead 3"' }] }, { entries: [] }, { entries: [{ position: 0, json: '"4"' }] }]);
     expect(
       loads.map((k) => /_seg_(\d+)_/.exec(k)![1]),

@@ -8,7 +8,7 @@ import { LockRepository } from '../../storage/lock.repository.js';
 import { QueueStateRepository } from '../../storage/queue-state.repository.js';
 import type { RowReader } from '../core/core-driver.js';
 import type { QueueCore } from '../core/queue-core.js';
-import { segmentFetchOf, SegmentReadAhead, type ReadAheadSegments } from './segment-read-ahead.js';
+import { segmentFetchOf, SegmentReadAhead } from './segment-read-ahead.js';
 import { NO_OBSERVER, RUNTIME_OBSERVER, type RuntimeObserver } from './runtime-observer.js';
 import type { DueFetch, LockRowsFetch, LockRowsNeed, SegmentEntry, SegmentFetch, SegmentRef } from '../core/types.js';
 
@@ -46,12 +46,12 @@ export class AttemptReader implements RowReader {
     private readonly transaction: DbSession | undefined,
     private readonly prefetched: ReadonlyMap<string, SegmentFetch>,
     private readonly now: number,
-    private readonly ahead: ReadAheadSegments | undefined,
+    private readonly core: QueueCore,
   ) {}
 
   segments(refs: readonly SegmentRef[]): Promise<SegmentFetch[]> {
     this.read = true;
-    return this.reads.segments(this.queueId, refs, this.transaction, this.prefetched, this.loaded, this.ahead);
+    return this.reads.segments(this.queueId, refs, this.transaction, this.prefetched, this.loaded, this.core);
   }
 
   dueItems(now: number, limit: number): Promise<DueFetch> {
@@ -95,7 +95,7 @@ export class TurnReads {
     prefetched: ReadonlyMap<string, SegmentFetch>,
     now: number,
   ): AttemptReader {
-    return new AttemptReader(this, queueId, session, transaction, prefetched, now, this.readAhead.of(core));
+    return new AttemptReader(this, queueId, session, transaction, prefetched, now, core);
   }
 
   /** Fetches the segments a core call asked for, in the order asked; under the row lock, throws {@link StoreReadNeeded} for store reads not made yet. */
@@ -105,7 +105,7 @@ export class TurnReads {
     transaction: DbSession | undefined,
     prefetched: ReadonlyMap<string, SegmentFetch>,
     loaded: SegmentRef[],
-    ahead?: ReadAheadSegments,
+    core?: QueueCore,
   ): Promise<SegmentFetch[]> {
     const fromState = refs.filter((r) => r.from === 'state');
     const fromStore = new Map<string, SegmentFetch>();
@@ -114,8 +114,8 @@ export class TurnReads {
     // The table's rows and the store's segments at once: a segment coming back needs both, and
     // one round trip after the other would double what the turn waits for.
     const [rows] = await Promise.all([
-      this.tableRows(queueId, fromState, transaction, ahead),
-      this.readStoreInOrder(queueId, refs, fromStore, prefetched, ahead),
+      this.tableRows(queueId, fromState, transaction, core),
+      this.readStoreInOrder(queueId, refs, fromStore, prefetched, core),
     ]);
     for (const ref of refs) {
       const fetch = fromStore.get(refKey(ref));
@@ -124,15 +124,15 @@ export class TurnReads {
     return refs.map((ref) => (ref.from === 'state' ? { entries: rows.get(refKey(ref)) ?? [] } : fromStore.get(refKey(ref))!));
   }
 
-  /** The table's rows of segments, keyed `priority:segment` (see `QueueStateRepository.loadSegments`): those read `ahead` from there. */
+  /** The table's rows of segments, keyed `priority:segment` (see `QueueStateRepository.loadSegments`): those read ahead for `core` from there. */
   private async tableRows(
     queueId: string,
     refs: readonly SegmentRef[],
     transaction: DbSession | undefined,
-    ahead: ReadAheadSegments | undefined,
+    core: QueueCore | undefined,
   ): Promise<Map<string, SegmentEntry[]>> {
     const rows = new Map<string, SegmentEntry[]>();
-    const taken = refs.map((ref) => ahead?.take(ref));
+    const taken = refs.map((ref) => (core ? this.readAhead.take(core, ref) : undefined));
     const unread: SegmentRef[] = [];
     for (const [i, ref] of refs.entries()) {
       const read = await taken[i];
@@ -145,7 +145,7 @@ export class TurnReads {
 
   /**
    * Reads the offloaded segments among `refs` into `into`, in the order asked (those in
-   * `prefetched` from there, then those read `ahead`). The segments of a priority come back bottom up, each only after
+   * `prefetched` from there, then those read ahead for `core`). The segments of a priority come back bottom up, each only after
    * the one below it: past one that could not be read, nothing more of its priority is read
    * (the core would not take it), and those refs are answered as not read.
    */
@@ -154,7 +154,7 @@ export class TurnReads {
     refs: readonly SegmentRef[],
     into: Map<string, SegmentFetch>,
     prefetched: ReadonlyMap<string, SegmentFetch> = new Map(),
-    ahead?: ReadAheadSegments,
+    core?: QueueCore,
   ): Promise<void> {
     const stopped = new Set<number>();
     for (const ref of refs) {
@@ -163,7 +163,7 @@ export class TurnReads {
         into.set(refKey(ref), { failed: true });
         continue;
       }
-      const fetch = prefetched.get(refKey(ref)) ?? (await ahead?.take(ref)) ?? (await this.readStore(queueId, ref));
+      const fetch = prefetched.get(refKey(ref)) ?? (core && (await this.readAhead.take(core, ref))) ?? (await this.readStore(queueId, ref));
       into.set(refKey(ref), fetch);
       if (ref.purpose === 'use' && ('failed' in fetch || !fetch.entries)) stopped.add(ref.priority);
     }
