@@ -71,6 +71,10 @@ describe('SegmentReadAhead', () => {
     expect(storeLoads).toEqual([3, 4, 5, 5]);
     expect(rowReads).toEqual([['0:3', '0:4', '0:5'], ['0:4']]);
     expect(await take(ahead, c, offload(4)), 'its stored copy was kept').toEqual({ entries: [{ position: 0, json: '"4"' }] });
+    // Rows of several segments, a segment's rows together: each segment's read goes.
+    ahead.committed('q', c, [], rowsWritten([3, 3, 4, 4, 5]), []);
+    expect(take(ahead, c, state(3))).toBeUndefined();
+    expect(take(ahead, c, state(5))).toBeUndefined();
   });
 
   it('belongs to the core it was read for, and goes with a deleted queue', () => {

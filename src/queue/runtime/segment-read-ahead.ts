@@ -45,6 +45,22 @@ function counted(fetch: Promise<SegmentFetch | undefined>): Read {
 const readKey = (from: SegmentRef['from'], priority: number, segment: number): string => `${from}:${segKey(priority, segment)}`;
 
 /**
+ * Forgets the reads of the table's rows of the segments `rows` wrote. A write lists its rows
+ * segment by segment (a push of a thousand items, a thousand inserts in a few segments): one key
+ * a segment, not one an item.
+ */
+function forgetRowsOf(reads: Map<string, Read>, rows: readonly { readonly priority: number; readonly segment: number }[]): void {
+  let priority = NaN;
+  let segment = NaN;
+  for (const row of rows) {
+    if (row.priority === priority && row.segment === segment) continue;
+    priority = row.priority;
+    segment = row.segment;
+    reads.delete(readKey('state', priority, segment));
+  }
+}
+
+/**
  * Reads ahead of the turns of an actor the offloaded segments they will load back (see
  * `OffloadPlanner.upcoming`), once a turn committed and before the next one starts: the store's
  * segment, and the table's rows of it (items given back into it while it was out), which a load
@@ -112,7 +128,7 @@ export class SegmentReadAhead {
     let reads = this.reads.get(core);
     if (reads) {
       for (const s of inStore) reads.delete(readKey('offload', s.priority, s.segment));
-      for (const s of [...(write?.deletes ?? []), ...(write?.inserts ?? []), ...(write?.packs ?? [])]) reads.delete(readKey('state', s.priority, s.segment));
+      if (write) for (const rows of [write.deletes, write.inserts, write.packs ?? []]) forgetRowsOf(reads, rows);
     }
     const rows: SegmentRef[] = [];
     for (const ref of upcoming) {
