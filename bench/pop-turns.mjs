@@ -7,56 +7,35 @@
 //     [--items=1100] [--pops=1000] [--connections=32]
 //
 // Fills --queues new queues with --items items each (batches of 100), then --connections
-// keep-alive connections pop --pops items from each queue: every connection takes the next pop
-// of one shared sequence (queue k mod --queues), so no two connections go through the queues in
-// step. Turns are read from the service's `pushpop_store_transaction_duration_seconds_count`
+// callers over keep-alive connections (bench/common/http.mjs) pop --pops items from each queue:
+// every caller takes the next pop of one shared sequence (queue k mod --queues), so no two go
+// through the queues in step. Turns are read from the service's `pushpop_store_transaction_duration_seconds_count`
 // before and after; the queues are deleted at the end.
 import console from 'node:console';
-import http from 'node:http';
-import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import { URL } from 'node:url';
 import { arg } from './common/args.mjs';
+import { httpRequest, metricsOf } from './common/http.mjs';
 import { CLK_TCK, ownTicks } from './targets/proc.mjs';
 
-const url = new URL(arg('url', 'http://127.0.0.1:8000'));
+const url = arg('url', 'http://127.0.0.1:8000');
 const pid = Number(arg('pid', '0'));
 const queues = Number(arg('queues', '64'));
 const items = Number(arg('items', '1100'));
 const pops = Number(arg('pops', '1000'));
 const connections = Number(arg('connections', '32'));
-const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-
-/** One request; resolves with its status and body. */
-function request(method, path, body) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    const headers = data === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) };
-    const req = http.request({ agent, host: url.hostname, port: url.port, method, path, headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode, body: text }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
-}
 
 /** Turns the service ran so far (every outcome). */
 async function turns() {
-  const { body } = await request('GET', '/metrics');
-  return body
-    .split('\n')
-    .filter((line) => line.startsWith('pushpop_store_transaction_duration_seconds_count'))
-    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+  let sum = 0;
+  for (const [name, value] of await metricsOf(url)) if (name.startsWith('pushpop_store_transaction_duration_seconds_count')) sum += value;
+  return sum;
 }
 
 const prefix = `pop-turns-${Date.now()}`;
 for (let q = 0; q < queues; q++) {
   for (let i = 0; i < items; i += 100) {
     const entries = Array.from({ length: Math.min(100, items - i) }, (_, j) => ({ item: { n: i + j, pad: 'x'.repeat(40) } }));
-    const { status } = await request('POST', `/queue/${prefix}-${q}/push/batch`, { items: entries });
+    const { status } = await httpRequest(url, 'POST', `/queue/${prefix}-${q}/push/batch`, JSON.stringify({ items: entries }));
     if (status !== 200) throw new Error(`push/batch answered ${status}`);
   }
 }
@@ -71,17 +50,16 @@ await Promise.all(
   Array.from({ length: connections }, async () => {
     while (next < total) {
       const k = next++;
-      const { status, body } = await request('POST', `/queue/${prefix}-${k % queues}/pop`);
+      const { status, body } = await httpRequest(url, 'POST', `/queue/${prefix}-${k % queues}/pop`);
       if (status !== 200) throw new Error(`pop answered ${status}`);
-      if (!body.includes('"count":1')) empty++;
+      if (body?.count !== 1) empty++;
     }
   }),
 );
 const seconds = (performance.now() - t0) / 1000;
 const cpu = pid ? ((ownTicks(pid) - ticks0) * 1e6) / CLK_TCK / total : null;
 const turnsTaken = (await turns()) - turns0;
-for (let q = 0; q < queues; q++) await request('DELETE', `/queue/${prefix}-${q}`);
-agent.destroy();
+for (let q = 0; q < queues; q++) await httpRequest(url, 'DELETE', `/queue/${prefix}-${q}`);
 console.log(
   JSON.stringify({
     pops_per_s: Math.round(total / seconds),
