@@ -223,6 +223,8 @@ describe('QueueCore', () => {
               core = db.load();
             } else {
               flaky = o.kind === 'flaky';
+              // A load may fail from here on, even if the store steadies again later in the turn.
+              everFlaky ||= flaky;
             }
           }
           endTurn(db, core);
