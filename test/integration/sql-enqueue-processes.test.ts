@@ -18,6 +18,8 @@ const WRITERS = 8;
 const TRANSACTIONS = 40;
 const CALLS = 25;
 const QUEUES = 6;
+/** A writer's pause between transactions once it has committed {@link TRANSACTIONS}. */
+const PACED_MS = 20;
 
 interface Item {
   w: number;
@@ -73,24 +75,36 @@ describe(`enqueue from SQL carried by several processes (${databaseKind})`, () =
       ).rows[0].n > 0;
 
     const writers = await Promise.all(range(WRITERS).map(() => connect()));
-    /** Each writer commits transactions `from` to `to` (exclusive), one after the other. */
-    const write = (from: number, to: number): Promise<unknown> =>
+    /** Transactions each writer has committed: its items are {w, t < committed[w], k}. */
+    const committed = range(WRITERS).map(() => 0);
+    /**
+     * Each writer commits transactions one after the other until `done(w)`; past
+     * {@link TRANSACTIONS} it pauses {@link PACED_MS} between them (writes go on only so that
+     * carriages go on until the kills are done, however slowly the processes start).
+     */
+    const write = (done: (w: number) => boolean): Promise<unknown> =>
       Promise.all(
         writers.map(async (db, w) => {
-          for (let t = from; t < to; t++) {
+          while (!done(w)) {
+            const t = committed[w];
+            if (t >= TRANSACTIONS) await sleep(PACED_MS);
             await db.query('BEGIN');
             for (let k = 0; k < CALLS; k++) {
               await db.query('SELECT pushpop_enqueue($1, $2::jsonb)', [queues[(w + t + k) % QUEUES], JSON.stringify({ w, t, k })]);
             }
             await db.query('COMMIT');
+            committed[w] = t + 1;
           }
         }),
       );
 
     // A backlog committed while no carrier runs; then A carries it while the writers go on, and
-    // is killed twice in the middle of a carriage (it holds the carrier lock), restarted each time.
-    await write(0, TRANSACTIONS / 2);
-    const allWritten = write(TRANSACTIONS / 2, TRANSACTIONS);
+    // is killed twice in the middle of a carriage (it holds the carrier lock), restarted each
+    // time. The writers go on until both kills are done: a carrier that started slowly (it
+    // carries from before it answers ready) may have carried all that was written by then.
+    await write((w) => committed[w] >= TRANSACTIONS / 2);
+    let killed = false;
+    const allWritten = write((w) => killed && committed[w] >= TRANSACTIONS);
     let kills = 0;
     let a = await start();
     const killBy = Date.now() + 60_000;
@@ -103,6 +117,7 @@ describe(`enqueue from SQL carried by several processes (${databaseKind})`, () =
         await sleep(1);
       }
     }
+    killed = true;
     expect(kills, 'A killed twice while it held the carrier lock').toBe(2);
     // Then A and B carry at once.
     await start();
@@ -129,6 +144,7 @@ describe(`enqueue from SQL carried by several processes (${databaseKind})`, () =
         ).toBe(true);
       }
     }
-    expect(total).toBe(WRITERS * TRANSACTIONS * CALLS);
+    expect(total).toBe(committed.reduce((sum, n) => sum + n, 0) * CALLS);
+    expect(Math.min(...committed)).toBeGreaterThanOrEqual(TRANSACTIONS);
   }, 240_000);
 });
