@@ -107,6 +107,18 @@ export class Environment {
   @IsBoolean({ message: 'PACKED_SEGMENTS must be true or false' })
   PACKED_SEGMENTS = true;
 
+  /**
+   * While transactions that called `pushpop_enqueue` keep committing, a carriage starts at most
+   * this often (see `EnqueueCarrier`): what commits meanwhile goes in one carriage, one push per
+   * queue, and the carriages leave the cores to the committing transactions (measured in
+   * docs/performance.md, "Enqueue from SQL"); 0: carry again as soon as a carriage ends.
+   */
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  ENQUEUE_GATHER_MS = 100;
+
   /** Highest priority number accepted (0 is popped first). */
   @Transform(toInt)
   @IsInt()

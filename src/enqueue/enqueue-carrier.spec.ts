@@ -27,7 +27,7 @@ const row = (seq: number, queueId: string, extra: Partial<EnqueuedRow> = {}): En
  * `append`; a push runs its statements in commit (the deletion of its rows) once `append`
  * resolved, as a turn does after its write.
  */
-function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: readonly NewItem[]) => Promise<unknown>, locked = false) {
+function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: readonly NewItem[]) => Promise<unknown>, locked = false, gatherMs = 0) {
   const inbox = {
     rows: [...rows],
     /** Rows deleted, by a push's commit or by the carriage. */
@@ -70,7 +70,7 @@ function carrierOver(rows: EnqueuedRow[], append: (queueId: string, items: reado
   };
   const stats = new EnqueueStats();
   const carrier = new EnqueueCarrier(
-    { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9 } } as AppConfig,
+    { env: { MAX_ITEM_BYTES: 1000, MAX_PRIORITY: 9, ENQUEUE_GATHER_MS: gatherMs } } as AppConfig,
     { ready: Promise.resolve() } as DatabaseProvider,
     inbox as unknown as EnqueueInboxRepository,
     {
@@ -221,6 +221,37 @@ describe('EnqueueCarrier', () => {
     await carried(carrier);
     expect(inbox.rows).toEqual([]);
     expect(inbox.removed).toEqual(['7']);
+  });
+
+  it('with ENQUEUE_GATHER_MS, a carriage that moved rows is followed by the next no sooner than that after its start, which takes what committed meanwhile at once', async () => {
+    const starts: number[] = [];
+    const pushed: number[] = [];
+    const { carrier, inbox } = carrierOver([row(1, 'a'), row(2, 'b')], async (_queueId, items) => void pushed.push(items.length), false, 40);
+    const next = inbox.next;
+    inbox.next = async (session, limit) => {
+      starts.push(performance.now());
+      const taken = await next(session, limit);
+      // Commits that land once the first carriage has read its rows.
+      if (starts.length === 1) inbox.rows.push(row(3, 'a'), row(4, 'a'), row(5, 'b'));
+      return taken;
+    };
+    await carried(carrier);
+    expect(inbox.rows).toEqual([]);
+    expect(starts.length).toBe(3);
+    expect(starts[1] - starts[0]).toBeGreaterThanOrEqual(35);
+    // The second carriage took the three rows (one push per queue); the third, as late after it, found none and the carrier stopped.
+    expect(pushed).toEqual([1, 1, 2, 1]);
+    expect(starts[2] - starts[1]).toBeGreaterThanOrEqual(35);
+    expect(inbox.looks).toBe(1);
+  });
+
+  it('closing ends the wait between carriages at once', async () => {
+    const { carrier, inbox } = carrierOver([row(1, 'a')], async () => undefined, false, 60_000);
+    carrier.wake();
+    while (inbox.rows.length > 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    const started = performance.now();
+    await carrier.onModuleDestroy();
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it('a queue whose push keeps failing is tried again after a growing pause, not in a busy loop', async () => {

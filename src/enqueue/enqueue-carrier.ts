@@ -34,8 +34,11 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
 /**
  * Carries the rows `pushpop_enqueue` added, once their transactions committed, into their
  * queues. A process carries when woken (a commit that found none waiting notifies the schema's
- * items channel), and carries again as soon as a carriage that found rows ends, so that rows
- * committed meanwhile are poppable one carriage after their commit. It stops only when a look
+ * items channel), and carries again after a carriage that found rows, once `ENQUEUE_GATHER_MS`
+ * passed since that one started (at once when it took longer), so that rows committed meanwhile
+ * are poppable one carriage after their commit, and a stream of commits is carried in carriages
+ * of many rows, each queue's share in one push, rather than a push and a commit per queue for
+ * every few rows. It stops only when a look
  * finds nothing waiting and no commit under way (`EnqueueInboxRepository.settled`, the gate of
  * `ENQUEUE_COMMITTED`): the next commit then finds none waiting and wakes it. An idle process
  * probes every {@link IDLE_INTERVAL_MS} with the sweeps' one statement, in case a wake-up was
@@ -84,6 +87,8 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   private active?: Promise<void>;
   /** Ends the carrying's pause early (a wake-up came). */
   private endPause?: () => void;
+  /** Ends the wait between carriages of a stream of commits early (closing). */
+  private endGather?: () => void;
 
   constructor(
     private readonly config: AppConfig,
@@ -117,6 +122,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
     let lastRemoved = 0;
     while (!this.closed) {
       this.woken = false;
+      const started = performance.now();
       // Right after a carriage that moved rows more are likely: no probe first.
       const carriage = await this.carry(lastRemoved === 0);
       lastRemoved = carriage?.removed ?? 0;
@@ -124,6 +130,8 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
       if (carriage === undefined) return;
       if (carriage.removed > 0 || this.woken) {
         pauseMs = 0;
+        // A carriage that took less than a full batch left nothing behind: let the next one gather what commits meanwhile.
+        if (carriage.removed > 0 && carriage.taken < CARRY_BATCH) await this.gather(started);
         continue;
       }
       if (carriage.taken > 0) {
@@ -135,6 +143,25 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
       if (state === 'idle' && !this.woken) return;
       if (state === 'committing') pauseMs = await this.pause(pauseMs);
     }
+  }
+
+  /**
+   * Waits until {@link AppConfig} `ENQUEUE_GATHER_MS` after `started` (the start of the carriage
+   * before): rows committed meanwhile go in one carriage, each queue's share in one push, instead
+   * of a push and a commit per queue for every few rows. Wake-ups do not end it (a busy stream
+   * of commits sends few, and the next carriage is coming); closing does.
+   */
+  private async gather(started: number): Promise<void> {
+    const ms = started + this.config.env.ENQUEUE_GATHER_MS - performance.now();
+    if (ms <= 0 || this.closed) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms).unref();
+      this.endGather = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.endGather = undefined;
   }
 
   /** Waits twice as long as last time (from {@link SETTLE_FIRST_MS} up to {@link SETTLE_MAX_MS}), or until a wake-up; answers how long it meant to. */
@@ -175,6 +202,7 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.closed = true;
     this.endPause?.();
+    this.endGather?.();
     await this.probe?.stop();
     await this.active;
   }

@@ -140,7 +140,7 @@ export const ENQUEUE_GATE = `hashtext('pushpop_enqueue_gate'), hashtext(current_
  * name computed as `itemsChannel` does) with the payload {@link ENQUEUE_WAKE}. A `NOTIFY` holds a
  * lock of the whole server until its commit is flushed (every notifying commit waits for the one
  * before), so a busy stream of commits must not send one each: while transactions wait, a
- * carrier is at work and carries again as soon as a carriage ends (`EnqueueCarrier`).
+ * carrier is at work and carries again after each carriage that found rows (`EnqueueCarrier`).
  *
  * What keeps that from losing a commit: the transaction numbers itself first and looks for
  * others after, so a transaction that sees another waiting was numbered before that one's rows
