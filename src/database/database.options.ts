@@ -22,6 +22,7 @@ import { SqlEnqueueWakeUps1764100000017 } from './migrations/1764100000017-sql-e
 import { ReadyQueues1764100000020 } from './migrations/1764100000020-ready-queues.js';
 import { SqlEnqueueDepthCheck1764100000021 } from './migrations/1764100000021-sql-enqueue-depth-check.js';
 import { FreshSharedLocks1764100000022 } from './migrations/1764100000022-fresh-shared-locks.js';
+import { EnqueueLimitFunctions1764100000023 } from './migrations/1764100000023-enqueue-limit-functions.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -62,6 +63,7 @@ export const MIGRATIONS = [
   ReadyQueues1764100000020,
   SqlEnqueueDepthCheck1764100000021,
   FreshSharedLocks1764100000022,
+  EnqueueLimitFunctions1764100000023,
 ];
 
 /**

@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { createFunctionStatement } from '../database/functions/database-function.js';
+import { enqueueLimitFunctions } from '../database/functions/enqueue-limits.function.js';
 import { ENQUEUE_GATE } from '../database/functions/enqueue.function.js';
 import { UnitOfWork, type DbSession, type InTurnCommit } from '../database/unit-of-work.js';
 
@@ -166,12 +168,24 @@ export class EnqueueInboxRepository {
     ]);
   }
 
-  /** Makes the function check this service's limits (a write only when they changed). */
+  /**
+   * Makes the function check this service's limits: the two functions that hold them are
+   * replaced only when they differ (enqueue-limits.function.ts), under a lock of the schema so
+   * that processes starting at once replace them one after the other.
+   */
   async setLimits(maxItemBytes: number, maxPriority: number): Promise<void> {
-    await this.uow.autocommit.query(
-      `UPDATE enqueue_limits SET max_item_bytes = $1, max_priority = $2 WHERE (max_item_bytes, max_priority) IS DISTINCT FROM ($1, $2)`,
-      [maxItemBytes, maxPriority],
-    );
+    const limits = async (session: DbSession): Promise<boolean> => {
+      const [now] = await session.query<{ bytes: number; priority: number }>(
+        `SELECT pushpop_enqueue_max_item_bytes() AS bytes, pushpop_enqueue_max_priority() AS priority`,
+      );
+      return now.bytes === maxItemBytes && now.priority === maxPriority;
+    };
+    if (await limits(this.uow.autocommit)) return;
+    await this.uow.transaction(async (session) => {
+      await session.query(`SELECT pg_advisory_xact_lock(hashtext('pushpop_enqueue_limits'), hashtext(current_schema()))`);
+      if (await limits(session)) return;
+      for (const fn of enqueueLimitFunctions({ maxItemBytes, maxPriority })) await session.query(createFunctionStatement(fn));
+    });
   }
 
   /** Rows not carried yet (committed ones: those of open transactions are not seen). */

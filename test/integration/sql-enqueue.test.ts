@@ -216,6 +216,36 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
     expect(await popAll(q)).toEqual([{ n: 1 }]);
   });
 
+  it('checks the limits its service set as it started, from the next call of every session once they change', async () => {
+    const db = await connect();
+    const q = uniqueQueueId('sql-limits');
+    const inbox = svc.app.get(EnqueueInboxRepository);
+    const call = (priority: number, bytes: number): Promise<unknown> =>
+      db.query('SELECT pushpop_enqueue($1, $2::jsonb, $3)', [q, JSON.stringify({ s: 'x'.repeat(bytes - '{"s":""}'.length) }), priority]).then(
+        () => 'accepted',
+        (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`,
+      );
+    await db.query('BEGIN');
+    // This session plans its calls with the service's defaults first.
+    expect(await call(200, 2000)).toBe('accepted');
+    await db.query('ROLLBACK');
+    try {
+      await inbox.setLimits(1000, 9);
+      await db.query('BEGIN');
+      expect(await call(9, 1000)).toBe('accepted');
+      expect(await call(10, 100)).toBe('22023: pushpop_enqueue: priority must be an integer from 0 to 9');
+      await db.query('ROLLBACK');
+      await db.query('BEGIN');
+      expect(await call(0, 1001)).toBe('22023: pushpop_enqueue: item must be at most 1000 bytes of JSON (it is 1001)');
+      await db.query('ROLLBACK');
+    } finally {
+      await inbox.setLimits(262_144, 255);
+    }
+    await db.query('BEGIN');
+    expect(await call(200, 2000)).toBe('accepted');
+    await db.query('ROLLBACK');
+  });
+
   it('every invalid argument raises 22023 naming it, and the caller decides what happens to its transaction', async () => {
     const db = await connect();
     const q = uniqueQueueId('sql-bad');
@@ -293,7 +323,7 @@ describe(`enqueue from SQL (${databaseKind})`, () => {
           'SELECT * FROM enqueued_items',
           'SELECT * FROM enqueue_commits',
           `INSERT INTO enqueued_items (xid, queue_id, item, priority, opens) VALUES (pg_current_xact_id(), 'x', '{}', 0, false)`,
-          'UPDATE enqueue_limits SET max_priority = 1',
+          `CREATE OR REPLACE FUNCTION pushpop_enqueue_max_priority() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 1000'`,
           'DELETE FROM dedup_ids',
           'SELECT pushpop_enqueue_committed()',
         ]) {

@@ -21,13 +21,20 @@ export interface DatabaseFunction {
    * objects of the same names are never found instead of pushpop's.
    */
   readonly securityDefiner?: true;
+  /**
+   * `IMMUTABLE`: the same answer for the same arguments until the function is replaced. A `sql`
+   * function so declared whose body is a constant is folded into the plans that call it, and
+   * replacing it invalidates those plans.
+   */
+  readonly immutable?: true;
 }
 
 /** `CREATE OR REPLACE FUNCTION …` of a declaration, one parameter a line (PostgreSQL keeps only the body's text as written). */
 export function createFunctionStatement(fn: DatabaseFunction): string {
   const parameters = fn.parameters.map((p) => `  ${p.name} ${p.type}${p.default === undefined ? '' : ` DEFAULT ${p.default}`}`).join(',\n');
   const definer = fn.securityDefiner ? ' SECURITY DEFINER SET search_path FROM CURRENT' : '';
-  return `CREATE OR REPLACE FUNCTION ${fn.name}(\n${parameters}\n) RETURNS ${fn.returns} LANGUAGE ${fn.language}${definer} AS $fn$${fn.body}$fn$`;
+  const immutable = fn.immutable ? ' IMMUTABLE' : '';
+  return `CREATE OR REPLACE FUNCTION ${fn.name}(\n${parameters}\n) RETURNS ${fn.returns} LANGUAGE ${fn.language}${immutable}${definer} AS $fn$${fn.body}$fn$`;
 }
 
 /** `name(type, …)`: the signature PostgreSQL tells overloads apart by. */

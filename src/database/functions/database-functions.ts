@@ -1,4 +1,5 @@
 import type { DatabaseFunction } from './database-function.js';
+import { DEFAULT_ENQUEUE_LIMITS, enqueueLimitFunctions } from './enqueue-limits.function.js';
 import { ENQUEUE_COMMITTED, PUSHPOP_ENQUEUE } from './enqueue.function.js';
 import { QUEUE_READY } from './ready-queue.function.js';
 import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
@@ -12,6 +13,7 @@ export const DATABASE_FUNCTIONS: readonly DatabaseFunction[] = [
   WRITE_TURN_FULL,
   WRITE_TURN_THIRD,
   WRITE_TURN_SHORT,
+  ...enqueueLimitFunctions(DEFAULT_ENQUEUE_LIMITS),
   PUSHPOP_ENQUEUE,
   ENQUEUE_COMMITTED,
   QUEUE_READY,

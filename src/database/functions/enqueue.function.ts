@@ -6,9 +6,9 @@ import type { DatabaseFunction } from './database-function.js';
  * arguments as an HTTP push does and adds a row to `enqueued_items`; the service carries
  * committed rows into their queues (src/enqueue, docs/architecture.md "Enqueue from SQL").
  *
- * What the caller's transaction pays: one read of the one-row `enqueue_limits` (read each call: a
- * setting that kept it would be one the caller can set too), one insert (one index), and on its
- * first call one more insert at commit (below). It takes no lock shared by all queues and sends
+ * What the caller's transaction pays: its checks (the limits are constants folded into its plan,
+ * see enqueue-limits.function.ts), one insert (one index), and on its first call one more insert
+ * at commit (below). It takes no lock shared by all queues and sends
  * no `NOTIFY` per call (a `NOTIFY` holds a lock of the whole server until its commit is flushed:
  * every notifying commit would wait for every other one; the trigger below sends one only to
  * wake idle carriers). The depth of an item is looked at only when its stored form is large
@@ -57,7 +57,8 @@ BEGIN
   IF queue_id IS NULL OR queue_id !~ '^[A-Za-z0-9._:@-]+$' OR octet_length(queue_id) > 200 OR queue_id IN ('.', '..') THEN
     RAISE EXCEPTION 'pushpop_enqueue: queue_id must be 1-200 characters of A-Z a-z 0-9 . _ : @ - (and not . or ..)' USING ERRCODE = '22023';
   END IF;
-  SELECT max_item_bytes, max_priority INTO v_max_bytes, v_max_priority FROM enqueue_limits;
+  v_max_bytes := pushpop_enqueue_max_item_bytes();
+  v_max_priority := pushpop_enqueue_max_priority();
   IF item IS NULL OR jsonb_typeof(item) <> 'object' THEN
     RAISE EXCEPTION 'pushpop_enqueue: item must be a JSON object' USING ERRCODE = '22023';
   END IF;

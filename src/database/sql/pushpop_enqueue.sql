@@ -27,7 +27,8 @@ BEGIN
   IF queue_id IS NULL OR queue_id !~ '^[A-Za-z0-9._:@-]+$' OR octet_length(queue_id) > 200 OR queue_id IN ('.', '..') THEN
     RAISE EXCEPTION 'pushpop_enqueue: queue_id must be 1-200 characters of A-Z a-z 0-9 . _ : @ - (and not . or ..)' USING ERRCODE = '22023';
   END IF;
-  SELECT max_item_bytes, max_priority INTO v_max_bytes, v_max_priority FROM enqueue_limits;
+  v_max_bytes := pushpop_enqueue_max_item_bytes();
+  v_max_priority := pushpop_enqueue_max_priority();
   IF item IS NULL OR jsonb_typeof(item) <> 'object' THEN
     RAISE EXCEPTION 'pushpop_enqueue: item must be a JSON object' USING ERRCODE = '22023';
   END IF;
