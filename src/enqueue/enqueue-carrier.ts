@@ -38,9 +38,9 @@ const message = (error: unknown): string => (error instanceof Error ? error.mess
  * passed since that one started (at once when it took longer), so that rows committed meanwhile
  * are poppable one carriage after their commit, and a stream of commits is carried in carriages
  * of many rows, each queue's share in one push, rather than a push and a commit per queue for
- * every few rows. It stops only when a look
- * finds nothing waiting and no commit under way (`EnqueueInboxRepository.settled`, the gate of
- * `ENQUEUE_COMMITTED`): the next commit then finds none waiting and wakes it. An idle process
+ * every few rows. It stops only when a look finds nothing waiting and no commit under way
+ * (`EnqueueInboxRepository.settled`, the gate of `ENQUEUE_COMMITTED`): the next commit then
+ * finds none waiting and wakes it. An idle process
  * probes every {@link IDLE_INTERVAL_MS} with the sweeps' one statement, in case a wake-up was
  * lost. One process at a time carries up to {@link CARRY_BATCH} rows, in commit order, each
  * queue's share as one push (or several of {@link PUSH_MAX}, in order) through the queue

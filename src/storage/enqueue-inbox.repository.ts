@@ -174,16 +174,16 @@ export class EnqueueInboxRepository {
    * that processes starting at once replace them one after the other.
    */
   async setLimits(maxItemBytes: number, maxPriority: number): Promise<void> {
-    const limits = async (session: DbSession): Promise<boolean> => {
+    const holdsThese = async (session: DbSession): Promise<boolean> => {
       const [now] = await session.query<{ bytes: number; priority: number }>(
         `SELECT pushpop_enqueue_max_item_bytes() AS bytes, pushpop_enqueue_max_priority() AS priority`,
       );
       return now.bytes === maxItemBytes && now.priority === maxPriority;
     };
-    if (await limits(this.uow.autocommit)) return;
+    if (await holdsThese(this.uow.autocommit)) return;
     await this.uow.transaction(async (session) => {
       await session.query(`SELECT pg_advisory_xact_lock(hashtext('pushpop_enqueue_limits'), hashtext(current_schema()))`);
-      if (await limits(session)) return;
+      if (await holdsThese(session)) return;
       for (const fn of enqueueLimitFunctions({ maxItemBytes, maxPriority })) await session.query(createFunctionStatement(fn));
     });
   }
