@@ -107,6 +107,39 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
   });
 
+  it('by default prefetches four times its concurrency, at least 128: handlers that hold on keep that many locks at most', async () => {
+    // [concurrency, locks held once the buffer is filled]: at 2, one pop of 100 (the most a pop asks;
+    // 2 + 98 buffered, more than half of 128, so no other pop); at 40, 40 + 160, the bound.
+    for (const [concurrency, held] of [
+      [2, 100],
+      [40, 200],
+    ]) {
+      const q = uniqueQueueId(`default-prefetch-${concurrency}`);
+      await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
+      await fill(q, 400);
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let running = 0;
+      const consumer = consume(
+        bed.client,
+        q,
+        async () => {
+          running += 1;
+          await gate;
+        },
+        { concurrency },
+      );
+      await waitFor('every slot running', () => running === concurrency);
+      await waitFor('the prefetch filled', async () => (await settled(q)).locked === held, 5_000);
+      // Nothing more comes while the handlers hold on.
+      await sleep(300);
+      expect((await settled(q)).locked).toBe(held);
+      const closing = consumer.close();
+      release();
+      await closing;
+    }
+  });
+
   it('close() gives the prefetched items back at once, while the running handler finishes and is acknowledged', async () => {
     const q = uniqueQueueId('close-prefetch');
     await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });

@@ -138,7 +138,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
         const what = this.queue ? `queue ${this.queue.id} is shared` : `the queues of prefix ${this.prefix} are consumed as shared ones`;
         this.warn(`batchSize applies to exclusive queues; ${what}, so every item has a lock of its own`);
       }
-      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(64, 2 * this.options.concurrency)) : 0;
+      const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(128, 4 * this.options.concurrency)) : 0;
       const sourceOptions = {
         depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
         ttlSeconds: this.options.ttlSeconds,
