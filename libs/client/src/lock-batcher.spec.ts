@@ -86,4 +86,28 @@ describe('LockBatcher', () => {
     await batcher.idle();
     expect(seen).toEqual([[undefined, { next: { depth: 1 } }]]);
   });
+
+  it('a hook that throws leaves every lock its result, and its error goes to failed', async () => {
+    const { queue, requests } = queueAnswering();
+    const failures: unknown[] = [];
+    const batcher = new LockBatcher(
+      queue,
+      '/queue/{queue_id}/acknowledge/batch',
+      {},
+      {
+        answered: async () => {
+          throw new Error('a next the hook could not take');
+        },
+        failed: (error) => void failures.push(error),
+      },
+    );
+    const settled = ['a', 'b'].map((id) => batcher.settle(id));
+    requests[0].answer();
+    await tick();
+    requests[1].answer();
+    expect((await Promise.all(settled)).map((r) => r.lock_id)).toEqual(['a', 'b']);
+    await batcher.idle();
+    expect(batcher.busy).toBe(false);
+    expect(failures.map((e) => (e as Error).message)).toEqual(['a next the hook could not take', 'a next the hook could not take']);
+  });
 });

@@ -14,8 +14,13 @@ const MAX_LOCKS = 1000;
 /** More fields of a batcher's requests, decided as each goes out (an acknowledgement's `next`), and what to do with each one's whole answer. */
 export interface EachRequest {
   fields?: () => Record<string, unknown>;
-  /** Called once per request with the fields {@link fields} gave it, and its answer (undefined when the request failed). */
+  /**
+   * Called once per request with the fields {@link fields} gave it, and its answer (undefined when
+   * the request failed), before the request's locks get their results.
+   */
   answered?: (answer: BatchSettleResult | undefined, sent: Record<string, unknown>) => Promise<void>;
+  /** Gets what {@link answered} threw: the request's locks get their results all the same. */
+  failed?: (error: unknown) => void;
 }
 
 /**
@@ -84,10 +89,10 @@ export class LockBatcher {
       });
     } catch (error) {
       for (const w of batch) w.reject(error);
-      await this.each.answered?.(undefined, sent);
+      await this.hook(undefined, sent);
       return;
     }
-    await this.each.answered?.(answer, sent);
+    await this.hook(answer, sent);
     const results = answer.results ?? [];
     // The contract answers a result per lock, in order: looked up by id only when one is not where it should be.
     let byId: Map<string, LockResult> | undefined;
@@ -100,6 +105,15 @@ export class LockBatcher {
       }
       if (result && result.status >= 200 && result.status < 300) w.resolve(result);
       else w.reject(this.failure(w.lockId, result));
+    }
+  }
+
+  /** Runs the {@link EachRequest.answered} hook; what it throws goes to {@link EachRequest.failed}, never into the request (whose locks would get no result). */
+  private async hook(answer: BatchSettleResult | undefined, sent: Record<string, unknown>): Promise<void> {
+    try {
+      await this.each.answered?.(answer, sent);
+    } catch (error) {
+      this.each.failed?.(error);
     }
   }
 

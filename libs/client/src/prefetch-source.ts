@@ -254,6 +254,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
               const asked = (sent.next as { depth: number } | undefined)?.depth ?? 0;
               if (answer?.next) await this.accept(answer.next, only.id, asked);
             },
+            failed: this.report,
           }
         : {},
       ACKNOWLEDGEMENTS_IN_FLIGHT,
