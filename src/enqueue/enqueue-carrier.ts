@@ -31,6 +31,17 @@ export const IDLE_INTERVAL_MS = 5_000;
 
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** Waits `ms` (a timer that keeps no process alive), or until the function handed to `endWith` is called. */
+function delay(ms: number, endWith: (end: () => void) => void): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms).unref();
+    endWith(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 /**
  * Carries the rows `pushpop_enqueue` added, once their transactions committed, into their
  * queues. A process carries when woken (a commit that found none waiting notifies the schema's
@@ -154,26 +165,14 @@ export class EnqueueCarrier implements OnApplicationBootstrap, OnModuleDestroy {
   private async gather(started: number): Promise<void> {
     const ms = started + this.config.env.ENQUEUE_GATHER_MS - performance.now();
     if (ms <= 0 || this.closed) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms).unref();
-      this.endGather = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    await delay(ms, (end) => (this.endGather = end));
     this.endGather = undefined;
   }
 
   /** Waits twice as long as last time (from {@link SETTLE_FIRST_MS} up to {@link SETTLE_MAX_MS}), or until a wake-up; answers how long it meant to. */
   private async pause(lastMs: number): Promise<number> {
     const ms = Math.min(SETTLE_MAX_MS, Math.max(SETTLE_FIRST_MS, lastMs * 2));
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms).unref();
-      this.endPause = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+    await delay(ms, (end) => (this.endPause = end));
     this.endPause = undefined;
     return ms;
   }
