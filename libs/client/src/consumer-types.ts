@@ -39,11 +39,12 @@ export interface ConsumerOptions {
    * the handlers, each under its own lock (default four times `concurrency`, at least 128: the
    * consumer then holds at most `concurrency + prefetch` locks besides those of finished items
    * whose acknowledgement is on its way). More means more items per round trip and per turn of
-   * the queue (measured with no-op handlers on one machine, 20,000 items: 64 against 128 moved
-   * about 26,000 against 30,000–36,000 items/s at concurrency 1 and 8, and at 32, 64, 128 and 256
-   * moved 25,000–27,000, 27,000–33,000 and 30,000–34,000), and more items waiting (their locks extended) where another consumer could
-   * have taken them: with handlers that take seconds, or several consumers sharing a short
-   * queue, keep it near `concurrency`. 0 pops one item per slot as a service without per-item
+   * the queue (measured with no-op handlers on one machine, 20,000 items: prefetch 64 against
+   * 128 moved about 26,000 against 30,000–36,000 items/s at concurrency 1 and 8; at concurrency
+   * 32, prefetch 64, 128 and 256 moved 25,000–27,000, 27,000–33,000 and 30,000–34,000), and more
+   * items waiting (their locks extended) where another consumer could have taken them: with
+   * handlers that take seconds, or several consumers sharing a short queue, keep it near
+   * `concurrency`. 0 pops one item per slot as a service without per-item
    * locks makes it. `close()` gives them back at once.
    */
   prefetch?: number;
