@@ -107,29 +107,35 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
     expect(await settled(q)).toEqual({ count: 0, locked: 0, delayed: 0 });
   });
 
-  it('by default prefetches four times its concurrency, at least 128: handlers that hold on keep that many locks at most', async () => {
-    // [concurrency, locks held once the buffer is filled]: at 2, one pop of 100 (the most a pop asks;
+  /** Starts a consumer of `q` whose handlers hold on until released; resolves once all `concurrency` of them run. */
+  async function holdingConsumer(q: string, concurrency: number, options: ConsumerOptions = {}): Promise<{ consumer: Consumer<Job>; release: () => void }> {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let running = 0;
+    const consumer = consume(
+      bed.client,
+      q,
+      async () => {
+        running += 1;
+        await gate;
+      },
+      { concurrency, ...options },
+    );
+    await waitFor('every slot running', () => running === concurrency);
+    return { consumer, release };
+  }
+
+  it('a prefetch given bounds the locks held at concurrency + prefetch: handlers that hold on keep that many at most', async () => {
+    // [concurrency, prefetch, locks held once the buffer is filled]: at 2, one pop of 100 (the most a pop asks;
     // 2 + 98 buffered, more than half of 128, so no other pop); at 40, 40 + 160, the bound.
-    for (const [concurrency, held] of [
-      [2, 100],
-      [40, 200],
+    for (const [concurrency, prefetch, held] of [
+      [2, 128, 100],
+      [40, 160, 200],
     ]) {
-      const q = uniqueQueueId(`default-prefetch-${concurrency}`);
+      const q = uniqueQueueId(`given-prefetch-${concurrency}`);
       await bed.client.queue(q).updateSettings({ lock_mode: 'shared' });
       await fill(q, 400);
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let running = 0;
-      const consumer = consume(
-        bed.client,
-        q,
-        async () => {
-          running += 1;
-          await gate;
-        },
-        { concurrency },
-      );
-      await waitFor('every slot running', () => running === concurrency);
+      const { consumer, release } = await holdingConsumer(q, concurrency, { prefetch });
       await waitFor('the prefetch filled', async () => (await settled(q)).locked === held, 5_000);
       // Nothing more comes while the handlers hold on.
       await sleep(300);
@@ -138,6 +144,51 @@ describe(`Consumer with per-item locks and batch acknowledgements (${databaseKin
       release();
       await closing;
     }
+  });
+
+  it('by default the prefetch follows the handlers: as many as the concurrency until one finished, no hoard behind slow handlers, many per request behind fast ones', async () => {
+    // Handlers that hold on: the slots and as many buffered, nothing more.
+    const held = uniqueQueueId('adaptive-held');
+    await bed.client.queue(held).updateSettings({ lock_mode: 'shared' });
+    await fill(held, 400);
+    const holding = await holdingConsumer(held, 8);
+    await waitFor('the prefetch filled', async () => (await settled(held)).locked === 16, 5_000);
+    await sleep(300);
+    expect((await settled(held)).locked).toBe(16);
+    const closing = holding.consumer.close();
+    holding.release();
+    await closing;
+
+    // Handlers of 100 ms at concurrency 2: the two slots get through two items in 100 ms, so two
+    // wait in the buffer besides the two running; the service also counts those just finished
+    // until their acknowledgement commits (one per slot), and acknowledgements that overlap may
+    // each bring what the buffer had room for when they left (7 at most in the runs so far).
+    // A fixed prefetch of 128 would hold all 40 at once.
+    const slow = uniqueQueueId('adaptive-slow');
+    await bed.client.queue(slow).updateSettings({ lock_mode: 'shared' });
+    await fill(slow, 40);
+    const slowConsumer = consume(bed.client, slow, () => sleep(100), { concurrency: 2 });
+    let most = 0;
+    while (slowConsumer.stats.completed < 40) {
+      most = Math.max(most, (await settled(slow)).locked);
+      await sleep(20);
+    }
+    await slowConsumer.close();
+    expect(most).toBeGreaterThanOrEqual(2);
+    expect(most).toBeLessThanOrEqual(8);
+
+    // No-op handlers: the bound grows to the default's four times the concurrency (at least 128),
+    // so each request brings many items.
+    const fast = uniqueQueueId('adaptive-fast');
+    await bed.client.queue(fast).updateSettings({ lock_mode: 'shared' });
+    await fill(fast, 2000);
+    const counting = new PushpopClient({ baseUrl: bed.svc.url, capabilities: FOURTH_CAPABILITIES });
+    const fastConsumer = consume(counting, fast, () => undefined, { concurrency: 2 });
+    await waitFor('all handled', () => fastConsumer.stats.completed === 2000, 60_000);
+    await fastConsumer.close();
+    // With the bound stuck at the concurrency, pops and `next`s of 4 items at most would take 500
+    // requests for 2,000 items, besides the acknowledgements; here about 100 or fewer in all.
+    expect(counting.requests).toBeLessThan(250);
   });
 
   it('close() gives the prefetched items back at once, while the running handler finishes and is acknowledged', async () => {

@@ -36,16 +36,18 @@ export interface ConsumerOptions {
   batchSize?: number;
   /**
    * Shared queues, on a service with per-item locks and batch settling: items popped ahead of
-   * the handlers, each under its own lock (default four times `concurrency`, at least 128: the
-   * consumer then holds at most `concurrency + prefetch` locks besides those of finished items
-   * whose acknowledgement is on its way). More means more items per round trip and per turn of
-   * the queue (measured with no-op handlers on one machine, 20,000 items: prefetch 64 against
-   * 128 moved about 26,000 against 30,000–36,000 items/s at concurrency 1 and 8; at concurrency
-   * 32, prefetch 64, 128 and 256 moved 25,000–27,000, 27,000–33,000 and 30,000–34,000), and more
-   * items waiting (their locks extended) where another consumer could have taken them: with
-   * handlers that take seconds, or several consumers sharing a short queue, keep it near
-   * `concurrency`. 0 pops one item per slot as a service without per-item
-   * locks makes it. `close()` gives them back at once.
+   * the handlers, each under its own lock; the consumer holds at most `concurrency + prefetch`
+   * locks besides those of finished items whose acknowledgement is on its way. By default the
+   * prefetch follows the handlers: what the slots get through in 100 ms at the pace their
+   * handlers have taken so far (`concurrency` until one finished), at least 1 and at most four
+   * times `concurrency` (at least 128). Handlers that take microseconds fill it to that bound,
+   * so each round trip and each turn of the queue moves many items (no-op handlers on one
+   * machine, 20,000 items: a bound of 64 moved about 26,000 items/s at concurrency 1 and 8, 128
+   * moved 30,000–36,000); handlers that take a second keep one item waiting, so a consumer of
+   * slow handlers holds no items another consumer could run now. A number fixes it: more items
+   * per round trip, and more waiting (their locks extended) where another consumer could have
+   * taken them. 0 pops one item per slot as a service without per-item locks makes it.
+   * `close()` gives the waiting ones back at once.
    */
   prefetch?: number;
   /** The lock's time to live, 1–300 (default 30). */

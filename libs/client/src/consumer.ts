@@ -138,6 +138,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
         const what = this.queue ? `queue ${this.queue.id} is shared` : `the queues of prefix ${this.prefix} are consumed as shared ones`;
         this.warn(`batchSize applies to exclusive queues; ${what}, so every item has a lock of its own`);
       }
+      // No prefetch given: adaptive, up to four times the concurrency (at least 128), by the handlers' pace.
       const prefetch = mode === 'shared' ? (this.options.prefetch ?? Math.max(128, 4 * this.options.concurrency)) : 0;
       const sourceOptions = {
         depth: mode === 'shared' ? 1 : (this.options.batchSize ?? 1),
@@ -147,6 +148,7 @@ export class Consumer<T extends object = Item> extends EventEmitter<ConsumerEven
         idleDelayMs: this.options.idleDelayMs,
         concurrency: this.options.concurrency,
         prefetch,
+        adaptive: this.options.prefetch === undefined,
         extendEverySeconds: this.options.extendEverySeconds,
       };
       const report = (error: unknown) => this.report(error);

@@ -71,6 +71,16 @@ export interface SourceOptions {
   idleDelayMs: number;
 }
 
+/** What a source that prefetches needs besides (see {@link PrefetchSource}). */
+export interface PrefetchOptions extends SourceOptions {
+  concurrency: number;
+  /** The most locks buffered beyond those the slots work on (0: no prefetch). */
+  prefetch: number;
+  /** The bound follows the handlers' pace, up to `prefetch` (the consumer's default). */
+  adaptive?: boolean;
+  extendEverySeconds: number;
+}
+
 /** Reports an error the source recovered from (the consumer's `error` event). */
 export type Report = (error: unknown) => void;
 
@@ -84,7 +94,7 @@ export function createLockSource<T extends object>(
   queue: Queue<T>,
   mode: 'exclusive' | 'shared',
   capabilities: Capabilities,
-  options: SourceOptions & { concurrency: number; prefetch: number; extendEverySeconds: number },
+  options: PrefetchOptions,
   stopping: AbortSignal,
   report: Report,
 ): LockSource<T> {

@@ -1,5 +1,6 @@
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Queue } from './client.js';
 import type { HeldLock, Take } from './lock-source.js';
 import { PrefetchSource, type Pops } from './prefetch-source.js';
@@ -81,5 +82,82 @@ describe('PrefetchSource', () => {
       longPoll.settle(answer());
       await prefetch.close();
     }
+  });
+
+  describe("an adaptive prefetch (the consumer's default)", () => {
+    /** A source over a queue whose pops answer as many items as asked, recording the depths; acknowledgements answer at once. */
+    function sourceOf(options: { concurrency: number; prefetch: number; adaptive: boolean }) {
+      const asked: number[] = [];
+      let n = 0;
+      const queue = {
+        id: 'q',
+        client: {
+          call: async ({ body }: { body: { lock_ids: string[] } }) => ({
+            success: true,
+            items_acknowledged: body.lock_ids.length,
+            results: body.lock_ids.map((lockId) => ({ lock_id: lockId, status: 200, items_acknowledged: 1 })),
+          }),
+        },
+      } as unknown as Queue<Item>;
+      const pops: Pops<Item> = {
+        only: queue,
+        queue: () => queue,
+        pop: async ({ depth = 1 }) => {
+          asked.push(depth);
+          return { result: answer(...Array.from({ length: depth }, () => n++)), queueId: 'q' };
+        },
+      };
+      const stopping = new AbortController();
+      const source = new PrefetchSource(
+        pops,
+        { depth: 1, ttlSeconds: 30, waitSeconds: 0, includeHeaders: false, idleDelayMs: 10, extendEverySeconds: 10, ...options },
+        stopping.signal,
+        () => undefined,
+      );
+      return { source, asked, stop: () => (stopping.abort(), source.close()) };
+    }
+
+    /** Takes a lock and acknowledges it `ms` later by the clock the source reads. */
+    async function handle(source: PrefetchSource<Item>, clock: { now: number }, ms: number): Promise<void> {
+      const lock = lockOf(await source.take(false));
+      clock.now += ms;
+      await source.acknowledge(lock);
+    }
+
+    it('asks for the concurrency until a handler finished, then for what the slots get through in 100 ms at their pace, from 1 up to `prefetch`', async () => {
+      const clock = { now: 1_000 };
+      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      const { source, asked, stop } = sourceOf({ concurrency: 4, prefetch: 128, adaptive: true });
+      try {
+        expect(source.prefetch).toBe(4);
+        await handle(source, clock, 40);
+        // The first pop asked for the slots and as many buffered; one handler of 40 ms: 4 slots get through 10 in 100 ms.
+        expect(asked[0]).toBe(8);
+        expect(source.prefetch).toBe(10);
+        // Handlers of a second: one buffered lock at most, however many slots.
+        for (let i = 0; i < 60; i++) await handle(source, clock, 1_000);
+        expect(source.prefetch).toBe(1);
+        // Handlers that take no time: the bound is `prefetch`.
+        for (let i = 0; i < 200; i++) await handle(source, clock, 0);
+        expect(source.prefetch).toBe(128);
+      } finally {
+        vi.restoreAllMocks();
+        await stop();
+      }
+    });
+
+    it('a prefetch given stays as given, whatever the pace', async () => {
+      const clock = { now: 1_000 };
+      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      const { source, asked, stop } = sourceOf({ concurrency: 4, prefetch: 16, adaptive: false });
+      try {
+        for (let i = 0; i < 20; i++) await handle(source, clock, 1_000);
+        expect(source.prefetch).toBe(16);
+        expect(asked[0]).toBe(20);
+      } finally {
+        vi.restoreAllMocks();
+        await stop();
+      }
+    });
   });
 });

@@ -1,7 +1,8 @@
+import { performance } from 'node:perf_hooks';
 import type { PushpopClient, Queue } from './client.js';
 import { isPushpopError } from './errors.js';
 import { LockBatcher } from './lock-batcher.js';
-import { idle, popFailed, type Delivery, type HeldLock, type LockSource, type Report, type SourceOptions, type Take } from './lock-source.js';
+import { idle, popFailed, type Delivery, type HeldLock, type LockSource, type PrefetchOptions, type Report, type Take } from './lock-source.js';
 import type { PopOptions, PopResult, ReleaseOptions, ReleaseResult } from './types.js';
 import { releaseFields } from './queue.js';
 
@@ -13,6 +14,8 @@ interface Prefetched<T> extends HeldLock<T> {
   renewedAt: number;
   /** Taken by a slot whose handler runs: neither settled nor lost yet. */
   held: boolean;
+  /** When a slot took it (`performance.now()`), until its handler's time was counted in the pace. */
+  takenAt?: number;
 }
 
 /**
@@ -29,6 +32,16 @@ const ACKNOWLEDGEMENTS_IN_FLIGHT = 4;
 
 /** A prefetched lock with less than this left is not handed to a handler: the service takes it back at its expiry. */
 const MIN_LEFT_MS = 1000;
+
+/**
+ * An adaptive prefetch (the default, `adaptive`) buffers about this much of the handlers' work
+ * at their measured pace: enough to keep the slots busy while a refill makes its round trip
+ * (a turn of the queue: milliseconds), little enough that a consumer of slow handlers does not
+ * hold items another consumer could run now.
+ */
+export const PREFETCH_HORIZON_MS = 100;
+/** The weight of a handler's time in the measured pace (a moving average of the last few dozen). */
+const PACE_WEIGHT = 0.1;
 
 /**
  * Where a {@link PrefetchSource} pops: one queue ({@link queuePops}), or the queues under a
@@ -70,12 +83,22 @@ export function prefixPops<T extends object>(client: PushpopClient, prefix: stri
  * the queues with items taken in turn; exclusive queues are passed over by the service).
  *
  * - The buffer holds at most `prefetch` locks beyond those the slots work on: a pop asks for
- *   what is missing up to `concurrency + prefetch`, at most 100. One pop is in flight at a time;
- *   slots that find the buffer empty wait for it (a long poll when nothing was found). What a
- *   request asks for is not counted until it is answered, so while a pop and acknowledgements
- *   with `next` are in flight together the buffer may briefly hold more (never seen where
- *   {@link ACKNOWLEDGEMENTS_IN_FLIGHT} was measured: the most held and buffered at once stayed
- *   `concurrency + prefetch` at concurrency 1, 8 and 32).
+ *   what is missing up to `concurrency + prefetch`, at most 100. An adaptive prefetch
+ *   (`adaptive`, the consumer's default) takes as its bound, up to `prefetch`, what the slots get
+ *   through in {@link PREFETCH_HORIZON_MS} at the pace their handlers have taken so far (a moving
+ *   average of the time from a slot taking a lock to its handler finishing), at least 1;
+ *   `concurrency` until a handler finished. Handlers that take microseconds fill it to
+ *   `prefetch`, handlers that take a second keep it at 1. One pop is in flight at a time; slots
+ *   that find the buffer empty wait for it (a long poll when nothing was found).
+ * - While the handlers' pace keeps an adaptive prefetch below `prefetch`, what requests in flight
+ *   asked for counts against the bound from the moment they ask: otherwise acknowledgements
+ *   that overlap would each bring what the buffer had room for when they left (measured: two
+ *   consumers of 50 ms handlers, one of them holding 64 of 150 items at once). At `prefetch`
+ *   (handlers that take no time, or a prefetch given) it counts once answered, so while a pop
+ *   and acknowledgements with `next` are in flight together the buffer may briefly hold more
+ *   (with no-op handlers, where {@link ACKNOWLEDGEMENTS_IN_FLIGHT} was measured, the most held
+ *   and buffered at once stayed `concurrency + prefetch` at concurrency 1, 8 and 32); counting
+ *   it there too tripled the requests per item and cost a third of the items per second.
  * - The buffer hands its locks out by queue in turn (one queue's: first in, first out), so the
  *   many items one fair pop brings from a queue do not hold up those of the next one.
  * - Locks waiting in the buffer are extended when they have waited `extendEverySeconds`; one
@@ -109,10 +132,14 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private held = 0;
   /** Slots waiting for a pop, told when locks reach the buffer by another way (see {@link fillOrArrival}). */
   private readonly arrivals = new Set<() => void>();
+  /** Items asked for by requests in flight (a pop, acknowledgements' `next`), not answered yet. */
+  private asking = 0;
+  /** The handlers' pace: a moving average of the ms from a slot taking a lock to its handler finishing (undefined: none finished yet). */
+  private paceMs: number | undefined;
 
   constructor(
     private readonly pops: Pops<T>,
-    private readonly options: SourceOptions & { concurrency: number; prefetch: number; extendEverySeconds: number },
+    private readonly options: PrefetchOptions,
     private readonly stopping: AbortSignal,
     private readonly report: Report,
   ) {
@@ -139,18 +166,29 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     const next = this.next();
     if (!next) return undefined;
     next.held = true;
+    next.takenAt = performance.now();
     this.held += 1;
-    if (this.full && this.buffered < this.options.prefetch / 2) void this.fill(false);
+    if (this.full && this.buffered < this.prefetch / 2) void this.fill(false);
     return next;
+  }
+
+  /** The buffer's bound now: `prefetch`, or for an adaptive prefetch what the handlers' pace asks for (see the class doc). */
+  get prefetch(): number {
+    const { prefetch, adaptive, concurrency } = this.options;
+    if (!adaptive) return prefetch;
+    if (this.paceMs === undefined) return Math.min(prefetch, concurrency);
+    return Math.max(1, Math.min(prefetch, Math.ceil((concurrency * PREFETCH_HORIZON_MS) / Math.max(this.paceMs, 0.001))));
   }
 
   acknowledge(lock: HeldLock<T>): Promise<unknown> {
     // Its handler finished: the buffer may refill in its place (of one queue, in this very request, with `next`).
+    this.handled(lock);
     this.unhold(lock);
     return this.acknowledger(lock.queueId).settle(lock.lockId);
   }
 
   async release(lock: HeldLock<T>, how: ReleaseOptions): Promise<ReleaseResult> {
+    this.handled(lock);
     try {
       const result = await this.releaser(lock.queueId, how).settle(lock.lockId);
       this.unhold(lock);
@@ -219,6 +257,15 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
     return undefined;
   }
 
+  /** The handler of a lock a slot took finished: its time counts in the pace (once per lock). */
+  private handled(lock: HeldLock<T>): void {
+    const taken = lock as Prefetched<T>;
+    if (taken.takenAt === undefined) return;
+    const ms = performance.now() - taken.takenAt;
+    taken.takenAt = undefined;
+    this.paceMs = this.paceMs === undefined ? ms : this.paceMs + PACE_WEIGHT * (ms - this.paceMs);
+  }
+
   /** A lock taken by a slot was settled or lost (once per lock, however often it is said). */
   private unhold(lock: HeldLock<T>): void {
     const taken = lock as Prefetched<T>;
@@ -247,11 +294,14 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
             fields: () => {
               const room = this.room();
               if (room <= 0 || this.stopping.aborted) return {};
+              this.asking += room;
               const { ttlSeconds, includeHeaders } = this.options;
               return { next: { depth: room, lock_per_item: true, ttl_seconds: ttlSeconds, include_headers: includeHeaders } };
             },
+            // Called once per request, answered or failed.
             answered: async (answer, sent) => {
               const asked = (sent.next as { depth: number } | undefined)?.depth ?? 0;
+              this.asking -= asked;
               if (answer?.next) await this.accept(answer.next, only.id, asked);
             },
             failed: this.report,
@@ -297,6 +347,7 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
   private async pop(wait: boolean): Promise<'got' | 'empty' | 'busy'> {
     const { options } = this;
     const depth = Math.max(1, this.room());
+    this.asking += depth;
     let popped: Awaited<ReturnType<Pops<T>['pop']>>;
     try {
       popped = await this.pops.pop({
@@ -309,20 +360,24 @@ export class PrefetchSource<T extends object> implements LockSource<T> {
         signal: this.stopping,
       });
     } catch (error) {
+      this.asking -= depth;
       if (this.stopping.aborted) return 'busy';
       await popFailed(error, options, this.stopping, this.report);
       return 'busy';
     }
+    this.asking -= depth;
     const got = await this.accept(popped.result, popped.queueId, depth);
     // A short poll must not spin on an empty queue.
     if (got === 'empty' && wait && options.waitSeconds === 0) await idle(options.idleDelayMs, this.stopping);
     return got;
   }
 
-  /** Items a pop (or an acknowledgement's `next`) may ask for now: up to `concurrency + prefetch` locks held or buffered, at most 100. */
+  /** Items a pop (or an acknowledgement's `next`) may ask for now: up to `concurrency + prefetch` locks held or buffered, at most 100 (see the class doc). */
   private room(): number {
-    const { concurrency, prefetch } = this.options;
-    return Math.min(100, concurrency + prefetch - this.held - this.buffered);
+    const { concurrency, prefetch: most } = this.options;
+    const prefetch = this.prefetch;
+    const asked = prefetch < most ? this.asking : 0;
+    return Math.min(100, concurrency + prefetch - this.held - this.buffered - asked);
   }
 
   /** A pop's answer (a pop's, or an acknowledgement's `next`) into the buffer. */
