@@ -159,5 +159,78 @@ describe('PrefetchSource', () => {
         await stop();
       }
     });
+
+    it('below its most, what acknowledgements in flight asked for counts: overlapping ones ask only for what is left', async () => {
+      const clock = { now: 1_000 };
+      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      const bodies: { lock_ids: string[]; next?: { depth: number } }[] = [];
+      const answers: (() => void)[] = [];
+      let n = 0;
+      const queue = {
+        id: 'q',
+        client: {
+          call: ({ body }: { body: { lock_ids: string[]; next?: { depth: number } } }) => {
+            bodies.push(body);
+            return new Promise((resolve) =>
+              answers.push(() =>
+                resolve({
+                  success: true,
+                  items_acknowledged: body.lock_ids.length,
+                  results: body.lock_ids.map((lockId) => ({ lock_id: lockId, status: 200, items_acknowledged: 1 })),
+                  next: answer(),
+                }),
+              ),
+            );
+          },
+        },
+      } as unknown as Queue<Item>;
+      const pops: Pops<Item> = {
+        only: queue,
+        queue: () => queue,
+        pop: async ({ depth = 1 }) => ({ result: answer(...Array.from({ length: depth }, () => n++)), queueId: 'q' }),
+      };
+      const stopping = new AbortController();
+      const source = new PrefetchSource(
+        pops,
+        {
+          depth: 1,
+          ttlSeconds: 30,
+          waitSeconds: 0,
+          includeHeaders: false,
+          idleDelayMs: 10,
+          extendEverySeconds: 10,
+          concurrency: 2,
+          prefetch: 128,
+          adaptive: true,
+        },
+        stopping.signal,
+        () => undefined,
+      );
+      try {
+        // The first pop brings 4 (2 + 2); all four taken (the last one leaves the buffer empty, so
+        // one more is popped: 1 buffered), then two handlers of 20 ms finish one after the other.
+        const locks = [];
+        for (let i = 0; i < 4; i++) locks.push(lockOf(await source.take(false)));
+        await sleep(10);
+        clock.now += 20;
+        const first = source.acknowledge(locks[0]);
+        const second = source.acknowledge(locks[1]);
+        // Handlers of 20 ms: the bound is 10. The first asks for 2 + 10 - 3 held - 1 buffered; the
+        // second, in flight beside it, for what that leaves (2 + 10 - 2 - 1 - 8 asked), not for 9.
+        expect(source.prefetch).toBe(10);
+        expect(bodies.map((b) => b.next?.depth)).toEqual([8, 1]);
+        for (const answered of answers.splice(0)) answered();
+        await Promise.all([first, second]);
+        // Answered (with nothing to pop): nothing counts as asked any more.
+        clock.now += 20;
+        void source.acknowledge(locks[2]);
+        expect(bodies[2].next?.depth).toBe(10);
+      } finally {
+        vi.restoreAllMocks();
+        stopping.abort();
+        for (const answered of answers.splice(0)) answered();
+        await source.close();
+      }
+    });
   });
 });

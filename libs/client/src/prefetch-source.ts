@@ -93,7 +93,8 @@ export function prefixPops<T extends object>(client: PushpopClient, prefix: stri
  * - While the handlers' pace keeps an adaptive prefetch below `prefetch`, what requests in flight
  *   asked for counts against the bound from the moment they ask: otherwise acknowledgements
  *   that overlap would each bring what the buffer had room for when they left (measured: two
- *   consumers of 50 ms handlers, one of them holding 64 of 150 items at once). At `prefetch`
+ *   consumers of 50 ms handlers held up to 66 of 150 items at once between them, 24–26 with
+ *   it). At `prefetch`
  *   (handlers that take no time, or a prefetch given) it counts once answered, so while a pop
  *   and acknowledgements with `next` are in flight together the buffer may briefly hold more
  *   (with no-op handlers, where {@link ACKNOWLEDGEMENTS_IN_FLIGHT} was measured, the most held
