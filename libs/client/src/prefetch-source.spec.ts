@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Queue } from './client.js';
 import type { HeldLock, Take } from './lock-source.js';
 import { PrefetchSource, type Pops } from './prefetch-source.js';
@@ -85,20 +85,34 @@ describe('PrefetchSource', () => {
   });
 
   describe("an adaptive prefetch (the consumer's default)", () => {
-    /** A source over a queue whose pops answer as many items as asked, recording the depths; acknowledgements answer at once. */
-    function sourceOf(options: { concurrency: number; prefetch: number; adaptive: boolean }) {
+    type AckBody = { lock_ids: string[]; next?: { depth: number } };
+    /** The answer of `acknowledge/batch` acknowledging every lock `body` names; a `next` asked for finds nothing. */
+    const acknowledgedAll = (body: AckBody) => ({
+      success: true,
+      items_acknowledged: body.lock_ids.length,
+      results: body.lock_ids.map((lockId) => ({ lock_id: lockId, status: 200, items_acknowledged: 1 })),
+      ...(body.next ? { next: answer() } : {}),
+    });
+
+    /** The clock the source reads (`performance.now()`), moved by hand. */
+    function handClock(): { now: number } {
+      const clock = { now: 1_000 };
+      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      return clock;
+    }
+    afterEach(() => vi.restoreAllMocks());
+
+    /**
+     * A source over a queue whose pops answer as many items as asked, recording the depths;
+     * acknowledgements go to `acknowledge` (by default answered at once).
+     */
+    function sourceOf(
+      options: { concurrency: number; prefetch: number; adaptive: boolean },
+      acknowledge: (body: AckBody) => Promise<unknown> = async (body) => acknowledgedAll(body),
+    ) {
       const asked: number[] = [];
       let n = 0;
-      const queue = {
-        id: 'q',
-        client: {
-          call: async ({ body }: { body: { lock_ids: string[] } }) => ({
-            success: true,
-            items_acknowledged: body.lock_ids.length,
-            results: body.lock_ids.map((lockId) => ({ lock_id: lockId, status: 200, items_acknowledged: 1 })),
-          }),
-        },
-      } as unknown as Queue<Item>;
+      const queue = { id: 'q', client: { call: ({ body }: { body: AckBody }) => acknowledge(body) } } as unknown as Queue<Item>;
       const pops: Pops<Item> = {
         only: queue,
         queue: () => queue,
@@ -125,8 +139,7 @@ describe('PrefetchSource', () => {
     }
 
     it('asks for the concurrency until a handler finished, then for what the slots get through in 100 ms at their pace, from 1 up to `prefetch`', async () => {
-      const clock = { now: 1_000 };
-      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      const clock = handClock();
       const { source, asked, stop } = sourceOf({ concurrency: 4, prefetch: 128, adaptive: true });
       try {
         expect(source.prefetch).toBe(4);
@@ -141,71 +154,30 @@ describe('PrefetchSource', () => {
         for (let i = 0; i < 200; i++) await handle(source, clock, 0);
         expect(source.prefetch).toBe(128);
       } finally {
-        vi.restoreAllMocks();
         await stop();
       }
     });
 
     it('a prefetch given stays as given, whatever the pace', async () => {
-      const clock = { now: 1_000 };
-      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
+      const clock = handClock();
       const { source, asked, stop } = sourceOf({ concurrency: 4, prefetch: 16, adaptive: false });
       try {
         for (let i = 0; i < 20; i++) await handle(source, clock, 1_000);
         expect(source.prefetch).toBe(16);
         expect(asked[0]).toBe(20);
       } finally {
-        vi.restoreAllMocks();
         await stop();
       }
     });
 
     it('below its most, what acknowledgements in flight asked for counts: overlapping ones ask only for what is left', async () => {
-      const clock = { now: 1_000 };
-      vi.spyOn(performance, 'now').mockImplementation(() => clock.now);
-      const bodies: { lock_ids: string[]; next?: { depth: number } }[] = [];
+      const clock = handClock();
+      const bodies: AckBody[] = [];
       const answers: (() => void)[] = [];
-      let n = 0;
-      const queue = {
-        id: 'q',
-        client: {
-          call: ({ body }: { body: { lock_ids: string[]; next?: { depth: number } } }) => {
-            bodies.push(body);
-            return new Promise((resolve) =>
-              answers.push(() =>
-                resolve({
-                  success: true,
-                  items_acknowledged: body.lock_ids.length,
-                  results: body.lock_ids.map((lockId) => ({ lock_id: lockId, status: 200, items_acknowledged: 1 })),
-                  next: answer(),
-                }),
-              ),
-            );
-          },
-        },
-      } as unknown as Queue<Item>;
-      const pops: Pops<Item> = {
-        only: queue,
-        queue: () => queue,
-        pop: async ({ depth = 1 }) => ({ result: answer(...Array.from({ length: depth }, () => n++)), queueId: 'q' }),
-      };
-      const stopping = new AbortController();
-      const source = new PrefetchSource(
-        pops,
-        {
-          depth: 1,
-          ttlSeconds: 30,
-          waitSeconds: 0,
-          includeHeaders: false,
-          idleDelayMs: 10,
-          extendEverySeconds: 10,
-          concurrency: 2,
-          prefetch: 128,
-          adaptive: true,
-        },
-        stopping.signal,
-        () => undefined,
-      );
+      const { source, stop } = sourceOf({ concurrency: 2, prefetch: 128, adaptive: true }, (body) => {
+        bodies.push(body);
+        return new Promise((resolve) => answers.push(() => resolve(acknowledgedAll(body))));
+      });
       try {
         // The first pop brings 4 (2 + 2); all four taken (the last one leaves the buffer empty, so
         // one more is popped: 1 buffered), then two handlers of 20 ms finish one after the other.
@@ -226,10 +198,8 @@ describe('PrefetchSource', () => {
         void source.acknowledge(locks[2]);
         expect(bodies[2].next?.depth).toBe(10);
       } finally {
-        vi.restoreAllMocks();
-        stopping.abort();
         for (const answered of answers.splice(0)) answered();
-        await source.close();
+        await stop();
       }
     });
   });
