@@ -37,9 +37,9 @@ const options = { concurrency, waitSeconds: 1, ...(prefetchArg === '' ? {} : { p
 let handled = 0;
 let allHandled;
 const done = new Promise((r) => (allHandled = r));
-/** A consumer with its own count of items handled and of locks it holds (taken by a slot or buffered). */
+/** A consumer with its own count of the items it handled. */
 function start(name) {
-  const own = { name, handled: 0 };
+  const own = { handled: 0 };
   const consumer = client.consume(
     queueId,
     async () => {

@@ -39,7 +39,7 @@ const MIN_LEFT_MS = 1000;
  * (a turn of the queue: milliseconds), little enough that a consumer of slow handlers does not
  * hold items another consumer could run now.
  */
-export const PREFETCH_HORIZON_MS = 100;
+const PREFETCH_HORIZON_MS = 100;
 /** The weight of a handler's time in the measured pace (a moving average of the last few dozen). */
 const PACE_WEIGHT = 0.1;
 
