@@ -1,7 +1,8 @@
 import { ValidationPipe, type ArgumentMetadata } from '@nestjs/common';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ListQueuesQueryDto } from '../queue/dto/list-queues-query.dto.js';
-import { AcknowledgeRequestDto, NextPopDto } from '../queue/dto/lock.dto.js';
+import { ArrayMinSize, IsArray, IsString, MaxLength } from 'class-validator';
+import { AcknowledgeBatchRequestDto, AcknowledgeRequestDto, NextPopDto, ReleaseBatchRequestDto } from '../queue/dto/lock.dto.js';
 import { PopQueryDto } from '../queue/dto/pop-query.dto.js';
 import { PushBatchDto, PushItemDto } from '../queue/dto/push-item.dto.js';
 import { ValidationFailedError } from './errors.js';
@@ -15,6 +16,18 @@ const query = (fields: Record<string, string>): Record<string, string> => Object
 const pushBody: ArgumentMetadata = { type: 'body', metatype: PushItemDto };
 const batchBody: ArgumentMetadata = { type: 'body', metatype: PushBatchDto };
 const ackBody: ArgumentMetadata = { type: 'body', metatype: AcknowledgeRequestDto };
+const ackBatchBody: ArgumentMetadata = { type: 'body', metatype: AcknowledgeBatchRequestDto };
+const releaseBatchBody: ArgumentMetadata = { type: 'body', metatype: ReleaseBatchRequestDto };
+
+/** A list whose entries have a rule of what they say: never compared by length alone. */
+class ShortNamesDto {
+  @IsArray()
+  @ArrayMinSize(1)
+  @IsString({ each: true })
+  @MaxLength(3, { each: true })
+  names: string[];
+}
+const shortNamesBody: ArgumentMetadata = { type: 'body', metatype: ShortNamesDto };
 
 describe('RequestValidationPipe on query strings and body shapes', () => {
   afterEach(() => vi.restoreAllMocks());
@@ -169,5 +182,50 @@ describe('RequestValidationPipe on query strings and body shapes', () => {
     expect(await pipe.transform({ lock_id: 'f' }, ackBody)).toEqual(Object.assign(new AcknowledgeRequestDto(), { lock_id: 'f' }));
     expect(await pipe.transform({ lock_id: 'g' }, ackBody)).toEqual(Object.assign(new AcknowledgeRequestDto(), { lock_id: 'g' }));
     expect(validations).toHaveBeenCalledTimes(8);
+  });
+
+  it('a batch acknowledgement of as many distinct lock ids as one seen before is not validated again: it carries its own lock_ids and its own next', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    const ids = (tag: string, n = 3): string[] => Array.from({ length: n }, (_, i) => `${tag}${i}`);
+    const first = (await pipe.transform({ lock_ids: ids('a'), next: { depth: 2 } }, ackBatchBody)) as AcknowledgeBatchRequestDto;
+    const sent = ids('b');
+    const second = (await pipe.transform({ lock_ids: sent, next: { depth: 2 } }, ackBatchBody)) as AcknowledgeBatchRequestDto;
+    expect(validations).toHaveBeenCalledTimes(1);
+    expect(second).toEqual(Object.assign(new AcknowledgeBatchRequestDto(), { lock_ids: ids('b'), next: Object.assign(new NextPopDto(), { depth: 2 }) }));
+    expect(second.lock_ids, 'a list of its own').not.toBe(sent);
+    expect(first.lock_ids).toEqual(ids('a'));
+    second.next!.depth = 9;
+    second.lock_ids.push('x');
+    const third = (await pipe.transform({ lock_ids: ids('c'), next: { depth: 2 } }, ackBatchBody)) as AcknowledgeBatchRequestDto;
+    expect(third, 'a change to an earlier answer does not leak').toEqual(Object.assign(new AcknowledgeBatchRequestDto(), { lock_ids: ids('c'), next: Object.assign(new NextPopDto(), { depth: 2 }) }));
+    expect(validations).toHaveBeenCalledTimes(1);
+    // Another length, another next: validated (once each).
+    for (let i = 0; i < 2; i++) expect(await pipe.transform({ lock_ids: ids(`d${i}`, 4), next: { depth: 2 } }, ackBatchBody)).toMatchObject({ lock_ids: ids(`d${i}`, 4) });
+    for (let i = 0; i < 2; i++) expect(await pipe.transform({ lock_ids: ids(`e${i}`), next: { depth: 5 } }, ackBatchBody)).toMatchObject({ next: { depth: 5 } });
+    expect(validations).toHaveBeenCalledTimes(3);
+    // Refused lists are refused every time, with their own errors: a repeated id, an id that is no string, none, too many.
+    for (let i = 0; i < 2; i++) {
+      await expect(pipe.transform({ lock_ids: ['f', 'g', 'f'], next: { depth: 2 } }, ackBatchBody)).rejects.toThrow(/lock_ids/);
+      await expect(pipe.transform({ lock_ids: ['f', 5, 'g'], next: { depth: 2 } }, ackBatchBody)).rejects.toThrow(/lock_ids/);
+      await expect(pipe.transform({ lock_ids: [], next: { depth: 2 } }, ackBatchBody)).rejects.toThrow(/lock_ids/);
+      await expect(pipe.transform({ lock_ids: ids('h', 1001) }, ackBatchBody)).rejects.toThrow(/lock_ids/);
+    }
+    // The first list of a length above the most is refused as it is validated, and so is every later one: no refusal is remembered.
+    await expect(pipe.transform({ lock_ids: ids('i', 1001) }, ackBatchBody)).rejects.toThrow(/lock_ids/);
+    expect(validations).toHaveBeenCalledTimes(12);
+    // A release's other fields are compared as before.
+    await pipe.transform({ lock_ids: ids('j'), delay_seconds: 5 }, releaseBatchBody);
+    expect(await pipe.transform({ lock_ids: ids('k'), delay_seconds: 5 }, releaseBatchBody)).toMatchObject({ lock_ids: ids('k'), delay_seconds: 5 });
+    await expect(pipe.transform({ lock_ids: ids('l'), delay_seconds: 901 }, releaseBatchBody)).rejects.toThrow(/delay_seconds/);
+    expect(validations).toHaveBeenCalledTimes(14);
+  });
+
+  it('a list whose entries have a rule of what they say is validated every time', async () => {
+    const pipe = new RequestValidationPipe();
+    const validations = vi.spyOn(ValidationPipe.prototype, 'transform');
+    expect(await pipe.transform({ names: ['ab', 'cd'] }, shortNamesBody)).toMatchObject({ names: ['ab', 'cd'] });
+    await expect(pipe.transform({ names: ['ab', 'long'] }, shortNamesBody)).rejects.toThrow(/names/);
+    expect(validations).toHaveBeenCalledTimes(2);
   });
 });

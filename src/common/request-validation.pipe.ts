@@ -195,50 +195,100 @@ export class RequestValidationPipe extends ValidationPipe {
 
   /**
    * `validate()`'s DTO, or a copy of the one it gave for the same value before (see
-   * {@link remembered}). Fields any string passes (see {@link freeFields}) are left out of what is
-   * compared, and the copy takes this value's: an acknowledgement names a new `lock_id` each time.
+   * {@link remembered}). Fields any string passes and lists of distinct strings (see
+   * {@link fieldKinds}) are compared by kind only (a string; a list of so many), and the copy takes
+   * this value's: an acknowledgement names a new `lock_id` each time, a batch acknowledgement new
+   * `lock_ids`.
    */
   private async validateOnce(value: unknown, metadata: ArgumentMetadata, validate: () => Promise<unknown>): Promise<unknown> {
+    const kinds = this.fieldKinds(metadata.metatype);
+    const holder = value as Holder;
+    const lists = value !== null && typeof value === 'object' ? kinds.lists.filter((field) => isDistinctStrings(holder[field])) : [];
     // A batch is never remembered: no key is made for it.
-    const flat = isFlat(value);
-    const free = flat ? this.freeFields(metadata.metatype).filter((field) => typeof (value as Holder)[field] === 'string') : [];
-    const key = flat ? keyOf(value as Holder, free) : undefined;
+    const flat = isFlat(value, lists);
+    const free = flat ? kinds.free.filter((field) => typeof holder[field] === 'string') : [];
+    const key = flat ? keyOf(holder, free, lists) : undefined;
     const dto = key === undefined ? undefined : this.remembered.get(metadata.metatype)?.get(key);
     if (dto) {
       const copy = copyOf(dto) as Holder;
-      for (const field of free) copy[field] = (value as Holder)[field];
+      for (const field of free) copy[field] = holder[field];
+      for (const field of lists) copy[field] = [...(holder[field] as string[])];
       return copy;
     }
     const result = await validate();
-    if (key !== undefined && isFlat(result)) remember(this.remembered, metadata.metatype, key, copyOf(result));
+    if (key !== undefined && isFlat(result, lists)) remember(this.remembered, metadata.metatype, key, copyOf(result));
     return result;
   }
 
-  /** Per DTO class, its fields whose only rule is `@Allow()`: any string passes them unchanged (see {@link freeFields}). */
-  private readonly free = new Map<unknown, string[]>();
+  /** Per DTO class, its fields by what their rules look at (see {@link fieldKinds}). */
+  private readonly kinds = new Map<unknown, FieldKinds>();
 
   /**
-   * The fields of a DTO class whose only rule is `@Allow()` (`lock_id`, checked by the service):
-   * whatever string they hold, the body is valid or not, and transformed, as with any other.
+   * The fields of a DTO class whose rules do not look at what their strings say: `free`, whose
+   * only rule is `@Allow()` (`lock_id`, checked by the service): whatever string they hold, the
+   * body is valid or not, and transformed, as with any other; and `lists`, whose rules are only
+   * of an array's length, its entries being strings and their being distinct (`lock_ids`): any
+   * list of as many distinct strings passes or fails alike. Read from class-validator's own
+   * metadata, so a rule added to such a field (a pattern, a length per entry) takes it out.
    */
-  private freeFields(metatype: unknown): string[] {
-    let fields = this.free.get(metatype);
-    if (fields) return fields;
+  private fieldKinds(metatype: unknown): FieldKinds {
+    let kinds = this.kinds.get(metatype);
+    if (kinds) return kinds;
     const rules = typeof metatype === 'function' ? getMetadataStorage().getTargetValidationMetadatas(metatype, '', true, false) : [];
-    const byField = new Map<string, boolean>();
-    for (const rule of rules) byField.set(rule.propertyName, (byField.get(rule.propertyName) ?? true) && rule.type === ValidationTypes.WHITELIST);
-    fields = [...byField].filter(([, onlyAllow]) => onlyAllow).map(([field]) => field);
-    this.free.set(metatype, fields);
-    return fields;
+    const byField = new Map<string, { onlyAllow: boolean; onlyList: boolean }>();
+    for (const rule of rules) {
+      const field = byField.get(rule.propertyName) ?? { onlyAllow: true, onlyList: true };
+      field.onlyAllow &&= rule.type === ValidationTypes.WHITELIST;
+      field.onlyList &&= isListRule(rule);
+      byField.set(rule.propertyName, field);
+    }
+    kinds = {
+      free: [...byField].filter(([, f]) => f.onlyAllow).map(([field]) => field),
+      lists: [...byField].filter(([, f]) => f.onlyList).map(([field]) => field),
+    };
+    this.kinds.set(metatype, kinds);
+    return kinds;
   }
 }
 
-/** What {@link RequestValidationPipe.validateOnce} compares: the value's JSON without its free fields, and which fields those were. */
-function keyOf(value: Holder, free: readonly string[]): string {
-  if (free.length === 0) return JSON.stringify(value);
+/** A rule of a DTO's field, as class-validator keeps it. */
+type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidationMetadatas']>[number];
+
+interface FieldKinds {
+  readonly free: readonly string[];
+  readonly lists: readonly string[];
+}
+
+/**
+ * Rules whose outcome for an array of distinct strings depends on its length only: being an
+ * array, its least and most length, distinct entries (by value: no `identifier`) and entries
+ * that are strings.
+ */
+const LIST_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize', 'arrayUnique']);
+function isListRule(rule: ValidationMetadata): boolean {
+  if (rule.type !== ValidationTypes.CUSTOM_VALIDATION || rule.groups?.length || rule.always) return false;
+  if (rule.name === 'isString') return rule.each === true;
+  if (rule.name === 'arrayUnique') return rule.each !== true && ((rule.constraints ?? []) as unknown[]).every((c) => c === undefined);
+  return rule.name !== undefined && LIST_RULES.has(rule.name) && rule.each !== true;
+}
+
+/** An array of strings, no two the same. */
+function isDistinctStrings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string') && new Set(value).size === value.length;
+}
+
+/**
+ * What {@link RequestValidationPipe.validateOnce} compares: the value's JSON without its free
+ * fields and with each list's length for the list, and which fields those were.
+ */
+function keyOf(value: Holder, free: readonly string[], lists: readonly string[]): string {
+  if (free.length === 0 && lists.length === 0) return JSON.stringify(value);
   // Field by field rather than a copy without the free fields: deleting fields of an object makes every later access to it slow.
-  let key = `${free.join(',')}|`;
-  for (const field of Object.keys(value)) if (!free.includes(field)) key += `${JSON.stringify(field)}:${JSON.stringify(value[field])},`;
+  let key = `${free.join(',')}|${lists.join(',')}|`;
+  for (const field of Object.keys(value)) {
+    if (lists.includes(field)) key += `${JSON.stringify(field)}:#${(value[field] as unknown[]).length},`;
+    else if (!free.includes(field)) key += `${JSON.stringify(field)}:${JSON.stringify(value[field])},`;
+  }
   return key;
 }
 
@@ -256,12 +306,17 @@ function batchEntryKeys(value: unknown): string[] | undefined {
   return keys;
 }
 
-/** An object whose fields are all primitive values (but for an item's stand-in), or objects of primitive values (a nested DTO such as `next`). */
-function isFlat(value: unknown): value is object {
+/**
+ * An object whose fields are all primitive values (but for an item's stand-in and the fields of
+ * `lists`), or objects of primitive values (a nested DTO such as `next`).
+ */
+function isFlat(value: unknown, lists: readonly string[] = []): value is object {
   return (
     value !== null &&
     typeof value === 'object' &&
-    Object.entries(value).every(([field, v]) => isPrimitive(v) || field === 'item' || (isPlainObject(v) && Object.values(v).every(isPrimitive)))
+    Object.entries(value).every(
+      ([field, v]) => isPrimitive(v) || field === 'item' || lists.includes(field) || (isPlainObject(v) && Object.values(v).every(isPrimitive)),
+    )
   );
 }
 
