@@ -227,8 +227,11 @@ function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
 @Injectable()
 export class QueueStateRepository {
   /**
-   * Short-form turn writes on the pool, grouped while as many are in flight as half the pool's
-   * connections: those that would have queued for a connection go together in one statement.
+   * Short-form turn writes on the pool, grouped while as many are in flight as a fifth of the
+   * pool's connections (two of the default ten): those that would have waited go together in one
+   * statement. Fewer statements in flight make larger groups, so fewer commits and less CPU per
+   * turn in the service and in PostgreSQL; on two cores, two in flight pushed and popped more per
+   * second than five (docs/performance.md, "Settings chosen by measurement").
    */
   private readonly basicWrites: StatementGroups<{ queueId: string; values: unknown[] }, boolean>;
 
@@ -238,7 +241,7 @@ export class QueueStateRepository {
     /** Whether segments brought back from the offload store are written packed now. */
     private readonly packingGate: PackingGate,
   ) {
-    this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 2)), MAX_WRITE_GROUP);
+    this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 5)), MAX_WRITE_GROUP);
   }
 
   /** Statements that carried the short-form writes of several turns, and all such statements sent. */
