@@ -198,11 +198,15 @@ describe('RequestValidationPipe on query strings and body shapes', () => {
     second.next!.depth = 9;
     second.lock_ids.push('x');
     const third = (await pipe.transform({ lock_ids: ids('c'), next: { depth: 2 } }, ackBatchBody)) as AcknowledgeBatchRequestDto;
-    expect(third, 'a change to an earlier answer does not leak').toEqual(Object.assign(new AcknowledgeBatchRequestDto(), { lock_ids: ids('c'), next: Object.assign(new NextPopDto(), { depth: 2 }) }));
+    expect(third, 'a change to an earlier answer does not leak').toEqual(
+      Object.assign(new AcknowledgeBatchRequestDto(), { lock_ids: ids('c'), next: Object.assign(new NextPopDto(), { depth: 2 }) }),
+    );
     expect(validations).toHaveBeenCalledTimes(1);
     // Another length, another next: validated (once each).
-    for (let i = 0; i < 2; i++) expect(await pipe.transform({ lock_ids: ids(`d${i}`, 4), next: { depth: 2 } }, ackBatchBody)).toMatchObject({ lock_ids: ids(`d${i}`, 4) });
-    for (let i = 0; i < 2; i++) expect(await pipe.transform({ lock_ids: ids(`e${i}`), next: { depth: 5 } }, ackBatchBody)).toMatchObject({ next: { depth: 5 } });
+    for (let i = 0; i < 2; i++)
+      expect(await pipe.transform({ lock_ids: ids(`d${i}`, 4), next: { depth: 2 } }, ackBatchBody)).toMatchObject({ lock_ids: ids(`d${i}`, 4) });
+    for (let i = 0; i < 2; i++)
+      expect(await pipe.transform({ lock_ids: ids(`e${i}`), next: { depth: 5 } }, ackBatchBody)).toMatchObject({ next: { depth: 5 } });
     expect(validations).toHaveBeenCalledTimes(3);
     // Refused lists are refused every time, with their own errors: a repeated id, an id that is no string, none, too many.
     for (let i = 0; i < 2; i++) {
