@@ -259,17 +259,19 @@ interface FieldKinds {
   readonly lists: readonly string[];
 }
 
+/** Rules of an array's being one and of its length. */
+const LENGTH_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize']);
+
 /**
- * Rules whose outcome for an array of distinct strings depends on its length only: being an
- * array, its least and most length, distinct entries (by value: no `identifier`) and entries
- * that are strings.
+ * Whether a rule's outcome for an array of distinct strings depends on its length only: one of
+ * {@link LENGTH_RULES}, distinct entries (by value: no `identifier`), or entries that are strings.
  */
-const LIST_RULES = new Set(['isArray', 'arrayMinSize', 'arrayMaxSize', 'arrayUnique']);
 function isListRule(rule: ValidationMetadata): boolean {
   if (rule.type !== ValidationTypes.CUSTOM_VALIDATION || rule.groups?.length || rule.always) return false;
   if (rule.name === 'isString') return rule.each === true;
-  if (rule.name === 'arrayUnique') return rule.each !== true && ((rule.constraints ?? []) as unknown[]).every((c) => c === undefined);
-  return rule.name !== undefined && LIST_RULES.has(rule.name) && rule.each !== true;
+  if (rule.each === true) return false;
+  if (rule.name === 'arrayUnique') return ((rule.constraints ?? []) as unknown[]).every((c) => c === undefined);
+  return rule.name !== undefined && LENGTH_RULES.has(rule.name);
 }
 
 /** An array of strings, no two the same. */
