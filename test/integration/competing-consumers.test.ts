@@ -241,7 +241,9 @@ describe(`competing consumers on shared locks, two processes on one database (${
           }
           if (res.body.locked === false) {
             idle += 1;
-            if ((await settled(a)) && (await settled(b))) return;
+            // Done once both are settled at once: `a` looked at again after `b`, for an expired lock of
+            // `b` given back (into `a`, its dead-letter queue) between the two looks.
+            if ((await settled(a)) && (await settled(b)) && (await settled(a))) return;
             await sleep(rnd.int(10, 40));
             continue;
           }
