@@ -23,7 +23,10 @@ export default defineConfig({
       {
         plugins: [swcPlugin],
         resolve: { alias },
-        test: { name: 'unit', sequence: { groupOrder: 0 }, include: ['src/**/*.spec.ts', 'libs/*/src/**/*.spec.ts'] },
+        // Specs share their workers' module graph (isolate: false): loading NestJS, TypeORM and the
+        // service's modules once per worker instead of once per file is most of the project's time
+        // (47 s → 13 s on two cores), and the specs keep no state in modules.
+        test: { name: 'unit', sequence: { groupOrder: 0 }, isolate: false, include: ['src/**/*.spec.ts', 'libs/*/src/**/*.spec.ts'] },
       },
       {
         plugins: [swcPlugin],
@@ -37,6 +40,11 @@ export default defineConfig({
           // Each file starts its own service and database; two cores run two at a time.
           maxWorkers: 2,
           fileParallelism: true,
+          // Files share their workers' module graph, as services in one process would: each file
+          // starts and closes its own services, so what a service registers for the whole process
+          // (tracing's globals) it gives up when it closes. Saves the import of the whole service
+          // per file (about 100 s of a run on two cores).
+          isolate: false,
         },
       },
       {

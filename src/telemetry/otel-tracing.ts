@@ -2,6 +2,8 @@ import { Logger } from '@nestjs/common';
 import {
   context,
   defaultTextMapGetter,
+  propagation,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -65,6 +67,8 @@ export class OtelTracing implements Tracing {
   private constructor(
     private readonly provider: NodeTracerProvider,
     private readonly tracer: Tracer,
+    /** Whether this provider became the process's global one (the first start in the process). */
+    private readonly global: boolean,
   ) {}
 
   static start(env: Env, options: TracingOptions = {}): OtelTracing {
@@ -75,10 +79,13 @@ export class OtelTracing implements Tracing {
     const provider = new NodeTracerProvider({ resource, spanProcessors });
     // Global: the context manager (AsyncLocalStorage) that carries a request's span into its
     // handler, the W3C propagators, and the provider for code of the same process that uses the
-    // API (the pushpop client). A second start in one process (tests) leaves the first in place.
+    // API (the pushpop client). A second start in one process (tests) leaves the first in place;
+    // the first's shutdown gives the globals up, so a start after it registers its own.
     provider.register();
+    const registered = trace.getTracerProvider();
+    const global = (registered instanceof ProxyTracerProvider ? registered.getDelegate() : registered) === provider;
     logger.log(`Tracing on: ${spanProcessors.length} span processor(s)`);
-    return new OtelTracing(provider, provider.getTracer('pushpop'));
+    return new OtelTracing(provider, provider.getTracer('pushpop'), global);
   }
 
   currentContext(): unknown {
@@ -193,5 +200,10 @@ export class OtelTracing implements Tracing {
 
   async shutdown(): Promise<void> {
     await this.provider.shutdown();
+    if (this.global) {
+      trace.disable();
+      context.disable();
+      propagation.disable();
+    }
   }
 }
