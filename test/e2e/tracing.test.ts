@@ -1,5 +1,5 @@
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, trace } from '@opentelemetry/api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTracing, tracingWanted } from '../../src/telemetry/tracing.js';
 import { closeWithin } from '../support/lock-helpers.js';
@@ -116,5 +116,21 @@ describe(`tracing (${databaseKind})`, () => {
     const servers = named('POST /queue/:queue_id/push');
     expect(servers.map((s) => s.spanContext().traceId).sort()).toEqual(parents.map((tp) => tp.split('-')[1]).sort());
     for (const server of servers) expect(childrenOf(server).map((s) => s.name)).toEqual(['pushpop.turn']);
+  });
+});
+
+describe("tracing's process-wide registration", () => {
+  it('a tracing that shut down gives up the globals (tracer provider, context, propagation), so the next one started takes them', async () => {
+    const names = (exporter: InMemorySpanExporter) => exporter.getFinishedSpans().map((s) => s.name);
+    const first = new InMemorySpanExporter();
+    const second = new InMemorySpanExporter();
+    const a = await startTracing({}, { spanProcessors: [new SimpleSpanProcessor(first)] });
+    trace.getTracer('app').startSpan('one').end();
+    expect(names(first)).toEqual(['one']);
+    await a!.shutdown();
+    const b = await startTracing({}, { spanProcessors: [new SimpleSpanProcessor(second)] });
+    trace.getTracer('app').startSpan('two').end();
+    expect(names(second)).toEqual(['two']);
+    await b!.shutdown();
   });
 });
