@@ -60,6 +60,8 @@ export default defineConfig({
           hookTimeout: 300_000,
           maxWorkers: 1,
           fileParallelism: false,
+          // As the end-to-end files: the service and the console's helpers imported once (about 30 s).
+          isolate: false,
           // The console polls every 2-5 s: expect.poll waits that long for the page to catch up.
           expect: { poll: { timeout: 10_000, interval: 100 } },
         },
