@@ -2,8 +2,8 @@
 // callers, so that a change to the engine can be judged apart from the HTTP stack and the load
 // generator (which share the machine's cores in `npm run bench`).
 //
-//   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot|ack-next] [--callers=64]
-//     [--queues=1000] [--seconds=8] [--rounds=3] [--write=none|values] [--statements] [--alloc] [--ops=N]
+//   npm run build && node bench/in-process.mjs --db=<database> [--op=push|pop|hot|ack-next|shared-batch] [--callers=64]
+//     [--queues=1000] [--seconds=8] [--rounds=3] [--write=none|values] [--statements] [--alloc] [--ops=N] [--batch=90]
 //
 // Builds the app from dist/ on postgres://postgres@127.0.0.1:5432/<database> (dropped and made
 // again: use a scratch database), warms up for 2 s, then reports per round: operations/s and the
@@ -11,8 +11,11 @@
 // its own processes). `push` pushes 200-byte items to random queues; `pop` first fills every
 // queue, then pops one item at a time; `hot` pushes and pops one queue; `ack-next` is an exclusive
 // queue's consumer acknowledging each item with `next` (one operation per item), one queue per
-// caller (--callers=1: the one consumer of `POST /queue/q/acknowledge {"next":{}}`). Run it under
-// `node --cpu-prof` for a profile of the engine alone.
+// caller (--callers=1: the one consumer of `POST /queue/q/acknowledge {"next":{}}`);
+// `shared-batch` is the Consumer's steady state on one shared queue: each caller acknowledges the
+// --batch per-item locks it holds and takes as many again in the same turn
+// (`acknowledge/batch` with `next.lock_per_item`), and the figures are per item, not per operation.
+// Run it under `node --cpu-prof` for a profile of the engine alone.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import console from 'node:console';
@@ -27,7 +30,8 @@ if (!db) {
 }
 const op = arg('op', 'push');
 const callers = Number(arg('callers', '64'));
-const queues = op === 'hot' ? 1 : op === 'ack-next' ? callers : Number(arg('queues', '1000'));
+const queues = op === 'hot' || op === 'shared-batch' ? 1 : op === 'ack-next' ? callers : Number(arg('queues', '1000'));
+const batch = Number(arg('batch', '90'));
 const seconds = Number(arg('seconds', '8'));
 const rounds = Number(arg('rounds', '3'));
 // --ops=N: each round runs N operations instead of --seconds (for instruction counts, e.g. under
@@ -76,7 +80,7 @@ const app = await createApp({}, false);
 await app.init();
 await app.get(DatabaseProvider).ready;
 const service = app.get(QueueService);
-const locks = op === 'ack-next' ? app.get((await import('../dist/queue/queue-locks.service.js')).QueueLocksService) : undefined;
+const locks = op === 'ack-next' || op === 'shared-batch' ? app.get((await import('../dist/queue/queue-locks.service.js')).QueueLocksService) : undefined;
 if (writeStub) {
   const { QueueStateRepository } = await import('../dist/storage/queue-state.repository.js');
   const { writeTurnValues } = await import('../dist/database/functions/write-turn.parameters.js');
@@ -98,8 +102,18 @@ const ackNext = async (caller) => {
   const answer = await locks.acknowledge(queueId(caller), lockIds[caller], {});
   lockIds[caller] = answer.next.lock_id;
 };
-const operation = { push, pop, hot, 'ack-next': ackNext }[op];
-if (!operation) throw new Error(`--op must be push, pop, hot or ack-next, not ${op}`);
+// Each caller's per-item locks on the one shared queue: those its last acknowledgement's `next` took.
+const held = [];
+const sharedNext = { depth: batch, lockPerItem: true, ttlSeconds: 30 };
+const sharedBatch = async (caller) => {
+  const answer = await locks.acknowledgeBatch(queueId(0), held[caller], sharedNext);
+  held[caller] = answer.next.lock_ids;
+};
+const operation = { push, pop, hot, 'ack-next': ackNext, 'shared-batch': sharedBatch }[op];
+if (!operation) throw new Error(`--op must be push, pop, hot, ack-next or shared-batch, not ${op}`);
+/** Items one operation moves: the figures are per item. */
+const itemsPerOp = op === 'shared-batch' ? batch : 1;
+const unit = itemsPerOp > 1 ? 'item' : 'op';
 
 // --alloc: sample the allocations of each round (also of objects already collected) and print the
 // functions that allocated most, in bytes per operation.
@@ -122,12 +136,12 @@ async function allocations(n) {
   };
   walk(profile.head);
   const total = [...bySite.values()].reduce((a, b) => a + b, 0);
-  console.log(`allocated ${(total / n / 1024).toFixed(1)} KB per operation; the largest sites:`);
+  console.log(`allocated ${(total / n / 1024).toFixed(1)} KB per ${unit === 'op' ? 'operation' : 'item'}; the largest sites:`);
   console.table(
     [...bySite]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 25)
-      .map(([site, bytes]) => ({ 'bytes/op': Math.round(bytes / n), site })),
+      .map(([site, bytes]) => ({ [`bytes/${unit}`]: Math.round(bytes / n), site })),
   );
 }
 
@@ -147,16 +161,23 @@ async function run(ms, ops = 0) {
   return done;
 }
 
-if (op === 'pop' || op === 'ack-next') {
+if (op === 'shared-batch') await service.putSettings(queueId(0), { lockMode: 'shared' });
+if (op === 'pop' || op === 'ack-next' || op === 'shared-batch') {
   // Enough items for the warm-up and every round at a generous rate (pops: at most 1,000 a queue).
-  const perQueue = Math.ceil(((2 + seconds * rounds) * (op === 'pop' ? 20_000 : 5_000)) / queues);
+  const rate = { pop: 20_000, 'ack-next': 5_000, 'shared-batch': 30_000 }[op];
+  const perQueue = Math.ceil(((2 + seconds * rounds) * rate) / queues);
   const items = Array.from({ length: Math.min(perQueue, 1000) }, (_, i) => ({ item: { seq: i, payload }, priority: i % 3 }));
   const batches = op === 'pop' ? 1 : Math.ceil(perQueue / items.length);
+  if (op === 'shared-batch') console.log(`filling one shared queue with ${batches * items.length} items`);
   for (let q = 0; q < queues; q++) for (let b = 0; b < batches; b++) await service.pushBatch(queueId(q), items);
 }
 if (op === 'ack-next') {
   const ackPop = { depth: 1, requireAck: true, ttlSeconds: 30, waitSeconds: 0 };
   for (let c = 0; c < callers; c++) lockIds[c] = (await service.pop(queueId(c), ackPop)).lock_id;
+}
+if (op === 'shared-batch') {
+  const perItem = { depth: batch, requireAck: true, lockPerItem: true, ttlSeconds: 30, waitSeconds: 0 };
+  for (let c = 0; c < callers; c++) held[c] = (await service.pop(queueId(0), perItem)).lock_ids;
 }
 await run(2000, fixedOps > 0 ? Math.ceil(fixedOps / 4) : 0);
 const rows = [];
@@ -166,20 +187,20 @@ for (let r = 0; r < rounds; r++) {
   statements?.clear();
   if (sampling)
     await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-  const n = await run(seconds * 1000, fixedOps);
+  const n = (await run(seconds * 1000, fixedOps)) * itemsPerOp;
   if (sampling) await allocations(n);
   if (statements) {
-    const perOp = [...statements].sort((a, b) => b[1] - a[1]).map(([text, k]) => ({ 'per op': +(k / n).toFixed(3), statement: text }));
+    const perOp = [...statements].sort((a, b) => b[1] - a[1]).map(([text, k]) => ({ [`per ${unit}`]: +(k / n).toFixed(3), statement: text }));
     console.table(perOp.slice(0, 12));
   }
   const cpu = process.cpuUsage(cpu0);
   const s = (performance.now() - t0) / 1000;
   rows.push({
     op,
-    'ops/s': Math.round(n / s),
-    'CPU µs/op': +((cpu.user + cpu.system) / n).toFixed(1),
-    'user µs/op': +(cpu.user / n).toFixed(1),
-    'system µs/op': +(cpu.system / n).toFixed(1),
+    [itemsPerOp > 1 ? 'items/s' : 'ops/s']: Math.round(n / s),
+    [`CPU µs/${unit}`]: +((cpu.user + cpu.system) / n).toFixed(1),
+    [`user µs/${unit}`]: +(cpu.user / n).toFixed(1),
+    [`system µs/${unit}`]: +(cpu.system / n).toFixed(1),
   });
 }
 console.table(rows);
