@@ -23,6 +23,7 @@ import { ReadyQueues1764100000020 } from './migrations/1764100000020-ready-queue
 import { SqlEnqueueDepthCheck1764100000021 } from './migrations/1764100000021-sql-enqueue-depth-check.js';
 import { FreshSharedLocks1764100000022 } from './migrations/1764100000022-fresh-shared-locks.js';
 import { EnqueueLimitFunctions1764100000023 } from './migrations/1764100000023-enqueue-limit-functions.js';
+import { SingleItemSharedLocks1764100000024 } from './migrations/1764100000024-single-item-shared-locks.js';
 import { ScheduleEntity } from './entities/schedule.entity.js';
 import { DelayedItemEntity } from './entities/delayed-item.entity.js';
 import { DedupIdEntity } from './entities/dedup-id.entity.js';
@@ -64,6 +65,7 @@ export const MIGRATIONS = [
   SqlEnqueueDepthCheck1764100000021,
   FreshSharedLocks1764100000022,
   EnqueueLimitFunctions1764100000023,
+  SingleItemSharedLocks1764100000024,
 ];
 
 /**

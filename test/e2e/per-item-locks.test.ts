@@ -15,7 +15,7 @@ import {
   release,
   timeTravel,
 } from '../support/lock-helpers.js';
-import { databaseKind, removeDataDir, startService, type TestService, uniqueQueueId } from '../support/service.js';
+import { databaseKind, removeDataDir, sharedDatabase, startService, type TestService, uniqueQueueId } from '../support/service.js';
 
 /**
  * Locks per item over HTTP (CONTRACT.md, fourth additions, "Per-item locks"): `lock_per_item`
@@ -223,5 +223,48 @@ describe(`per-item locks (${databaseKind})`, () => {
     }
     expect(acknowledged.sort()).toEqual(all);
     expect((await svc.http.get(`/queue/${q}`)).body).toMatchObject({ count: 0, locks: { count: 0, item_count: 0 } });
+  });
+
+  it("stores each lock with its item's delivery count, headers and dead-letter origin: another process, reading the locks' rows, gives the items back with them", async () => {
+    const src = uniqueQueueId('pil-src');
+    const dlq = uniqueQueueId('pil-dlq');
+    await settle(svc.http, src, { lock_mode: 'shared', dead_letter_queue: dlq });
+    await settle(svc.http, dlq, { lock_mode: 'shared' });
+    const pushed = await svc.http.post(`/queue/${src}/push/batch`).send({
+      items: [
+        { item: { id: 'h1' }, headers: { tenant: 'acme' } },
+        { item: { id: 'h2' } },
+        { item: { id: 'h3' }, headers: { tenant: 'umbrella', trace: 't-3' } },
+      ],
+    });
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(200);
+    // Into the dead-letter queue, where each item knows the queue it came from.
+    const first = await lockEach(svc.http, src, '&depth=3');
+    const dead = await svc.http.post(`/queue/${src}/release/batch`).send({ lock_ids: first.lockIds, dead_letter: true });
+    expect(dead.status, JSON.stringify(dead.body)).toBe(200);
+    // Taken a lock each in this process: each lock's row holds its item, headers and origin.
+    const taken = await lockEach(svc.http, dlq, '&depth=3');
+    expect(ids(taken.items)).toEqual(['h1', 'h2', 'h3']);
+    const other = await startService({ env: { ...sharedDatabase(svc), MAX_LOCKS_PER_QUEUE: String(MAX_LOCKS), LOCK_SWEEP_INTERVAL_MS: '60000' } });
+    try {
+      // The other process has no actor of the queue: it reads the locks' rows to give the items back.
+      const back = await other.http.post(`/queue/${dlq}/release/batch`).send({ lock_ids: taken.lockIds });
+      expect(back.status, JSON.stringify(back.body)).toBe(200);
+      const again = await other.http.post(`/queue/${dlq}/pop?require_ack=true&lock_per_item=true&depth=3&include_headers=true`);
+      expect(again.body).toMatchObject({
+        items: [{ id: 'h1' }, { id: 'h2' }, { id: 'h3' }],
+        headers: [{ tenant: 'acme' }, {}, { tenant: 'umbrella', trace: 't-3' }],
+        delivery_counts: [2, 2, 2],
+      });
+      const settled = await other.http.post(`/queue/${dlq}/release/batch`).send({ lock_ids: again.body.lock_ids });
+      expect(settled.status, JSON.stringify(settled.body)).toBe(200);
+      // Redriven to the queue each came from, which the locks' rows carried.
+      const redriven = await other.http.post(`/queue/${dlq}/redrive`).send({});
+      expect(redriven.body).toMatchObject({ success: true, items_moved: 3 });
+      expect(await popAll(other.http, src)).toEqual(['h1', 'h2', 'h3']);
+    } finally {
+      await closeWithin(() => other.close());
+      removeDataDir(other.dataDir);
+    }
   });
 });

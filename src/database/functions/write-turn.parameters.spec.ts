@@ -151,13 +151,55 @@ describe('the parameters of pushpop_write_turn', () => {
   });
 
   it('marks the shared locks the turn created as fresh (inserted without a conflict check), and only those', () => {
-    const created = { ...lock, lockId: 'new-one' };
+    const created = { ...lock, lockId: 'new-one', items: [lock.items[0], { ...lock.items[0], origin: { segment: 0, position: 1 } }] };
     const values = writeTurnValues('q1', { ...push, sharedLockUpserts: [lock, created], sharedLocksCreated: new Set(['new-one']) });
     const written = JSON.parse(valueOf(values, 'p_sl_upserts') as string) as { id: string; fresh?: boolean }[];
     expect(written.map((l) => [l.id, l.fresh])).toEqual([
       [lock.lockId, undefined],
       ['new-one', true],
     ]);
+  });
+
+  it('the locks the turn created with one item each go as parallel arrays (single), the others as a row each', () => {
+    const perItem = (lockId: string, position: number, more: object = {}) => ({
+      ...lock,
+      lockId,
+      createdAt: 10,
+      expiresAt: 20 + position,
+      items: [{ priority: 1, json: `{"n":${position}}`, origin: { segment: 4, position }, deliveries: 2, ...more }],
+    });
+    const write = {
+      ...push,
+      sharedLockUpserts: [perItem('a', 0), lock, perItem('b', 1, { from: 'orders' }), perItem('c', 2, { headers: '{"h":"1"}' })],
+      sharedLocksCreated: new Set(['a', 'b', 'c']),
+    };
+    const written = JSON.parse(valueOf(writeTurnValues('q1', write), 'p_sl_upserts') as string) as { locks: { id: string }[]; single: object };
+    expect(written.locks.map((l) => l.id)).toEqual([lock.lockId]);
+    expect(written.single).toEqual({
+      ids: ['a', 'b', 'c'],
+      priorities: [1, 1, 1],
+      segments: [4, 4, 4],
+      positions: [0, 1, 2],
+      items: ['{"n":0}', '{"n":1}', '{"n":2}'],
+      deliveries: [2, 2, 2],
+      from_queues: [null, 'orders', null],
+      headers: [null, null, '{"h":"1"}'],
+      created: [10, 10, 10],
+      expires: [20, 21, 22],
+    });
+    // Without from-queues or headers, neither is given; an expired lock the turn created goes as a row.
+    const plain = JSON.parse(
+      valueOf(
+        writeTurnValues('q1', {
+          ...push,
+          sharedLockUpserts: [perItem('a', 0), { ...perItem('x', 1), state: 'expired' as const }],
+          sharedLocksCreated: new Set(['a', 'x']),
+        }),
+        'p_sl_upserts',
+      ) as string,
+    ) as { locks: { id: string; fresh?: boolean }[]; single: Record<string, unknown> };
+    expect(Object.keys(plain.single)).toEqual(['ids', 'priorities', 'segments', 'positions', 'items', 'deliveries', 'created', 'expires']);
+    expect(plain.locks.map((l) => [l.id, l.fresh])).toEqual([['x', true]]);
   });
 
   it('headers are bound parallel to their rows, null for the others; none at all keeps the short form', () => {

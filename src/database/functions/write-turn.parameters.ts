@@ -58,6 +58,77 @@ const headersOf = (rows: readonly { readonly headers?: string }[]): (string | nu
 const heldBy = (lock: LockState | undefined, f: (item: HeldItem) => unknown): unknown[] | undefined => lock?.items.map(f);
 
 /**
+ * `p_sl_upserts`: the shared locks a turn writes, as JSON. The locks it created with one item
+ * each (a pop's per-item locks) go as one object of parallel arrays (`single`): PostgreSQL reads
+ * a hundred of them in about 40% less time than as a row each (`jsonb_to_recordset` makes each
+ * row's five arrays). The others (extended, expired, created with several items) as a row each
+ * (`locks`), those the turn created marked `fresh` (inserted without a conflict check). Without
+ * any `single` lock, the array of rows alone, as the previous release sends it.
+ */
+function sharedLockUpserts(w: StoredTurnWrite): string | undefined {
+  if (w.sharedLockUpserts.length === 0) return undefined;
+  const locks: object[] = [];
+  const ids: string[] = [];
+  const priorities: number[] = [];
+  const segments: number[] = [];
+  const positions: number[] = [];
+  const items: string[] = [];
+  const deliveries: number[] = [];
+  const created: number[] = [];
+  const expires: number[] = [];
+  // Null for a lock without one, given only when one has one (as the rows' columns).
+  let fromQueues: (string | null)[] | undefined;
+  let headers: (string | null)[] | undefined;
+  for (const l of w.sharedLockUpserts) {
+    const fresh = w.sharedLocksCreated?.has(l.lockId) === true;
+    if (fresh && l.state === 'active' && l.items.length === 1) {
+      const [i] = l.items;
+      if (i.from !== undefined) fromQueues ??= ids.map(() => null);
+      if (i.headers !== undefined) headers ??= ids.map(() => null);
+      fromQueues?.push(i.from ?? null);
+      headers?.push(i.headers ?? null);
+      ids.push(l.lockId);
+      priorities.push(i.priority);
+      segments.push(i.origin?.segment ?? 0);
+      positions.push(i.origin?.position ?? 0);
+      items.push(i.json);
+      deliveries.push(i.deliveries ?? 1);
+      created.push(l.createdAt);
+      expires.push(l.expiresAt);
+      continue;
+    }
+    locks.push({
+      id: l.lockId,
+      ...(fresh ? { fresh: true } : {}),
+      state: l.state,
+      priorities: l.items.map((i) => i.priority),
+      segments: l.items.map((i) => i.origin?.segment ?? 0),
+      positions: l.items.map((i) => i.origin?.position ?? 0),
+      items: l.items.map((i) => i.json),
+      deliveries: l.items.map((i) => i.deliveries ?? 1),
+      ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
+      ...(l.items.some((i) => i.headers !== undefined) ? { headers: l.items.map((i) => i.headers ?? null) } : {}),
+      created: l.createdAt,
+      expires: l.expiresAt,
+    });
+  }
+  if (ids.length === 0) return JSON.stringify(locks);
+  const single = {
+    ids,
+    priorities,
+    segments,
+    positions,
+    items,
+    deliveries,
+    ...(fromQueues ? { from_queues: fromQueues } : {}),
+    ...(headers ? { headers } : {}),
+    created,
+    expires,
+  };
+  return JSON.stringify({ locks, single });
+}
+
+/**
  * Every parameter of `pushpop_write_turn`, once, in the order of the full form's signature (each
  * form takes the ones of its own and shorter forms, in this order). The function's signatures
  * in SQL and the values a turn binds are both built from this table (the latter by
@@ -145,31 +216,7 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_shared_live', type: 'integer', form: 'third', unset: null, value: (w) => w.shared?.live },
   { name: 'p_shared_items', type: 'bigint', form: 'third', unset: null, value: (w) => w.shared?.items },
   { name: 'p_shared_next', type: 'double precision', form: 'third', unset: null, value: (w) => (w.shared ? w.shared.nextExpiry : undefined) },
-  {
-    name: 'p_sl_upserts',
-    type: 'jsonb',
-    form: 'third',
-    unset: '[]',
-    value: (w) =>
-      w.sharedLockUpserts.length > 0
-        ? JSON.stringify(
-            w.sharedLockUpserts.map((l) => ({
-              id: l.lockId,
-              ...(w.sharedLocksCreated?.has(l.lockId) ? { fresh: true } : {}),
-              state: l.state,
-              priorities: l.items.map((i) => i.priority),
-              segments: l.items.map((i) => i.origin?.segment ?? 0),
-              positions: l.items.map((i) => i.origin?.position ?? 0),
-              items: l.items.map((i) => i.json),
-              deliveries: l.items.map((i) => i.deliveries ?? 1),
-              ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
-              ...(l.items.some((i) => i.headers !== undefined) ? { headers: l.items.map((i) => i.headers ?? null) } : {}),
-              created: l.createdAt,
-              expires: l.expiresAt,
-            })),
-          )
-        : undefined,
-  },
+  { name: 'p_sl_upserts', type: 'jsonb', form: 'third', unset: '[]', value: (w) => sharedLockUpserts(w) },
   { name: 'p_sl_deletes', type: 'varchar[]', form: 'third', unset: NONE, value: (w) => (w.sharedLockDeletes.length > 0 ? w.sharedLockDeletes : undefined) },
   // Given-back items added and deleted.
   { name: 'p_ret_priority', type: 'integer[]', form: 'third', unset: NONE, value: (w) => mapped(w.returnedInserts, (r) => r.priority) },

