@@ -12,6 +12,9 @@ const alias = {
   '@pushpop/client': fileURLToPath(new URL('./libs/client/src/index.ts', import.meta.url)),
 };
 
+/** End-to-end files that register OpenTelemetry's process-wide globals: run apart from the others' shared workers. */
+const TRACING_FILES = ['test/e2e/tracing.test.ts', 'test/client/tracing.test.ts'];
+
 export default defineConfig({
   plugins: [swcPlugin],
   resolve: { alias },
@@ -35,6 +38,7 @@ export default defineConfig({
           name: 'e2e',
           sequence: { groupOrder: 1 },
           include: ['test/integration/**/*.test.ts', 'test/e2e/**/*.test.ts', 'test/client/**/*.test.ts'],
+          exclude: TRACING_FILES,
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // Each file starts its own service and database; two cores run two at a time.
@@ -46,6 +50,14 @@ export default defineConfig({
           // per file (about 100 s of a run on two cores).
           isolate: false,
         },
+      },
+      {
+        plugins: [swcPlugin],
+        resolve: { alias },
+        // The tracing files each in a worker of their own: they register OpenTelemetry's globals
+        // for the whole process (the context manager, the tracer provider), which a file that ran
+        // before in a shared worker has had too.
+        test: { name: 'e2e-tracing', sequence: { groupOrder: 1 }, include: TRACING_FILES, testTimeout: 120_000, hookTimeout: 120_000, isolate: true },
       },
       {
         plugins: [swcPlugin],
