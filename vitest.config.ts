@@ -57,7 +57,17 @@ export default defineConfig({
         // The tracing files each in a worker of their own: they register OpenTelemetry's globals
         // for the whole process (the context manager, the tracer provider), which a file that ran
         // before in a shared worker has had too.
-        test: { name: 'e2e-tracing', sequence: { groupOrder: 1 }, include: TRACING_FILES, testTimeout: 120_000, hookTimeout: 120_000, isolate: true },
+        test: {
+          name: 'e2e-tracing',
+          // Beside the end-to-end files (the same group, so the same number of workers).
+          sequence: { groupOrder: 1 },
+          include: TRACING_FILES,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+          maxWorkers: 2,
+          fileParallelism: true,
+          isolate: true,
+        },
       },
       {
         plugins: [swcPlugin],
