@@ -106,8 +106,9 @@ function sharedLockUpserts(w: StoredTurnWrite): string | undefined {
       positions: l.items.map((i) => i.origin?.position ?? 0),
       items: l.items.map((i) => i.json),
       deliveries: l.items.map((i) => i.deliveries ?? 1),
-      ...(l.items.some((i) => i.from !== undefined) ? { from_queues: l.items.map((i) => i.from ?? null) } : {}),
-      ...(l.items.some((i) => i.headers !== undefined) ? { headers: l.items.map((i) => i.headers ?? null) } : {}),
+      // undefined when no item has one: JSON.stringify leaves the key out
+      from_queues: fromOf(l.items),
+      headers: headersOf(l.items),
       created: l.createdAt,
       expires: l.expiresAt,
     });
