@@ -80,6 +80,16 @@ describe('the parameters of pushpop_write_turn', () => {
     for (const name of fullOnly) expect(WRITE_TURN_SHORT.body, name).not.toMatch(new RegExp(`\\b${name}\\b`));
   });
 
+  it("binds each of the short form's lists the write leaves empty as null, not as an empty array", () => {
+    const values = writeTurnValues('q1', push);
+    const empty = ['p_del_priority', 'p_del_segment', 'p_del_from', 'p_del_through', 'p_save_keys', 'p_save_lengths', 'p_save_items', 'p_delete_keys'];
+    for (const name of [...empty, 'p_dl_due', 'p_dl_seq', 'p_dl_priority', 'p_dl_item']) expect(valueOf(values, name), name).toBeNull();
+    const pop = storedWrite({ ...push, inserts: [], dedupInserts: [], deletes: [{ priority: 0, segment: 0, from: 0, through: 0 }] });
+    const popped = writeTurnValues('q1', pop);
+    for (const name of ['p_ins_priority', 'p_ins_segment', 'p_ins_position', 'p_ins_item', 'p_dedup_ids', 'p_dedup_expires']) expect(valueOf(popped, name), name).toBeNull();
+    expect(valueOf(popped, 'p_del_through')).toEqual([0]);
+  });
+
   it('a push, a dedup id, a delayed item, a lock deleted and a queue deleted take the short form, values in signature order', () => {
     const values = writeTurnValues('q1', push);
     expect(values).toHaveLength(SHORT_FORM_LENGTH);

@@ -49,6 +49,13 @@ const savedLock = (w: StoredTurnWrite): LockState | undefined => (w.lock?.op ===
 const writesSettings = (w: StoredTurnWrite): boolean => w.expectedVersion === null || w.settingsChanged === true;
 /** `list.map(f)`, or undefined for an empty list (a full-only parameter not given). */
 const mapped = <T, R>(list: readonly T[], f: (t: T) => R): R[] | undefined => (list.length > 0 ? list.map(f) : undefined);
+/**
+ * `list.map(f)`, or null for an empty list: for the short form's lists, which the function reads
+ * only through `cardinality` (null and empty alike: nothing to write). A null costs nothing to
+ * bind and nothing to parse, where `'{}'` costs both, for the dozen and a half lists a turn
+ * mostly leaves empty.
+ */
+const listOf = <T, R>(list: readonly T[], f: (t: T) => R): R[] | null => (list.length > 0 ? list.map(f) : null);
 /** The queue each row was dead-lettered from (null: never), or undefined when none was (a full-only parameter not given). */
 const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] | undefined =>
   rows.some((r) => r.from !== undefined) ? rows.map((r) => r.from ?? null) : undefined;
@@ -146,14 +153,14 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_item_count', type: 'bigint', form: 'short', value: (w) => w.itemCount },
   { name: 'p_priorities', type: 'jsonb', form: 'short', value: (w) => JSON.stringify(w.priorities) },
   // Segment rows deleted (position ranges) and inserted.
-  { name: 'p_del_priority', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.priority) },
-  { name: 'p_del_segment', type: 'bigint[]', form: 'short', value: (w) => w.deletes.map((d) => d.segment) },
-  { name: 'p_del_from', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.from) },
-  { name: 'p_del_through', type: 'integer[]', form: 'short', value: (w) => w.deletes.map((d) => d.through) },
-  { name: 'p_ins_priority', type: 'integer[]', form: 'short', value: (w) => w.inserts.map((i) => i.priority) },
-  { name: 'p_ins_segment', type: 'bigint[]', form: 'short', value: (w) => w.inserts.map((i) => i.segment) },
-  { name: 'p_ins_position', type: 'integer[]', form: 'short', value: (w) => w.inserts.map((i) => i.position) },
-  { name: 'p_ins_item', type: 'text[]', form: 'short', value: (w) => w.inserts.map((i) => i.json) },
+  { name: 'p_del_priority', type: 'integer[]', form: 'short', value: (w) => listOf(w.deletes, (d) => d.priority) },
+  { name: 'p_del_segment', type: 'bigint[]', form: 'short', value: (w) => listOf(w.deletes, (d) => d.segment) },
+  { name: 'p_del_from', type: 'integer[]', form: 'short', value: (w) => listOf(w.deletes, (d) => d.from) },
+  { name: 'p_del_through', type: 'integer[]', form: 'short', value: (w) => listOf(w.deletes, (d) => d.through) },
+  { name: 'p_ins_priority', type: 'integer[]', form: 'short', value: (w) => listOf(w.inserts, (i) => i.priority) },
+  { name: 'p_ins_segment', type: 'bigint[]', form: 'short', value: (w) => listOf(w.inserts, (i) => i.segment) },
+  { name: 'p_ins_position', type: 'integer[]', form: 'short', value: (w) => listOf(w.inserts, (i) => i.position) },
+  { name: 'p_ins_item', type: 'text[]', form: 'short', value: (w) => listOf(w.inserts, (i) => i.json) },
   // The exclusive lock: 'upsert', 'delete' or null (unchanged).
   { name: 'p_lock_op', type: 'text', form: 'short', value: (w) => w.lock?.op ?? null },
   { name: 'p_lock_id', type: 'varchar', form: 'short', value: (w) => savedLock(w)?.lockId ?? null },
@@ -163,22 +170,22 @@ export const WRITE_TURN_PARAMETERS: readonly WriteTurnParameter[] = [
   { name: 'p_lock_created', type: 'double precision', form: 'short', value: (w) => savedLock(w)?.createdAt ?? null },
   { name: 'p_lock_expires', type: 'double precision', form: 'short', value: (w) => savedLock(w)?.expiresAt ?? null },
   // Rows of the in-database offload store: segments saved (items concatenated, with their counts) and deleted.
-  { name: 'p_save_keys', type: 'varchar[]', form: 'short', value: (w) => w.storeSaves.map((s) => s.key) },
-  { name: 'p_save_lengths', type: 'integer[]', form: 'short', value: (w) => w.storeSaves.map((s) => s.items.length) },
-  { name: 'p_save_items', type: 'text[]', form: 'short', value: (w) => w.storeSaves.flatMap((s) => s.items) },
-  { name: 'p_delete_keys', type: 'varchar[]', form: 'short', value: (w) => w.storeDeletes },
+  { name: 'p_save_keys', type: 'varchar[]', form: 'short', value: (w) => listOf(w.storeSaves, (s) => s.key) },
+  { name: 'p_save_lengths', type: 'integer[]', form: 'short', value: (w) => listOf(w.storeSaves, (s) => s.items.length) },
+  { name: 'p_save_items', type: 'text[]', form: 'short', value: (w) => (w.storeSaves.length > 0 ? w.storeSaves.flatMap((s) => s.items) : null) },
+  { name: 'p_delete_keys', type: 'varchar[]', form: 'short', value: (w) => (w.storeDeletes.length > 0 ? w.storeDeletes : null) },
   // The delayed columns (null: they stay as they are), delayed items added, due ones deleted, dedup ids.
   { name: 'p_delayed_count', type: 'bigint', form: 'short', value: (w) => w.delayed?.count ?? null },
   { name: 'p_next_due', type: 'double precision', form: 'short', value: (w) => w.delayed?.nextDueAt ?? null },
   { name: 'p_delayed_seq', type: 'bigint', form: 'short', value: (w) => w.delayed?.nextSeq ?? null },
-  { name: 'p_dl_due', type: 'double precision[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.dueAt) },
-  { name: 'p_dl_seq', type: 'bigint[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.seq) },
-  { name: 'p_dl_priority', type: 'integer[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.priority) },
-  { name: 'p_dl_item', type: 'text[]', form: 'short', value: (w) => w.delayedInserts.map((d) => d.json) },
+  { name: 'p_dl_due', type: 'double precision[]', form: 'short', value: (w) => listOf(w.delayedInserts, (d) => d.dueAt) },
+  { name: 'p_dl_seq', type: 'bigint[]', form: 'short', value: (w) => listOf(w.delayedInserts, (d) => d.seq) },
+  { name: 'p_dl_priority', type: 'integer[]', form: 'short', value: (w) => listOf(w.delayedInserts, (d) => d.priority) },
+  { name: 'p_dl_item', type: 'text[]', form: 'short', value: (w) => listOf(w.delayedInserts, (d) => d.json) },
   { name: 'p_dl_through_due', type: 'double precision', form: 'short', value: (w) => w.delayedDeleteThrough?.dueAt ?? null },
   { name: 'p_dl_through_seq', type: 'bigint', form: 'short', value: (w) => w.delayedDeleteThrough?.seq ?? null },
-  { name: 'p_dedup_ids', type: 'varchar[]', form: 'short', value: (w) => w.dedupInserts.map((d) => d.dedupId) },
-  { name: 'p_dedup_expires', type: 'double precision[]', form: 'short', value: (w) => w.dedupInserts.map((d) => d.expiresAt) },
+  { name: 'p_dedup_ids', type: 'varchar[]', form: 'short', value: (w) => listOf(w.dedupInserts, (d) => d.dedupId) },
+  { name: 'p_dedup_expires', type: 'double precision[]', form: 'short', value: (w) => listOf(w.dedupInserts, (d) => d.expiresAt) },
   // Settings (p_settings: written; a created queue gets them anyway).
   { name: 'p_settings', type: 'boolean', form: 'third', unset: false, value: (w) => (w.settingsChanged === true ? true : undefined) },
   {
