@@ -164,7 +164,7 @@ async function run(ms, ops = 0) {
 if (op === 'shared-batch') await service.putSettings(queueId(0), { lockMode: 'shared' });
 if (op === 'pop' || op === 'ack-next' || op === 'shared-batch') {
   // Enough items for the warm-up and every round at a generous rate (pops: at most 1,000 a queue).
-  const rate = { pop: 20_000, 'ack-next': 5_000, 'shared-batch': 30_000 }[op];
+  const rate = { pop: 20_000, 'ack-next': 15_000, 'shared-batch': 30_000 }[op];
   const perQueue = Math.ceil(((2 + seconds * rounds) * rate) / queues);
   const items = Array.from({ length: Math.min(perQueue, 1000) }, (_, i) => ({ item: { seq: i, payload }, priority: i % 3 }));
   const batches = op === 'pop' ? 1 : Math.ceil(perQueue / items.length);

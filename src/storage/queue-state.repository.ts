@@ -146,21 +146,43 @@ const LOAD_SEGMENTS = `
 
 /** `$from+1, …, $from+n`. */
 const placeholders = (n: number, from = 0): string => Array.from({ length: n }, (_, i) => `$${from + i + 1}`).join(', ');
-/** The turn statement with everything. */
-const WRITE_TURN = `SELECT pushpop_write_turn(${placeholders(WRITE_TURN_FULL.parameters.length)}) AS applied`;
-/** Its short form, for turns that give none of the full form's own parameters: most pushes and pops. */
-const WRITE_TURN_BASIC = `SELECT pushpop_write_turn(${placeholders(SHORT_FORM_LENGTH)}) AS applied`;
-/** Turn writes of the short form one statement carries at most. */
+/** Turn writes one statement carries at most. */
 const MAX_WRITE_GROUP = 16;
+
 /**
- * Several turns' writes of the short form in one statement (one round trip, one commit): one
- * call per queue, in the order of the values, each applied only if its queue's version matches.
+ * A form of the turn statement as sent: how many values it takes, the statement of one write,
+ * and those of several turns' writes in one statement (one round trip, one commit: one call per
+ * queue, in the order of the values, each applied only if its queue's version matches), by
+ * their number.
  */
-const writeTurnsBasic = (n: number): string =>
-  `SELECT ${Array.from({ length: n }, (_, w) => `pushpop_write_turn(${placeholders(SHORT_FORM_LENGTH, w * SHORT_FORM_LENGTH)}) AS a${w}`).join(', ')}`;
-const WRITE_TURNS_BASIC = Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => (n < 2 ? '' : writeTurnsBasic(n)));
-/** Their prepared statements' names. */
-const WRITE_TURNS_BASIC_NAMES = WRITE_TURNS_BASIC.map((_, n) => `pushpop_write_turns_basic_${n}`);
+interface WriteStatements {
+  readonly length: number;
+  readonly one: { readonly text: string; readonly name: string };
+  readonly several: readonly { readonly text: string; readonly name: string }[];
+}
+
+function writeStatements(length: number, name: string, groupName: string): WriteStatements {
+  const call = (w: number): string => `pushpop_write_turn(${placeholders(length, w * length)})`;
+  return {
+    length,
+    one: { text: `SELECT ${call(0)} AS applied`, name },
+    several: Array.from({ length: MAX_WRITE_GROUP + 1 }, (_, n) => ({
+      text: n < 2 ? '' : `SELECT ${Array.from({ length: n }, (_, w) => `${call(w)} AS a${w}`).join(', ')}`,
+      name: `${groupName}_${n}`,
+    })),
+  };
+}
+
+/** The short form, for turns that give none of the full form's own parameters: most pushes and pops. */
+const SHORT_WRITE = writeStatements(SHORT_FORM_LENGTH, 'pushpop_write_turn_basic', 'pushpop_write_turns_basic');
+/** The form with everything: shared locks, an exclusive lock's item origins, settings, given-back items, dead letters. */
+const FULL_WRITE = writeStatements(WRITE_TURN_FULL.parameters.length, 'pushpop_write_turn', 'pushpop_write_turns_full');
+
+/** A turn's write waiting for its statement on the pool. */
+interface PendingWrite {
+  readonly queueId: string;
+  readonly values: unknown[];
+}
 
 function toStoredQueue(raw: RawQueueRow): StoredQueue {
   return {
@@ -227,13 +249,13 @@ function toLoadedQueue(row: RawQueueRow & RawFront): LoadedQueue {
 @Injectable()
 export class QueueStateRepository {
   /**
-   * Short-form turn writes on the pool, grouped while as many are in flight as a fifth of the
+   * Turn writes on the pool, grouped while as many are in flight as a fifth of the
    * pool's connections (two of the default ten): those that would have waited go together in one
    * statement. Fewer statements in flight make larger groups, so fewer commits and less CPU per
    * turn in the service and in PostgreSQL; on two cores, two in flight pushed and popped more per
    * second than five (docs/performance.md, "Settings chosen by measurement").
    */
-  private readonly basicWrites: StatementGroups<{ queueId: string; values: unknown[] }, boolean>;
+  private readonly writes: StatementGroups<PendingWrite, boolean>;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -241,12 +263,12 @@ export class QueueStateRepository {
     /** Whether segments brought back from the offload store are written packed now. */
     private readonly packingGate: PackingGate,
   ) {
-    this.basicWrites = new StatementGroups((group) => this.sendBasicWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 5)), MAX_WRITE_GROUP);
+    this.writes = new StatementGroups((group) => this.sendWrites(group), Math.max(1, Math.floor(config.env.DB_POOL_SIZE / 5)), MAX_WRITE_GROUP);
   }
 
-  /** Statements that carried the short-form writes of several turns, and all such statements sent. */
+  /** Groups of turn writes on the pool that held several, and all groups sent (a group of both forms is two statements). */
   get writeGroups(): { grouped: number; sent: number } {
-    return { grouped: this.basicWrites.grouped, sent: this.basicWrites.groups };
+    return { grouped: this.writes.grouped, sent: this.writes.groups };
   }
 
   /**
@@ -305,24 +327,47 @@ export class QueueStateRepository {
   }
 
   /**
-   * Short-form writes of several turns (each of its own queue: a queue has one turn at a time
+   * A group of turn writes: those of each form in one statement (the two forms side by side, on
+   * two connections), each outcome its own.
+   */
+  private async sendWrites(group: PendingWrite[]): Promise<PromiseSettledResult<boolean>[]> {
+    if (group.length === 1) return Promise.allSettled([this.writeOne(group[0].values, this.uow.autocommit)]);
+    const results = new Array<PromiseSettledResult<boolean>>(group.length);
+    await Promise.all(
+      [SHORT_WRITE, FULL_WRITE].map(async (form) => {
+        const at: number[] = [];
+        group.forEach((w, i) => w.values.length === form.length && at.push(i));
+        if (at.length === 0) return;
+        const settled = await this.sendForm(
+          form,
+          at.map((i) => group[i]),
+        ).catch((error: unknown) => at.map((): PromiseSettledResult<boolean> => ({ status: 'rejected', reason: error })));
+        at.forEach((i, k) => (results[i] = settled[k]));
+      }),
+    );
+    return results;
+  }
+
+  /**
+   * Writes of one form of several turns (each of its own queue: a queue has one turn at a time
    * here) in one statement, their row locks taken in queue-id order, as every statement taking
    * several queues' locks does. A statement that fails for one of them fails for all: then each
    * is written again on its own, so that only the one at fault fails. A single write is the
    * plain statement.
    */
-  private async sendBasicWrites(group: { queueId: string; values: unknown[] }[]): Promise<PromiseSettledResult<boolean>[]> {
-    const single = ({ values }: { values: unknown[] }): Promise<boolean> => this.writeBasic(values, this.uow.autocommit);
+  private async sendForm(form: WriteStatements, group: PendingWrite[]): Promise<PromiseSettledResult<boolean>[]> {
+    const single = ({ values }: PendingWrite): Promise<boolean> => this.writeOne(values, this.uow.autocommit);
     if (group.length === 1) return Promise.allSettled([single(group[0])]);
     const order = group.map((_, i) => i).sort((a, b) => (group[a].queueId < group[b].queueId ? -1 : group[a].queueId > group[b].queueId ? 1 : 0));
     let row: Record<string, boolean>;
     try {
       // One array of the final length, filled in place: `flatMap` over hundreds of values took
       // a measurable share of a grouped statement's CPU.
-      const values = new Array<unknown>(group.length * SHORT_FORM_LENGTH);
+      const values = new Array<unknown>(group.length * form.length);
       let at = 0;
       for (const i of order) for (const value of group[i].values) values[at++] = value;
-      const rows = await this.uow.autocommit.query<Record<string, boolean>>(WRITE_TURNS_BASIC[group.length], values, WRITE_TURNS_BASIC_NAMES[group.length]);
+      const statement = form.several[group.length];
+      const rows = await this.uow.autocommit.query<Record<string, boolean>>(statement.text, values, statement.name);
       row = rows[0];
     } catch (error) {
       // A lost connection (the session made it StoreUnavailableError) fails them all alike.
@@ -334,9 +379,10 @@ export class QueueStateRepository {
     return applied.map((value) => ({ status: 'fulfilled', value }));
   }
 
-  /** One turn's write of the short form: whether it applied (the queue's version matched). */
-  private async writeBasic(values: unknown[], session: DbSession): Promise<boolean> {
-    const rows = await session.query<{ applied: boolean }>(WRITE_TURN_BASIC, values, 'pushpop_write_turn_basic');
+  /** One turn's write, of the form its values are: whether it applied (the queue's version matched). */
+  private async writeOne(values: unknown[], session: DbSession): Promise<boolean> {
+    const { one } = values.length === SHORT_FORM_LENGTH ? SHORT_WRITE : FULL_WRITE;
+    const rows = await session.query<{ applied: boolean }>(one.text, values, one.name);
     return rows[0]?.applied === true;
   }
 
@@ -382,10 +428,10 @@ export class QueueStateRepository {
    */
   async writeTurn(queueId: string, write: StoredTurnWrite, session: DbSession = this.uow.autocommit): Promise<boolean> {
     const values = writeTurnValues(queueId, withPackedSegments(write, this.packingGate.packing));
-    if (values.length === SHORT_FORM_LENGTH) {
-      return session === this.uow.autocommit ? this.basicWrites.request({ queueId, values }) : this.writeBasic(values, session);
-    }
-    const rows = await session.query<{ applied: boolean }>(WRITE_TURN, values, 'pushpop_write_turn');
-    return rows[0]?.applied === true;
+    // A write that locks other queues' rows too (dead letters, redriven items) goes alone: in a
+    // group their locks would not be taken in one queue-id order with the others'.
+    const otherQueues = write.deadLetters !== null || write.redriven.length > 0;
+    return session === this.uow.autocommit && !otherQueues ? this.writes.request({ queueId, values }) : this.writeOne(values, session);
   }
+
 }

@@ -377,6 +377,28 @@ describe(`turn engine (${databaseKind})`, () => {
     for (const [n, q] of ids.entries()) expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([{ n }]);
   });
 
+  it('full-form writes (locks taken and acknowledged with the next) of different queues share statements too, each with its own outcome', async () => {
+    const ids = range(24).map((i) => uniqueQueueId(`group-full-${i}`));
+    await Promise.all(ids.map((q) => queues.pushBatch(q, [{ item: { n: 0 } }, { item: { n: 1 } }])));
+    const held = await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })));
+    const before = segments.writeGroups;
+    countStatements();
+    const answers = await Promise.all(ids.map((q, i) => locks.acknowledge(q, held[i].lock_id, { depth: 1, ttlSeconds: 30, lockPerItem: false, includeHeaders: false })));
+    const names = turnNames().map(String);
+    expect(
+      names.some((name) => /^pushpop_write_turns_full_\d+$/.test(name)),
+      names.join(' '),
+    ).toBe(true);
+    expect(names.length, 'fewer statements than turns').toBeLessThan(ids.length);
+    expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
+    for (const [i, q] of ids.entries()) {
+      expect(answers[i].next).toMatchObject({ items: [{ n: 1 }], count: 1, locked: true });
+      // The first lock is gone and the second is held: it acknowledges, and then the queue is empty.
+      expect(await locks.acknowledge(q, answers[i].next!.lock_id)).toMatchObject({ success: true, items_acknowledged: 1 });
+      expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([]);
+    }
+  });
+
   it('a write that fails inside a shared statement fails alone: the others are written again on their own', async () => {
     const write = (json: string, duplicate = false): StoredTurnWrite => {
       const core = QueueCore.absent({ segmentSize: 100, bufferSegments: 1 });

@@ -42,7 +42,7 @@ function writeTurnValuesFile(): GeneratedFile {
   const short = WRITE_TURN_PARAMETERS.slice(0, SHORT_FORM_LENGTH);
   const beyond = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH);
   const getters = WRITE_TURN_PARAMETERS.map((p, i) => `const ${p.name} = P[${i}].value;`);
-  const unsets = beyond.map((p, i) => `const ${p.name}_unset = P[${SHORT_FORM_LENGTH + i}].unset;`);
+  const unsets = beyond.map((p, i) => `const ${p.name}_unset = unsetBinding(P[${SHORT_FORM_LENGTH + i}]);`);
   const given = beyond.map((p) => `  const ${p.name.replace(/^p_/, 'v_')} = ${p.name}(w, q);`);
   const shortValues = short.map((p) => `${p.name}(w, q),`);
   const lines = [
@@ -50,9 +50,9 @@ function writeTurnValuesFile(): GeneratedFile {
     '// See write-turn.parameters.ts for what each parameter is, and generated-files.ts for why the',
     '// values are written out.',
     "import type { StoredTurnWrite } from '../stored-queue.js';",
-    "import { WRITE_TURN_PARAMETERS as P } from './write-turn.parameters.js';",
+    "import { unsetBinding, WRITE_TURN_PARAMETERS as P } from './write-turn.parameters.js';",
     '',
-    '// Each parameter\u2019s value, and beyond the short form what stands for "not given".',
+    '// Each parameter\u2019s value, and beyond the short form what is bound for "not given".',
     ...getters,
     ...unsets,
     '',

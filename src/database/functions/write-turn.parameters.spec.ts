@@ -6,7 +6,7 @@ import { functionSignature } from './database-function.js';
 import { DATABASE_FUNCTIONS } from './database-functions.js';
 import { generatedFiles } from './generated-files.js';
 import { WRITE_TURN_FULL, WRITE_TURN_SHORT, WRITE_TURN_THIRD } from './write-turn.function.js';
-import { SHORT_FORM_LENGTH, WRITE_TURN_PARAMETERS } from './write-turn.parameters.js';
+import { SHORT_FORM_LENGTH, unsetBinding, WRITE_TURN_PARAMETERS } from './write-turn.parameters.js';
 import { writeTurnValues } from './write-turn.values.js';
 import { storedWrite } from '../../../test/support/stored-writes.js';
 
@@ -39,7 +39,7 @@ const fromTable = (queueId: string, write: StoredTurnWrite): unknown[] => {
   const short = WRITE_TURN_PARAMETERS.slice(0, SHORT_FORM_LENGTH).map((p) => p.value(write, queueId));
   const beyond = WRITE_TURN_PARAMETERS.slice(SHORT_FORM_LENGTH);
   const given = beyond.map((p) => p.value(write, queueId));
-  return given.every((v) => v === undefined) ? short : [...short, ...given.map((v, i) => (v === undefined ? beyond[i].unset : v))];
+  return given.every((v) => v === undefined) ? short : [...short, ...given.map((v, i) => (v === undefined ? unsetBinding(beyond[i]) : v))];
 };
 
 describe('the parameters of pushpop_write_turn', () => {
@@ -249,19 +249,19 @@ describe('the parameters of pushpop_write_turn', () => {
     const shared = writeTurnValues('q1', { ...push, sharedLockUpserts: [{ ...lock, items: [{ ...lock.items[0], headers: '{"h":"8"}' }] }] });
     expect(JSON.parse(valueOf(shared, 'p_sl_upserts') as string)[0].headers).toEqual(['{"h":"8"}']);
     const withoutHeaders = writeTurnValues('q1', { ...push, lock: { op: 'upsert', lock } });
-    expect([valueOf(withoutHeaders, 'p_lock_headers'), valueOf(withoutHeaders, 'p_ins_headers')]).toEqual([null, []]);
+    expect([valueOf(withoutHeaders, 'p_lock_headers'), valueOf(withoutHeaders, 'p_ins_headers')]).toEqual([null, null]);
     expect(writeTurnValues('q1', push)).toHaveLength(SHORT_FORM_LENGTH);
   });
 
-  it('in the full form, what the write does not give is bound as "nothing to write"', () => {
+  it('in the full form, what the write does not give is bound as "nothing to write" (an empty list as null)', () => {
     const values = writeTurnValues('q1', { ...push, sharedLockDeletes: ['l1'] });
     expect(valueOf(values, 'p_sl_deletes')).toEqual(['l1']);
     expect(valueOf(values, 'p_settings')).toBe(false);
     expect(valueOf(values, 'p_lock_mode')).toBe('exclusive');
     expect(valueOf(values, 'p_sl_upserts')).toBe('[]');
-    expect(valueOf(values, 'p_ret_priority')).toEqual([]);
+    expect(valueOf(values, 'p_ret_priority')).toBeNull();
     expect(valueOf(values, 'p_dlq_id')).toBeNull();
-    expect([valueOf(values, 'p_ins_from'), valueOf(values, 'p_lock_from'), valueOf(values, 'p_rd_queue')]).toEqual([[], null, []]);
+    expect([valueOf(values, 'p_ins_from'), valueOf(values, 'p_lock_from'), valueOf(values, 'p_rd_queue')]).toEqual([null, null, null]);
     const created = writeTurnValues('q1', { ...push, expectedVersion: null });
     expect([valueOf(created, 'p_lock_mode'), valueOf(created, 'p_max_deliveries'), valueOf(created, 'p_dead_letter_queue')]).toEqual(['shared', 3, 'dlq']);
     // The next write of the short form is not affected by this one.

@@ -43,6 +43,17 @@ export interface WriteTurnParameter {
 
 const NONE: readonly never[] = Object.freeze([]);
 
+/**
+ * What a turn binds for a parameter beyond `short` that its write does not give: `unset`, except
+ * that an empty list is bound as null. The function reads every such list through `cardinality`,
+ * `coalesce` or `unnest`, where null and an empty list are alike, and a null costs nothing to
+ * bind or to parse (a shared queue's turn leaves about thirty of them empty). The SQL wrapper of
+ * the third release passes `unset` itself.
+ */
+export function unsetBinding(p: WriteTurnParameter): unknown {
+  return Array.isArray(p.unset) && p.unset.length === 0 ? null : p.unset;
+}
+
 /** The exclusive lock a write saves, if any. */
 const savedLock = (w: StoredTurnWrite): LockState | undefined => (w.lock?.op === 'upsert' ? w.lock.lock : undefined);
 /** The settings columns are written when the queue is created or its settings change; otherwise the statement leaves them. */
