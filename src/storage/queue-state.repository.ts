@@ -433,5 +433,4 @@ export class QueueStateRepository {
     const otherQueues = write.deadLetters !== null || write.redriven.length > 0;
     return session === this.uow.autocommit && !otherQueues ? this.writes.request({ queueId, values }) : this.writeOne(values, session);
   }
-
 }

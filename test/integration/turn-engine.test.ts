@@ -383,7 +383,9 @@ describe(`turn engine (${databaseKind})`, () => {
     const held = await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })));
     const before = segments.writeGroups;
     countStatements();
-    const answers = await Promise.all(ids.map((q, i) => locks.acknowledge(q, held[i].lock_id, { depth: 1, ttlSeconds: 30, lockPerItem: false, includeHeaders: false })));
+    const answers = await Promise.all(
+      ids.map((q, i) => locks.acknowledge(q, held[i].lock_id, { depth: 1, ttlSeconds: 30, lockPerItem: false, includeHeaders: false })),
+    );
     const names = turnNames().map(String);
     expect(
       names.some((name) => /^pushpop_write_turns_full_\d+$/.test(name)),

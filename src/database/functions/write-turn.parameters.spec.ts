@@ -86,7 +86,8 @@ describe('the parameters of pushpop_write_turn', () => {
     for (const name of [...empty, 'p_dl_due', 'p_dl_seq', 'p_dl_priority', 'p_dl_item']) expect(valueOf(values, name), name).toBeNull();
     const pop = storedWrite({ ...push, inserts: [], dedupInserts: [], deletes: [{ priority: 0, segment: 0, from: 0, through: 0 }] });
     const popped = writeTurnValues('q1', pop);
-    for (const name of ['p_ins_priority', 'p_ins_segment', 'p_ins_position', 'p_ins_item', 'p_dedup_ids', 'p_dedup_expires']) expect(valueOf(popped, name), name).toBeNull();
+    for (const name of ['p_ins_priority', 'p_ins_segment', 'p_ins_position', 'p_ins_item', 'p_dedup_ids', 'p_dedup_expires'])
+      expect(valueOf(popped, name), name).toBeNull();
     expect(valueOf(popped, 'p_del_through')).toEqual([0]);
   });
 
