@@ -359,21 +359,30 @@ describe(`turn engine (${databaseKind})`, () => {
     for (const [, write] of writes.mock.calls) expect(write.inserts.length).toBeLessThanOrEqual(1000);
     expect((await queues.getQueue(q)).count).toBe(1800);
   });
+  /**
+   * Runs `turns` (that many turns of different queues at once) and checks that some of their
+   * writes went together: a statement named `<group>_<n>`, fewer statements than turns.
+   */
+  const expectSharedStatements = async <T>(group: string, turns: number, run: () => Promise<T>): Promise<T> => {
+    const before = segments.writeGroups;
+    countStatements();
+    const result = await run();
+    const names = turnNames().map(String);
+    expect(
+      names.some((name) => name.startsWith(`${group}_`)),
+      names.join(' '),
+    ).toBe(true);
+    expect(names.length, 'fewer statements than turns').toBeLessThan(turns);
+    expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
+    return result;
+  };
+
   it('turns of different queues writing while a fifth of the pool is in use share statements, each with its own outcome', async () => {
     const ids = range(24).map((i) => uniqueQueueId(`group-${i}`));
     // Active first, so that each push is its write alone.
     await Promise.all(ids.map((q) => queues.push(q, { n: -1 }, 0)));
     await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })));
-    const before = segments.writeGroups;
-    countStatements();
-    await Promise.all(ids.map((q, n) => queues.push(q, { n }, 0)));
-    const names = turnNames().map(String);
-    expect(
-      names.some((name) => /^pushpop_write_turns_basic_\d+$/.test(name)),
-      names.join(' '),
-    ).toBe(true);
-    expect(names.length, 'fewer statements than turns').toBeLessThan(ids.length);
-    expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
+    await expectSharedStatements('pushpop_write_turns_basic', ids.length, () => Promise.all(ids.map((q, n) => queues.push(q, { n }, 0))));
     for (const [n, q] of ids.entries()) expect((await queues.pop(q, { depth: 5, requireAck: false, ttlSeconds: 30, waitSeconds: 0 })).items).toEqual([{ n }]);
   });
 
@@ -381,18 +390,9 @@ describe(`turn engine (${databaseKind})`, () => {
     const ids = range(24).map((i) => uniqueQueueId(`group-full-${i}`));
     await Promise.all(ids.map((q) => queues.pushBatch(q, [{ item: { n: 0 } }, { item: { n: 1 } }])));
     const held = await Promise.all(ids.map((q) => queues.pop(q, { depth: 1, requireAck: true, ttlSeconds: 30, waitSeconds: 0 })));
-    const before = segments.writeGroups;
-    countStatements();
-    const answers = await Promise.all(
-      ids.map((q, i) => locks.acknowledge(q, held[i].lock_id, { depth: 1, ttlSeconds: 30, lockPerItem: false, includeHeaders: false })),
+    const answers = await expectSharedStatements('pushpop_write_turns_full', ids.length, () =>
+      Promise.all(ids.map((q, i) => locks.acknowledge(q, held[i].lock_id, { depth: 1, ttlSeconds: 30, lockPerItem: false, includeHeaders: false }))),
     );
-    const names = turnNames().map(String);
-    expect(
-      names.some((name) => /^pushpop_write_turns_full_\d+$/.test(name)),
-      names.join(' '),
-    ).toBe(true);
-    expect(names.length, 'fewer statements than turns').toBeLessThan(ids.length);
-    expect(segments.writeGroups.grouped).toBeGreaterThan(before.grouped);
     for (const [i, q] of ids.entries()) {
       expect(answers[i].next).toMatchObject({ items: [{ n: 1 }], count: 1, locked: true });
       // The first lock is gone and the second is held: it acknowledges, and then the queue is empty.
