@@ -66,7 +66,7 @@ const mapped = <T, R>(list: readonly T[], f: (t: T) => R): R[] | undefined => (l
  * bind and nothing to parse, where `'{}'` costs both, for the dozen and a half lists a turn
  * mostly leaves empty.
  */
-const listOf = <T, R>(list: readonly T[], f: (t: T) => R): R[] | null => (list.length > 0 ? list.map(f) : null);
+const listOf = <T, R>(list: readonly T[], f: (t: T) => R): R[] | null => mapped(list, f) ?? null;
 /** The queue each row was dead-lettered from (null: never), or undefined when none was (a full-only parameter not given). */
 const fromOf = (rows: readonly { readonly from?: string }[]): (string | null)[] | undefined =>
   rows.some((r) => r.from !== undefined) ? rows.map((r) => r.from ?? null) : undefined;
