@@ -14,9 +14,11 @@
 //
 // Before the rows, an unmeasured warm-up, the same for every system: `items` single pushes
 // consumed at concurrency 1, then `items` more consumed at concurrency 32, each part at most
-// `maxSeconds`. A service and a client compile a path only after it ran thousands of times, and
-// at concurrency 1 each path runs once per item: without this, consume-1 (the first consume row)
-// would measure code still being compiled, and each system a different share of it.
+// `maxSeconds`, then up to `items` pushes, one every `everyMs / 2`, to a consumer waiting for
+// each. A service and a client compile a path only after it ran thousands of times, and at
+// concurrency 1 each path runs once per item: without this, consume-1 (the first consume row)
+// would measure code still being compiled, and each system a different share of it; and so would
+// the latency row, whose path (a consumer woken by each push) no other row takes.
 //
 // Options: one JSON argument (bench/scenarios/clients.mjs).
 
@@ -66,6 +68,9 @@ const row = (name, run) =>
 /**
  * Unmeasured: for each concurrency of 1 and 32, `items` single pushes, then a consumer at that
  * concurrency until they are done; the pushes and the consuming each stop after `maxSeconds`.
+ * Then the latency row's path: a consumer that waits for each item (with items waiting, as
+ * above, it never does), woken by `items` pushes one every `everyMs / 2` ms, as many as fit in
+ * `maxSeconds`.
  */
 async function warmUp() {
   const { items, inFlight: width, maxSeconds } = options;
@@ -82,6 +87,10 @@ async function warmUp() {
       if (pushed > 0) await consumeAll(adapter, queue, pushed, concurrency, maxSeconds);
     });
   }
+  const everyMs = options.everyMs / 2;
+  const pushes = Math.min(items, Math.floor((maxSeconds * 1000) / everyMs));
+  say(`warming up (unmeasured): ${pushes} pushes, one every ${everyMs} ms, to a waiting consumer ...`);
+  await withQueue('warm-up-latency', (queue) => pushToHandler(adapter, queue, pushes, everyMs, maxSeconds, itemOf));
   adapter.takeErrors();
 }
 

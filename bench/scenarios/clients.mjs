@@ -94,8 +94,8 @@ async function clientRun(target, roundNo, { system, lockMode, column }) {
       recordRow(target, roundNo, column, OVER_HTTP.includes(system), message, cpuPerRequest(before.get(message.row), sampleCpu(target), message.items));
     else if (message.type === 'done' || message.type === 'failed') outcome = message;
   });
-  // bounded: the warm-up's four parts and seven rows, the slow ones capped at BENCH_CLIENT_MAX_SECONDS, plus fills and start-up
-  const capSeconds = 14 * CONFIG.clientMaxSeconds + 600;
+  // bounded: the warm-up's six parts and seven rows, the slow ones capped at BENCH_CLIENT_MAX_SECONDS, plus fills and start-up
+  const capSeconds = 16 * CONFIG.clientMaxSeconds + 600;
   const exit = await Promise.race([exited, sleep(capSeconds * 1000).then(() => null)]);
   if (exit === null) {
     killGroup(child.pid, 'SIGKILL');
