@@ -369,7 +369,7 @@ describe(`turn engine (${databaseKind})`, () => {
     const result = await run();
     const names = turnNames().map(String);
     expect(
-      names.some((name) => name.startsWith(`${group}_`)),
+      names.some((name) => new RegExp(`^${group}_\\d+$`).test(name)),
       names.join(' '),
     ).toBe(true);
     expect(names.length, 'fewer statements than turns').toBeLessThan(turns);
